@@ -1,0 +1,116 @@
+"""Driver templates: the time loop shared by every fixed-step integrator, and its bookkeeping.
+
+These are plain Python functions, specialised per (integrator, system) by :mod:`kernels.compile`,
+which binds the free names ``integrator_allocate``, ``integrator_begin``, ``integrator_step``,
+``record_sample``, ``system_potential`` and ``kinetic_energy`` before jitting.  Members are processed
+in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and release the GIL;
+:func:`kernels.integrate` runs disjoint ranges of blocks on several threads.
+"""
+
+import numpy as np
+
+from .lanes import constraint_errors_into, lane_function
+from .status import NON_FINITE, OK
+
+
+def record_sample_template(sample, q, omega, mass_diag, mass_full, coef, topology, first, members, lane_status,
+                           save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch):
+    """Write diagnostics (and optionally the state) of one saved sample for the block's members.
+
+    E = ½ Σ_ij M_ij q̇_i·q̇_j + V (J); failed members get NaN from their failing step on.
+    """
+    lanes = q.shape[2]
+    kinetic_energy(q, omega, mass_diag, mass_full, scratch[0])  # noqa: F821 (bound at specialisation)
+    system_potential(q, coef, topology, scratch[1])  # noqa: F821
+    constraint_errors_into(q, omega, scratch[2], scratch[3])
+    for b in range(lanes):
+        m = first + b
+        if m >= members:
+            break
+        ok = lane_status[b] == OK
+        energy[m, sample] = scratch[0, b] + scratch[1, b] if ok else np.nan
+        unit_error[m, sample] = scratch[2, b] if ok else np.nan
+        tangency_error[m, sample] = scratch[3, b] if ok else np.nan
+        if save_state:
+            for i in range(q.shape[0]):
+                for k in range(3):
+                    q_out[m, sample, i, k] = q[i, k, b] if ok else np.nan
+                    omega_out[m, sample, i, k] = omega[i, k, b] if ok else np.nan
+
+
+@lane_function
+def check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, step, scratch):
+    """Record the first failure of each member at ``step`` and stop treating it as active."""
+    n = q.shape[0]
+    lanes = q.shape[2]
+    poison = scratch[0]
+    for b in range(lanes):
+        poison[b] = 0.0
+    for i in range(n):
+        for k in range(3):
+            for b in range(lanes):
+                poison[b] += q[i, k, b] * 0.0 + omega[i, k, b] * 0.0  # NaN iff some entry is NaN or inf
+    for b in range(lanes):
+        if active[b]:
+            failure = code[b]
+            if failure == OK and poison[b] != poison[b]:
+                failure = NON_FINITE
+            if failure != OK:
+                lane_status[b] = failure
+                lane_failed[b] = step
+                active[b] = False
+            lane_iterations[b] = max(lane_iterations[b], step_iterations[b])
+
+
+@lane_function
+def write_final_state(q, omega, h, first, members, lane_status, lane_failed, lane_iterations,
+                      status, failed_step, iterations, q_end, omega_end, step_size):
+    """Per-member outcome and end state (the restart point of the next segment)."""
+    for b in range(q.shape[2]):
+        m = first + b
+        if m >= members:
+            break
+        status[m] = lane_status[b]
+        failed_step[m] = lane_failed[b]
+        iterations[m] = lane_iterations[b]
+        step_size[m] = h[b]
+        ok = lane_status[b] == OK
+        for i in range(q.shape[0]):
+            for k in range(3):
+                q_end[m, i, k] = q[i, k, b] if ok else np.nan
+                omega_end[m, i, k] = omega[i, k, b] if ok else np.nan
+
+
+def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, topology, h, n_steps, save_every, options,
+                     members, save_state, q_out, omega_out, energy, unit_error, tangency_error,
+                     status, failed_step, iterations, q_end, omega_end, step_size):
+    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps."""
+    n_blocks, n, _, lanes = q_blocks.shape
+    for blk in range(n_blocks):
+        first = blk * lanes
+        q = q_blocks[blk].copy()
+        omega = omega_blocks[blk].copy()
+        md = mass_diag[blk]
+        mf = mass_full[blk]
+        c = coef[blk]
+        work = integrator_allocate(n, lanes)  # noqa: F821
+        scratch = np.empty((4, lanes))
+        lane_status = np.zeros(lanes, np.int64)
+        lane_failed = np.full(lanes, -1, np.int64)
+        lane_iterations = np.zeros(lanes, np.int64)
+        step_iterations = np.zeros(lanes, np.int64)
+        code = np.zeros(lanes, np.int64)
+        active = np.empty(lanes, np.bool_)
+        for b in range(lanes):
+            active[b] = first + b < members
+        integrator_begin(q, omega, md, mf, c, topology, h, options, work)  # noqa: F821
+        record_sample(0, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
+                      save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+        for k in range(1, n_steps + 1):
+            integrator_step(q, omega, md, mf, c, topology, h, options, work, active, code, step_iterations)  # noqa: F821
+            check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
+            if k % save_every == 0:
+                record_sample(k // save_every, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
+                              save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+        write_final_state(q, omega, np.full(lanes, h), first, members, lane_status, lane_failed, lane_iterations,
+                          status, failed_step, iterations, q_end, omega_end, step_size)

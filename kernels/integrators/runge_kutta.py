@@ -1,0 +1,270 @@
+"""Classical Runge–Kutta baselines on the continuous equations (9)–(11) of Lee–Leok–McClamroch in (q, ω).
+
+q̇_i = ω_i × q_i (10) and ω̇ from (9): M_ii ω̇_i − Σ_{j≠i} M_ij q_i × (q_j × ω̇_j)
+= Σ_{j≠i} M_ij (ω_j·ω_j) q_i × q_j − q_i × ∂V/∂q_i, which for diagonal M is explicit.
+Nothing here keeps ‖q_i‖ = 1 or q_i·ω_i = 0; that is the point of comparing with the VI.
+Free names bound at specialisation: ``system_gradient``, ``equations_of_motion``,
+``equations_allocate``, ``record_sample``, ``tableau_a``, ``tableau_b``, ``project_after_step``.
+"""
+
+import numpy as np
+
+from ..driver import write_final_state
+from ..lanes import lane_function, solve_in_lanes, velocities_into
+from ..status import STEP_SIZE_UNDERFLOW
+from .vi import assemble_velocity_matrix
+
+MIDPOINT_A = np.array([[0.0, 0.0], [0.5, 0.0]])
+MIDPOINT_B = np.array([0.0, 1.0])
+CLASSICAL_A = np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+CLASSICAL_B = np.array([1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0])
+
+# Dormand–Prince 5(4) with FSAL, its error weights and the 4th-order dense output of Shampine
+# (the coefficients scipy's RK45 uses, so results are comparable with solve_ivp).
+DOPRI_A = np.array([
+    [0, 0, 0, 0, 0, 0],
+    [1 / 5, 0, 0, 0, 0, 0],
+    [3 / 40, 9 / 40, 0, 0, 0, 0],
+    [44 / 45, -56 / 15, 32 / 9, 0, 0, 0],
+    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0, 0],
+    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0],
+])
+DOPRI_B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
+DOPRI_E = np.array([-71 / 57600, 0, 71 / 16695, -71 / 1920, 17253 / 339200, -22 / 525, 1 / 40])
+DOPRI_P = np.array([
+    [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
+    [0, 0, 0, 0],
+    [0, 131558114200 / 32700410799, -68118460800 / 10900136933, 87487479700 / 32700410799],
+    [0, -1754552775 / 470086768, 14199869525 / 1410260304, -10690763975 / 1880347072],
+    [0, 127303824393 / 49829197408, -318862633887 / 49829197408, 701980252875 / 199316789632],
+    [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
+    [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423],
+])
+#: rk45 options, in the order of the ``options`` array
+RTOL, ATOL, MAX_STEPS = 0, 1, 2
+
+
+def equations_allocate_diagonal(n, lanes):
+    return (np.empty((n, 3, lanes)), np.empty((1, 1, lanes)), np.empty((1, lanes)))
+
+
+def equations_allocate_full(n, lanes):
+    return (np.empty((n, 3, lanes)), np.empty((3 * n, 3 * n, lanes)), np.empty((3 * n, lanes)))
+
+
+def equations_diagonal(q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
+    """(10) and (9) for diagonal M: ω̇_i = −(q_i × ∂V/∂q_i)/M_ii."""
+    grad = work[0]
+    system_gradient(q, coef, topology, grad)  # noqa: F821 (bound at specialisation)
+    velocities_into(q, omega, dq)
+    for i in range(q.shape[0]):
+        for b in range(q.shape[2]):
+            inv = 1.0 / mass_diag[i, b]
+            domega[i, 0, b] = -inv * (q[i, 1, b] * grad[i, 2, b] - q[i, 2, b] * grad[i, 1, b])
+            domega[i, 1, b] = -inv * (q[i, 2, b] * grad[i, 0, b] - q[i, 0, b] * grad[i, 2, b])
+            domega[i, 2, b] = -inv * (q[i, 0, b] * grad[i, 1, b] - q[i, 1, b] * grad[i, 0, b])
+
+
+def equations_full(q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
+    """(10) and (9) for full M: a 3n×3n linear solve for ω̇ per member."""
+    grad, matrix, rhs = work
+    system_gradient(q, coef, topology, grad)  # noqa: F821
+    velocities_into(q, omega, dq)
+    assemble_velocity_matrix(q, mass_full, matrix)
+    n = q.shape[0]
+    for i in range(n):
+        for b in range(q.shape[2]):
+            r0 = -(q[i, 1, b] * grad[i, 2, b] - q[i, 2, b] * grad[i, 1, b])
+            r1 = -(q[i, 2, b] * grad[i, 0, b] - q[i, 0, b] * grad[i, 2, b])
+            r2 = -(q[i, 0, b] * grad[i, 1, b] - q[i, 1, b] * grad[i, 0, b])
+            for j in range(n):
+                if j != i:
+                    w2 = mass_full[i, j, b] * (omega[j, 0, b] ** 2 + omega[j, 1, b] ** 2 + omega[j, 2, b] ** 2)
+                    r0 += w2 * (q[i, 1, b] * q[j, 2, b] - q[i, 2, b] * q[j, 1, b])
+                    r1 += w2 * (q[i, 2, b] * q[j, 0, b] - q[i, 0, b] * q[j, 2, b])
+                    r2 += w2 * (q[i, 0, b] * q[j, 1, b] - q[i, 1, b] * q[j, 0, b])
+            rhs[3 * i, b] = r0
+            rhs[3 * i + 1, b] = r1
+            rhs[3 * i + 2, b] = r2
+    solve_in_lanes(matrix, rhs)
+    for i in range(n):
+        for k in range(3):
+            for b in range(q.shape[2]):
+                domega[i, k, b] = rhs[3 * i + k, b]
+
+
+@lane_function
+def add_scaled(target, source, scale):
+    """target += scale · source, elementwise over (n, 3, lanes)."""
+    for i in range(target.shape[0]):
+        for k in range(3):
+            for b in range(target.shape[2]):
+                target[i, k, b] += scale * source[i, k, b]
+
+
+@lane_function
+def normalise_rows(q):
+    for i in range(q.shape[0]):
+        for b in range(q.shape[2]):
+            norm = np.sqrt(q[i, 0, b] ** 2 + q[i, 1, b] ** 2 + q[i, 2, b] ** 2)
+            q[i, 0, b] /= norm
+            q[i, 1, b] /= norm
+            q[i, 2, b] /= norm
+
+
+def explicit_rk_allocate(n, lanes):
+    stages = tableau_b.shape[0]  # noqa: F821
+    return (np.empty((stages, n, 3, lanes)), np.empty((stages, n, 3, lanes)), np.empty((n, 3, lanes)),
+            np.empty((n, 3, lanes)), equations_allocate(n, lanes))  # noqa: F821
+
+
+def explicit_rk_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
+    pass
+
+
+def explicit_rk_step(q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
+    """One step of the explicit Runge–Kutta method (tableau_a, tableau_b) on (9)–(10)."""
+    kq, kw, yq, yw, eq_work = work
+    stages = tableau_b.shape[0]  # noqa: F821
+    for s in range(stages):
+        yq[:] = q
+        yw[:] = omega
+        for r in range(s):
+            a = tableau_a[s, r]  # noqa: F821
+            if a != 0.0:
+                add_scaled(yq, kq[r], h * a)
+                add_scaled(yw, kw[r], h * a)
+        equations_of_motion(yq, yw, mass_diag, mass_full, coef, topology, kq[s], kw[s], eq_work)  # noqa: F821
+    for r in range(stages):
+        weight = tableau_b[r]  # noqa: F821
+        if weight != 0.0:
+            add_scaled(q, kq[r], h * weight)
+            add_scaled(omega, kw[r], h * weight)
+    if project_after_step:  # noqa: F821
+        normalise_rows(q)
+    for b in range(q.shape[2]):
+        code[b] = 0
+        iterations[b] = 0
+
+
+@lane_function
+def dopri_error_norm(q, omega, q_new, omega_new, kq, kw, h, rtol, atol):
+    """RMS over all 6n components of h Σ E_r k_r / (atol + rtol max(|y|, |y_new|)) (lane 0)."""
+    total = 0.0
+    for i in range(q.shape[0]):
+        for k in range(3):
+            eq = 0.0
+            ew = 0.0
+            for r in range(7):
+                eq += DOPRI_E[r] * kq[r, i, k, 0]
+                ew += DOPRI_E[r] * kw[r, i, k, 0]
+            sq = atol + rtol * max(abs(q[i, k, 0]), abs(q_new[i, k, 0]))
+            sw = atol + rtol * max(abs(omega[i, k, 0]), abs(omega_new[i, k, 0]))
+            total += (h * eq / sq) ** 2 + (h * ew / sw) ** 2
+    return np.sqrt(total / (6 * q.shape[0]))
+
+
+@lane_function
+def dopri_dense_into(q, omega, kq, kw, h, theta, out_q, out_w):
+    """y(t + θh) = y + h Σ_r k_r Σ_c P[r, c] θ^{c+1} (lane 0)."""
+    powers = np.empty(4)
+    powers[0] = theta
+    for c in range(1, 4):
+        powers[c] = powers[c - 1] * theta
+    for i in range(q.shape[0]):
+        for k in range(3):
+            sq = 0.0
+            sw = 0.0
+            for r in range(7):
+                weight = 0.0
+                for c in range(4):
+                    weight += DOPRI_P[r, c] * powers[c]
+                sq += weight * kq[r, i, k, 0]
+                sw += weight * kw[r, i, k, 0]
+            out_q[i, k, 0] = q[i, k, 0] + h * sq
+            out_w[i, k, 0] = omega[i, k, 0] + h * sw
+
+
+def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, topology, dt, n_steps, save_every, options,
+                   members, save_state, q_out, omega_out, energy, unit_error, tangency_error,
+                   status, failed_step, iterations, q_end, omega_end, step_size):
+    """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
+    times s·save_every·dt; the last step is clipped to land on n_steps·dt exactly, and the step size
+    the controller proposes there is returned in ``step_size`` to continue a later segment.  A
+    non-finite stage makes the step rejected; a member whose step then shrinks below round-off of
+    t_end (or that exceeds max_steps attempts) fails with STEP_SIZE_UNDERFLOW."""
+    n_blocks, n, _, lanes = q_blocks.shape
+    t_end = n_steps * dt
+    n_samples = n_steps // save_every + 1
+    rtol = options[RTOL]
+    atol = options[ATOL]
+    max_steps = int(options[MAX_STEPS])
+    for blk in range(n_blocks):
+        q = q_blocks[blk].copy()
+        omega = omega_blocks[blk].copy()
+        md = mass_diag[blk]
+        mf = mass_full[blk]
+        c = coef[blk]
+        kq = np.empty((7, n, 3, 1))
+        kw = np.empty((7, n, 3, 1))
+        yq = np.empty((n, 3, 1))
+        yw = np.empty((n, 3, 1))
+        q_new = np.empty((n, 3, 1))
+        omega_new = np.empty((n, 3, 1))
+        eq_work = equations_allocate(n, 1)  # noqa: F821
+        scratch = np.empty((4, 1))
+        lane_status = np.zeros(1, np.int64)
+        lane_failed = np.full(1, -1, np.int64)
+        accepted = np.zeros(1, np.int64)
+        h = step_size[blk]
+        record_sample(0, q, omega, md, mf, c, topology, blk, members, lane_status,  # noqa: F821
+                      save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+        equations_of_motion(q, omega, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
+        t = 0.0
+        next_sample = 1
+        attempts = 0
+        while t < t_end:
+            attempts += 1
+            last = h >= t_end - t
+            h_step = t_end - t if last else h
+            for s in range(1, 7):
+                yq[:] = q
+                yw[:] = omega
+                for r in range(s):
+                    a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
+                    if a != 0.0:
+                        add_scaled(yq, kq[r], h_step * a)
+                        add_scaled(yw, kw[r], h_step * a)
+                if s == 6:
+                    q_new[:] = yq
+                    omega_new[:] = yw
+                equations_of_motion(yq, yw, md, mf, c, topology, kq[s], kw[s], eq_work)  # noqa: F821
+            error = dopri_error_norm(q, omega, q_new, omega_new, kq, kw, h_step, rtol, atol)
+            if error <= 1.0:
+                t_new = t_end if last else t + h_step
+                while next_sample < n_samples and next_sample * save_every * dt <= t_new:
+                    t_sample = next_sample * save_every * dt
+                    if t_sample == t_new:
+                        yq[:] = q_new
+                        yw[:] = omega_new
+                    else:
+                        dopri_dense_into(q, omega, kq, kw, h_step, (t_sample - t) / h_step, yq, yw)
+                    record_sample(next_sample, yq, yw, md, mf, c, topology, blk, members, lane_status,  # noqa: F821
+                                  save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+                    next_sample += 1
+                q[:] = q_new
+                omega[:] = omega_new
+                kq[0] = kq[6]
+                kw[0] = kw[6]
+                t = t_new
+                accepted[0] += 1
+                factor = 10.0 if error == 0.0 else min(10.0, 0.9 * error ** -0.2)
+                h = max(h, h_step * factor) if last else h_step * factor
+            else:
+                h = h_step * (max(0.2, 0.9 * error ** -0.2) if error == error else 0.2)
+            if h < 16.0 * np.finfo(np.float64).eps * t_end or attempts >= max_steps:
+                lane_status[0] = STEP_SIZE_UNDERFLOW
+                lane_failed[0] = int(t / dt) + 1
+                break
+        write_final_state(q, omega, np.full(1, h), blk, members, lane_status, lane_failed, accepted,
+                          status, failed_step, iterations, q_end, omega_end, step_size)

@@ -1,0 +1,262 @@
+"""Lee–Leok–McClamroch variational integrators on (S²)ⁿ, in lane layout.
+
+``explicit_vi_*``: the explicit form (29)–(30) for diagonal M.
+``implicit_vi_*``: the implicit form (22)–(25) for any SPD M; (22) is solved in Cayley coordinates
+(27)–(28) by Newton's method with the analytic Jacobian, then (25) gives ω_{k+1}.
+Free names bound at specialisation: ``system_gradient``.
+"""
+
+import numpy as np
+
+from ..lanes import lane_function, solve_in_lanes
+from ..status import NEWTON_FAILED, VI_STEP_INFEASIBLE
+
+#: method options of the implicit solve, in the order of the ``options`` array
+NEWTON_TOLERANCE, NEWTON_MAX_ITERATIONS = 0, 1
+#: Newton is also accepted as converged when its correction has shrunk to round-off relative to f
+ROUND_OFF_CORRECTION = 4 * np.finfo(np.float64).eps
+
+
+def explicit_vi_allocate(n, lanes):
+    """Work: q_{k+1}, ∂V/∂q at the current q, q_i × ∂V/∂q_i, h/(2 M_ii), min_i (1 − ‖a_i‖²)."""
+    return (np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)),
+            np.empty((n, lanes)), np.empty(lanes))
+
+
+def explicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
+    q_next, grad, torque, half_h_over_mass, margin = work
+    system_gradient(q, coef, topology, grad)  # noqa: F821 (bound at specialisation)
+    for i in range(q.shape[0]):
+        for b in range(q.shape[2]):
+            half_h_over_mass[i, b] = 0.5 * h / mass_diag[i, b]
+
+
+def explicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
+    """One step of Lee–Leok–McClamroch eqs. (29)–(30); ∂V/∂q_{k+1} is kept for the next step."""
+    q_next, grad, torque, half_h_over_mass, margin = work
+    n = q.shape[0]
+    lanes = q.shape[2]
+    for b in range(lanes):
+        margin[b] = 1.0
+    for i in range(n):
+        for b in range(lanes):
+            c = half_h_over_mass[i, b]
+            q0, q1, q2 = q[i, 0, b], q[i, 1, b], q[i, 2, b]
+            t0 = q1 * grad[i, 2, b] - q2 * grad[i, 1, b]
+            t1 = q2 * grad[i, 0, b] - q0 * grad[i, 2, b]
+            t2 = q0 * grad[i, 1, b] - q1 * grad[i, 0, b]
+            # half kick of (30): ω − (h/2M_ii) q_k × ∂V_k/∂q ; a_i = h × that, eq. (29)
+            w0 = omega[i, 0, b] - c * t0
+            w1 = omega[i, 1, b] - c * t1
+            w2 = omega[i, 2, b] - c * t2
+            a0, a1, a2 = h * w0, h * w1, h * w2
+            s = 1.0 - (a0 * a0 + a1 * a1 + a2 * a2)
+            margin[b] = min(margin[b], s)
+            r = np.sqrt(s)  # NaN when ‖a_i‖ > 1: the member is flagged below
+            q_next[i, 0, b] = a1 * q2 - a2 * q1 + r * q0
+            q_next[i, 1, b] = a2 * q0 - a0 * q2 + r * q1
+            q_next[i, 2, b] = a0 * q1 - a1 * q0 + r * q2
+            omega[i, 0, b] = w0
+            omega[i, 1, b] = w1
+            omega[i, 2, b] = w2
+    system_gradient(q_next, coef, topology, grad)  # noqa: F821
+    for i in range(n):
+        for b in range(lanes):
+            c = half_h_over_mass[i, b]
+            q0, q1, q2 = q_next[i, 0, b], q_next[i, 1, b], q_next[i, 2, b]
+            omega[i, 0, b] -= c * (q1 * grad[i, 2, b] - q2 * grad[i, 1, b])
+            omega[i, 1, b] -= c * (q2 * grad[i, 0, b] - q0 * grad[i, 2, b])
+            omega[i, 2, b] -= c * (q0 * grad[i, 1, b] - q1 * grad[i, 0, b])
+            q[i, 0, b] = q0
+            q[i, 1, b] = q1
+            q[i, 2, b] = q2
+    for b in range(lanes):
+        code[b] = VI_STEP_INFEASIBLE if margin[b] < 0.0 else 0
+        iterations[b] = 0
+
+
+def implicit_vi_allocate(n, lanes):
+    """Work: ∂V/∂q, d (22), f, y = F q − q, u, D_j = ∂y_j/∂f_j, Newton matrix and vector, ‖d‖, done, 3-vector."""
+    return (np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)),
+            np.empty((n, 3, lanes)), np.empty((n, 3, 3, lanes)), np.empty((3 * n, 3 * n, lanes)),
+            np.empty((3 * n, lanes)), np.empty((1, lanes)), np.empty(lanes, np.bool_), np.empty(3))
+
+
+def implicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
+    system_gradient(q, coef, topology, work[0])  # noqa: F821
+
+
+@lane_function
+def cayley_displacement(q, f, y):
+    """y_j = F_j q_j − q_j = 2(f_j × q_j − ‖f_j‖² q_j)/(1 + ‖f_j‖²), eq. (27), without cancellation."""
+    for j in range(q.shape[0]):
+        for b in range(q.shape[2]):
+            ss = f[j, 0, b] ** 2 + f[j, 1, b] ** 2 + f[j, 2, b] ** 2
+            scale = 2.0 / (1.0 + ss)
+            y[j, 0, b] = scale * (f[j, 1, b] * q[j, 2, b] - f[j, 2, b] * q[j, 1, b] - ss * q[j, 0, b])
+            y[j, 1, b] = scale * (f[j, 2, b] * q[j, 0, b] - f[j, 0, b] * q[j, 2, b] - ss * q[j, 1, b])
+            y[j, 2, b] = scale * (f[j, 0, b] * q[j, 1, b] - f[j, 1, b] * q[j, 0, b] - ss * q[j, 2, b])
+
+
+@lane_function
+def cross_with_mass_sum(q, mass_full, y, i, skip_diagonal, out, b):
+    """q_i × Σ_j M_ij y_j for lane b (j ≠ i when ``skip_diagonal``), returned as 3 numbers."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for j in range(q.shape[0]):
+        if skip_diagonal and j == i:
+            continue
+        m = mass_full[i, j, b]
+        s0 += m * y[j, 0, b]
+        s1 += m * y[j, 1, b]
+        s2 += m * y[j, 2, b]
+    out[0] = q[i, 1, b] * s2 - q[i, 2, b] * s1
+    out[1] = q[i, 2, b] * s0 - q[i, 0, b] * s2
+    out[2] = q[i, 0, b] * s1 - q[i, 1, b] * s0
+
+
+@lane_function
+def assemble_velocity_matrix(q, mass_full, a):
+    """Blocks M_ii I₃ (diagonal) and −M_ij q̂_i q̂_j = −M_ij (q_j q_iᵀ − (q_i·q_j) I₃): eqs. (9), (25)."""
+    n = q.shape[0]
+    for i in range(n):
+        for j in range(n):
+            for b in range(q.shape[2]):
+                if i == j:
+                    for r in range(3):
+                        for c in range(3):
+                            a[3 * i + r, 3 * j + c, b] = mass_full[i, i, b] if r == c else 0.0
+                else:
+                    dot = q[i, 0, b] * q[j, 0, b] + q[i, 1, b] * q[j, 1, b] + q[i, 2, b] * q[j, 2, b]
+                    for r in range(3):
+                        for c in range(3):
+                            value = q[j, r, b] * q[i, c, b] - (dot if r == c else 0.0)
+                            a[3 * i + r, 3 * j + c, b] = -mass_full[i, j, b] * value
+
+
+def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
+    """One step of Lee–Leok–McClamroch eqs. (22)–(25).
+
+    Newton on the residual R_i(f) = 2M_ii f_i/(1+‖f_i‖²) + q_i × Σ_{j≠i} M_ij y_j(f) − d_i + q_i (q_i·f_i):
+    its tangential part is (28) and its normal part pins f_i·q_i = 0 so the Jacobian is regular.
+    Converged when ‖R‖_∞ ≤ tol ‖d‖_∞ (or the correction is at round-off); per-member failure → status.
+    """
+    grad, d, f, y, u, dy, jac, vec, norms, done, cross = work
+    n = q.shape[0]
+    lanes = q.shape[2]
+    tol = options[NEWTON_TOLERANCE]
+    max_iterations = int(options[NEWTON_MAX_ITERATIONS])
+    # d_i of (22): h M_ii ω_i − q_i × Σ_{j≠i} M_ij (q_j × h ω_j) − (h²/2) q_i × ∂V/∂q_i
+    for j in range(n):
+        for b in range(lanes):
+            u[j, 0, b] = h * (q[j, 1, b] * omega[j, 2, b] - q[j, 2, b] * omega[j, 1, b])
+            u[j, 1, b] = h * (q[j, 2, b] * omega[j, 0, b] - q[j, 0, b] * omega[j, 2, b])
+            u[j, 2, b] = h * (q[j, 0, b] * omega[j, 1, b] - q[j, 1, b] * omega[j, 0, b])
+    for b in range(lanes):
+        norms[0, b] = 0.0
+        done[b] = not active[b]
+        iterations[b] = 0
+        code[b] = 0
+        for i in range(n):
+            cross_with_mass_sum(q, mass_full, u, i, True, cross, b)
+            half_h2 = 0.5 * h * h
+            for k in range(3):
+                k1 = (k + 1) % 3
+                k2 = (k + 2) % 3
+                torque = q[i, k1, b] * grad[i, k2, b] - q[i, k2, b] * grad[i, k1, b]
+                d[i, k, b] = h * mass_full[i, i, b] * omega[i, k, b] - cross[k] - half_h2 * torque
+                norms[0, b] = max(norms[0, b], abs(d[i, k, b]))
+                f[i, k, b] = 0.0
+    for iteration in range(max_iterations + 1):
+        cayley_displacement(q, f, y)
+        remaining = 0
+        for b in range(lanes):
+            if done[b]:
+                continue
+            residual = 0.0
+            for i in range(n):
+                cross_with_mass_sum(q, mass_full, y, i, True, cross, b)
+                ss = f[i, 0, b] ** 2 + f[i, 1, b] ** 2 + f[i, 2, b] ** 2
+                normal = q[i, 0, b] * f[i, 0, b] + q[i, 1, b] * f[i, 1, b] + q[i, 2, b] * f[i, 2, b]
+                for k in range(3):
+                    r = 2.0 * mass_full[i, i, b] * f[i, k, b] / (1.0 + ss) + cross[k] - d[i, k, b] + q[i, k, b] * normal
+                    vec[3 * i + k, b] = r
+                    residual = max(residual, abs(r))
+            if residual <= tol * norms[0, b]:
+                done[b] = True
+            elif iteration == max_iterations:
+                done[b] = True
+                code[b] = NEWTON_FAILED
+            else:
+                remaining += 1
+        if remaining == 0:
+            break
+        # analytic Jacobian: ∂/∂f_i of 2M_ii f_i/(1+s_i) plus q_i q_iᵀ, and M_ij q̂_i D_j off the diagonal,
+        # D_j = ∂y_j/∂f_j = −2/(1+s_j) [q̂_j + (y_j + 2 q_j) f_jᵀ]
+        for j in range(n):
+            for b in range(lanes):
+                ss = f[j, 0, b] ** 2 + f[j, 1, b] ** 2 + f[j, 2, b] ** 2
+                scale = -2.0 / (1.0 + ss)
+                for r in range(3):
+                    for c in range(3):
+                        hat = 0.0
+                        if r != c:
+                            other = 3 - r - c
+                            hat = -q[j, other, b] if (r - c) % 3 == 2 else q[j, other, b]
+                        dy[j, r, c, b] = scale * (hat + (y[j, r, b] + 2.0 * q[j, r, b]) * f[j, c, b])
+        for i in range(n):
+            for j in range(n):
+                for b in range(lanes):
+                    if i == j:
+                        ss = f[i, 0, b] ** 2 + f[i, 1, b] ** 2 + f[i, 2, b] ** 2
+                        inv = 1.0 / (1.0 + ss)
+                        m2 = 2.0 * mass_full[i, i, b]
+                        for r in range(3):
+                            for c in range(3):
+                                value = -2.0 * m2 * inv * inv * f[i, r, b] * f[i, c, b] + q[i, r, b] * q[i, c, b]
+                                if r == c:
+                                    value += m2 * inv
+                                jac[3 * i + r, 3 * j + c, b] = value
+                    else:
+                        m = mass_full[i, j, b]
+                        for c in range(3):
+                            x0, x1, x2 = dy[j, 0, c, b], dy[j, 1, c, b], dy[j, 2, c, b]
+                            jac[3 * i, 3 * j + c, b] = m * (q[i, 1, b] * x2 - q[i, 2, b] * x1)
+                            jac[3 * i + 1, 3 * j + c, b] = m * (q[i, 2, b] * x0 - q[i, 0, b] * x2)
+                            jac[3 * i + 2, 3 * j + c, b] = m * (q[i, 0, b] * x1 - q[i, 1, b] * x0)
+        solve_in_lanes(jac, vec)
+        for b in range(lanes):
+            if done[b]:
+                continue
+            iterations[b] += 1
+            correction = 0.0
+            size = 0.0
+            for i in range(n):
+                for k in range(3):
+                    f[i, k, b] -= vec[3 * i + k, b]
+                    correction = max(correction, abs(vec[3 * i + k, b]))
+                    size = max(size, abs(f[i, k, b]))
+            if correction <= ROUND_OFF_CORRECTION * size:
+                done[b] = True
+    # q_{k+1} = F q_k (23); ω_{k+1} from the linear system (25)
+    cayley_displacement(q, f, y)
+    for j in range(n):
+        for k in range(3):
+            for b in range(lanes):
+                q[j, k, b] += y[j, k, b]
+    system_gradient(q, coef, topology, grad)  # noqa: F821
+    assemble_velocity_matrix(q, mass_full, jac)
+    for b in range(lanes):
+        for i in range(n):
+            cross_with_mass_sum(q, mass_full, y, i, False, cross, b)
+            for k in range(3):
+                k1 = (k + 1) % 3
+                k2 = (k + 2) % 3
+                torque = q[i, k1, b] * grad[i, k2, b] - q[i, k2, b] * grad[i, k1, b]
+                vec[3 * i + k, b] = cross[k] / h - 0.5 * h * torque
+    solve_in_lanes(jac, vec)
+    for i in range(n):
+        for k in range(3):
+            for b in range(lanes):
+                omega[i, k, b] = vec[3 * i + k, b]

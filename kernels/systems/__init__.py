@@ -1,0 +1,25 @@
+"""Registry of systems; :func:`get_system` is the way in."""
+
+from ..errors import InvalidInput
+from . import dipole_array, elastic_rod, sphere_lj, sphere_nbody, spherical_chain, spring_pendula
+from .base import Parameter, Preset, System, SystemDefinition, bind_system
+
+SYSTEMS: dict[str, SystemDefinition] = {
+    module.DEFINITION.name: module.DEFINITION
+    for module in (spherical_chain, sphere_nbody, spring_pendula, elastic_rod, dipole_array, sphere_lj)
+}
+
+
+def get_system(name: str, preset: str | None = None, **params) -> System:
+    """The system ``name`` with the given preset and parameter values.
+
+    Any numeric parameter may carry a leading member axis (one value per ensemble member).
+    Raises :class:`~kernels.errors.InvalidInput` naming the field for an unknown system, preset or
+    parameter, or a value of the wrong shape or sign.
+    """
+    if name not in SYSTEMS:
+        raise InvalidInput("system", f"unknown system {name!r}; allowed: {', '.join(sorted(SYSTEMS))}")
+    return bind_system(SYSTEMS[name], preset, params)
+
+
+__all__ = ["SYSTEMS", "get_system", "System", "SystemDefinition", "Parameter", "Preset"]

@@ -1,0 +1,219 @@
+"""What a mechanical system on (S²)ⁿ is, independent of any integrator.
+
+A system is a :class:`SystemDefinition` (parameters, presets, inertia M, potential V and its
+gradient as jitted lane functions) plus, once the user has chosen values, a :class:`System`
+holding validated parameters.  Any numeric parameter may carry a leading member axis, giving
+each ensemble member its own value (parameter sweeps are built on this).
+
+Lane functions of a system have the signatures
+``potential(q, coef, topology, out)`` with ``q`` (n, 3, L) and ``out`` (L,), and
+``gradient(q, coef, topology, out)`` with ``out`` (n, 3, L) = ∂V/∂q, where ``coef`` (P, L) holds
+per-member coefficients derived from the parameters and ``topology`` is an int64 array shared by
+all members (spring lists and the like).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import InvalidInput
+
+REQUIRED = object()
+
+#: base shapes a parameter can have; a per-member value adds one leading axis
+SCALAR, PER_BODY, VECTOR3, PER_BODY_VECTOR3, PER_SPRING = "scalar", "body", "vector3", "body×3", "spring"
+_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One system parameter: its base shape, allowed values, default, unit and meaning."""
+
+    name: str
+    shape: str
+    unit: str
+    doc: str
+    default: Any = REQUIRED
+    check: str = "positive"  # positive | nonnegative | finite | direction | cutoff | structural
+    parse: Callable[[Any], Any] | None = None  # for structural (non-numeric, never per-member) values
+
+    @property
+    def structural(self) -> bool:
+        return self.check == "structural"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Named parameter values and a single initial condition (q0, ω0 of shape (n, 3))."""
+
+    doc: str
+    params: dict
+    q0: np.ndarray
+    omega0: np.ndarray
+
+
+@dataclass(frozen=True)
+class SystemDefinition:
+    """The physics of one system.  It never knows which integrator will step it."""
+
+    name: str
+    summary: str
+    parameters: tuple[Parameter, ...]
+    presets: dict[str, Callable[[], Preset]]
+    diagonal_inertia: bool
+    bodies: Callable[[dict], int | None]  # number of bodies implied by parameter values, if any
+    inertia: Callable[[dict, int], np.ndarray]  # (members, n) if diagonal else (members, n, n)
+    coefficients: Callable[[dict, int], np.ndarray]  # (members, P)
+    potential: Any
+    gradient: Any
+    topology: Callable[[dict, int], np.ndarray] = lambda params, n: np.zeros(1, np.int64)
+    symmetry_axis: Callable[[dict], np.ndarray | None] | None = None  # rotation axis V is invariant about
+    full_rotation_symmetry: bool = False  # V invariant under every rotation (total angular momentum)
+
+    def parameter(self, name: str) -> Parameter:
+        for p in self.parameters:
+            if p.name == name:
+                return p
+        allowed = ", ".join(p.name for p in self.parameters)
+        raise InvalidInput(name, f"unknown parameter of system {self.name!r}; allowed: {allowed}")
+
+
+def _validate_value(system: str, spec: Parameter, value: Any) -> Any:
+    if spec.structural:
+        try:
+            return spec.parse(value) if spec.parse else value
+        except InvalidInput:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(spec.name, f"invalid value for {system}: {exc}") from None
+    if spec.check == "cutoff" and value is None:
+        value = np.inf  # no cutoff: every pair interacts
+    try:
+        array = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInput(spec.name, f"must be numeric ({spec.shape}, {spec.unit}), got {value!r}") from None
+    base = _BASE_NDIM[spec.shape]
+    if array.ndim not in (base, base + 1):
+        raise InvalidInput(
+            spec.name,
+            f"must have {base} dimension(s) ({spec.shape}) or {base + 1} with a leading member axis, "
+            f"got shape {array.shape}",
+        )
+    if spec.shape in (VECTOR3, PER_BODY_VECTOR3) and array.shape[-1] != 3:
+        raise InvalidInput(spec.name, f"last axis must have length 3, got shape {array.shape}")
+    if not np.all(np.isfinite(array) | ((spec.check == "cutoff") & (array == np.inf))):
+        raise InvalidInput(spec.name, "must be finite")
+    if spec.check in ("positive", "cutoff") and not np.all(array > 0):
+        raise InvalidInput(spec.name, f"must be > 0 ({spec.unit}), got {value!r}")
+    if spec.check == "nonnegative" and not np.all(array >= 0):
+        raise InvalidInput(spec.name, f"must be >= 0 ({spec.unit}), got {value!r}")
+    if spec.check == "direction":
+        norms = np.linalg.norm(array, axis=-1, keepdims=True)
+        if not np.all(norms > 0):
+            raise InvalidInput(spec.name, "must be a non-zero direction vector")
+        array = array / norms
+    return array
+
+
+@dataclass(frozen=True)
+class System:
+    """A system definition with validated parameter values (some possibly per member)."""
+
+    definition: SystemDefinition
+    params: dict
+    preset: str | None = None
+    initial_q: np.ndarray | None = field(default=None, repr=False)
+    initial_omega: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def n_bodies(self) -> int | None:
+        return self.definition.bodies(self.params)
+
+    def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The preset's initial condition (q0, ω0), each (n, 3), on (S²)ⁿ exactly."""
+        if self.initial_q is None:
+            raise InvalidInput("preset", f"system {self.name!r} was built without a preset, so it has no initial state")
+        return self.initial_q.copy(), self.initial_omega.copy()
+
+    def member_count(self) -> int | None:
+        """Number of members implied by per-member parameters (None if all are shared)."""
+        counts = {
+            self.params[p.name].shape[0]
+            for p in self.definition.parameters
+            if not p.structural and self.params[p.name].ndim == _BASE_NDIM[p.shape] + 1
+        }
+        if len(counts) > 1:
+            raise InvalidInput("params", f"per-member parameters disagree on the number of members: {sorted(counts)}")
+        return counts.pop() if counts else None
+
+    def broadcast(self, members: int, n: int) -> dict:
+        """Parameter values with an explicit leading member axis, checked against n bodies."""
+        out = {}
+        for p in self.definition.parameters:
+            value = self.params[p.name]
+            if p.structural:
+                out[p.name] = value
+                continue
+            base = _BASE_NDIM[p.shape]
+            if value.ndim == base + 1 and value.shape[0] not in (1, members):
+                raise InvalidInput(p.name, f"per-member values for {value.shape[0]} members, but there are {members}")
+            per_member = value if value.ndim == base + 1 else value[np.newaxis]
+            if p.shape in (PER_BODY, PER_BODY_VECTOR3) and per_member.shape[1] != n:
+                raise InvalidInput(p.name, f"needs one value per body ({n} bodies), got shape {value.shape}")
+            out[p.name] = np.broadcast_to(per_member, (members,) + per_member.shape[1:])
+        return out
+
+    def with_params(self, **params) -> "System":
+        """A copy with some parameters replaced (validated like get_system's)."""
+        merged = dict(self.params)
+        for key, value in params.items():
+            merged[key] = _validate_value(self.name, self.definition.parameter(key), value)
+        return System(self.definition, merged, self.preset, self.initial_q, self.initial_omega)
+
+
+def bind_system(definition: SystemDefinition, preset: str | None, params: dict) -> System:
+    """Validate preset and parameter values and return the bound :class:`System`."""
+    values: dict = {}
+    q0 = omega0 = None
+    if preset is not None:
+        if preset not in definition.presets:
+            allowed = ", ".join(sorted(definition.presets)) or "none"
+            raise InvalidInput("preset", f"unknown preset {preset!r} for system {definition.name!r}; allowed: {allowed}")
+        chosen = definition.presets[preset]()
+        values.update(chosen.params)
+        q0, omega0 = chosen.q0, chosen.omega0
+    for key in params:
+        definition.parameter(key)  # refuses unknown names
+    values.update(params)
+    validated = {}
+    for spec in definition.parameters:
+        if spec.name not in values:
+            if spec.default is REQUIRED:
+                raise InvalidInput(spec.name, f"required parameter of system {definition.name!r} ({spec.doc})")
+            values[spec.name] = spec.default
+        validated[spec.name] = _validate_value(definition.name, spec, values[spec.name])
+    return System(definition, validated, preset, q0, omega0)
+
+
+def per_body(values: np.ndarray, n: int) -> np.ndarray:
+    """A (members,) or (members, n) parameter as (members, n)."""
+    return values if values.ndim == 2 else np.repeat(values[:, np.newaxis], n, axis=1)
+
+
+def unit_rows(vectors) -> np.ndarray:
+    """Rows normalised to unit length (for preset initial conditions given to 4 digits)."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+
+
+def tangent_rows(q: np.ndarray, omega) -> np.ndarray:
+    """ω with its component along q removed, so that q·ω = 0 exactly up to round-off."""
+    omega = np.asarray(omega, dtype=np.float64)
+    return omega - np.sum(q * omega, axis=-1, keepdims=True) * q
