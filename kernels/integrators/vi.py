@@ -13,8 +13,11 @@ from ..status import NEWTON_FAILED, VI_STEP_INFEASIBLE
 
 #: method options of the implicit solve, in the order of the ``options`` array
 NEWTON_TOLERANCE, NEWTON_MAX_ITERATIONS = 0, 1
-#: Newton is also accepted as converged when its correction has shrunk to round-off relative to f
+#: Newton is also accepted as converged when its correction has shrunk to round-off relative to f,
+#: or when the residual has stalled (not halved by an iteration) within STALLED_RESIDUAL_FACTOR × tol:
+#: with ill-conditioned M (Example 4's spans 6e-6…1.3e-3) round-off in R alone exceeds 1e-14 ‖d‖.
 ROUND_OFF_CORRECTION = 4 * np.finfo(np.float64).eps
+STALLED_RESIDUAL_FACTOR = 1e3
 
 
 def explicit_vi_allocate(n, lanes):
@@ -76,10 +79,11 @@ def explicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
 
 
 def implicit_vi_allocate(n, lanes):
-    """Work: ∂V/∂q, d (22), f, y = F q − q, u, D_j = ∂y_j/∂f_j, Newton matrix and vector, ‖d‖, done, 3-vector."""
+    """Work: ∂V/∂q, d (22), f, y = F q − q, u, D_j = ∂y_j/∂f_j, Newton matrix and vector, ‖d‖ and the
+    previous residual, done, a 3-vector."""
     return (np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)),
             np.empty((n, 3, lanes)), np.empty((n, 3, 3, lanes)), np.empty((3 * n, 3 * n, lanes)),
-            np.empty((3 * n, lanes)), np.empty((1, lanes)), np.empty(lanes, np.bool_), np.empty(3))
+            np.empty((3 * n, lanes)), np.empty((2, lanes)), np.empty(lanes, np.bool_), np.empty(3))
 
 
 def implicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
@@ -140,7 +144,8 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
 
     Newton on the residual R_i(f) = 2M_ii f_i/(1+‖f_i‖²) + q_i × Σ_{j≠i} M_ij y_j(f) − d_i + q_i (q_i·f_i):
     its tangential part is (28) and its normal part pins f_i·q_i = 0 so the Jacobian is regular.
-    Converged when ‖R‖_∞ ≤ tol ‖d‖_∞ (or the correction is at round-off); per-member failure → status.
+    Converged when ‖R‖_∞ ≤ tol ‖d‖_∞ (or stalled at round-off, see STALLED_RESIDUAL_FACTOR);
+    per-member failure → status NEWTON_FAILED.
     """
     grad, d, f, y, u, dy, jac, vec, norms, done, cross = work
     n = q.shape[0]
@@ -155,6 +160,7 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
             u[j, 2, b] = h * (q[j, 0, b] * omega[j, 1, b] - q[j, 1, b] * omega[j, 0, b])
     for b in range(lanes):
         norms[0, b] = 0.0
+        norms[1, b] = np.inf
         done[b] = not active[b]
         iterations[b] = 0
         code[b] = 0
@@ -183,7 +189,9 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
                     r = 2.0 * mass_full[i, i, b] * f[i, k, b] / (1.0 + ss) + cross[k] - d[i, k, b] + q[i, k, b] * normal
                     vec[3 * i + k, b] = r
                     residual = max(residual, abs(r))
-            if residual <= tol * norms[0, b]:
+            stalled = residual > 0.5 * norms[1, b] and residual <= STALLED_RESIDUAL_FACTOR * tol * norms[0, b]
+            norms[1, b] = residual
+            if residual <= tol * norms[0, b] or stalled:
                 done[b] = True
             elif iteration == max_iterations:
                 done[b] = True

@@ -170,6 +170,43 @@ class System:
             out[p.name] = np.broadcast_to(per_member, (members,) + per_member.shape[1:])
         return out
 
+    def _lane_inputs(self, q):
+        q = np.asarray(q, dtype=np.float64)
+        members, n = q.shape[:2]
+        params = self.broadcast(members, n)
+        coef = np.ascontiguousarray(self.definition.coefficients(params, n).T)
+        topology = np.ascontiguousarray(self.definition.topology(params, n), dtype=np.int64)
+        return np.ascontiguousarray(np.moveaxis(q, 0, -1)), coef, topology, params
+
+    def potential(self, q) -> np.ndarray:
+        """V (J) for q of shape (members, n, 3)."""
+        lanes_q, coef, topology, _ = self._lane_inputs(q)
+        out = np.empty(lanes_q.shape[-1])
+        self.definition.potential(lanes_q, coef, topology, out)
+        return out
+
+    def gradient(self, q) -> np.ndarray:
+        """∂V/∂q (J) for q of shape (members, n, 3), same shape."""
+        lanes_q, coef, topology, _ = self._lane_inputs(q)
+        out = np.empty_like(lanes_q)
+        self.definition.gradient(lanes_q, coef, topology, out)
+        return np.moveaxis(out, -1, 0)
+
+    def inertia_matrix(self, members: int, n: int) -> np.ndarray:
+        """M (kg·m²) as (members, n, n)."""
+        mass = self.definition.inertia(self.broadcast(members, n), n)
+        return mass[:, :, np.newaxis] * np.eye(n) if mass.ndim == 2 else mass
+
+    def angular_momentum(self, q, omega) -> np.ndarray:
+        """Total angular momentum Σ_ij M_ij q_i × q̇_j (kg·m²/s), q̇_j = ω_j × q_j, for q and ω of shape
+        (members, ..., n, 3); returns (members, ..., 3).  Conserved when V is rotation invariant
+        (``full_rotation_symmetry``); its component along ``symmetry_axis`` when V is invariant about it."""
+        q = np.asarray(q, dtype=np.float64)
+        mass = self.inertia_matrix(q.shape[0], q.shape[-2])
+        qdot = np.cross(omega, q)
+        momentum = np.einsum("mij,m...jk->m...ik", mass, qdot)
+        return np.cross(q, momentum).sum(axis=-2)
+
     def with_params(self, **params) -> "System":
         """A copy with some parameters replaced (validated like get_system's)."""
         merged = dict(self.params)

@@ -1,0 +1,60 @@
+"""One suite of invariants run against every registered system and integrator."""
+
+import numpy as np
+import pytest
+
+from conftest import ALL_SYSTEMS, STEP, case
+from kernels import METHODS, integrate
+
+
+def random_configuration(system, q, rng):
+    """A random point of (S²)ⁿ near the case's configuration (nearby so singular potentials stay finite)."""
+    dq = 0.05 * rng.standard_normal((4,) + q.shape[1:])
+    qs = q + dq
+    return qs / np.linalg.norm(qs, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("name", ALL_SYSTEMS)
+def test_gradient_matches_central_differences(name):
+    system, q, _ = case(name)
+    qs = random_configuration(system, q, np.random.default_rng(1))
+    gradient = system.gradient(qs)
+    numeric = np.empty_like(qs)
+    for i in range(qs.shape[1]):
+        for k in range(3):
+            step = 1e-6
+            plus, minus = qs.copy(), qs.copy()
+            plus[:, i, k] += step
+            minus[:, i, k] -= step
+            numeric[:, i, k] = (system.potential(plus) - system.potential(minus)) / (2 * step)
+    scale = np.linalg.norm(gradient.reshape(4, -1), axis=1)
+    error = np.linalg.norm((gradient - numeric).reshape(4, -1), axis=1)
+    assert np.all(error <= 1e-6 * scale), error / scale
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("name", ALL_SYSTEMS)
+def test_every_method_runs_with_finite_diagnostics(name, method):
+    system, q, omega = case(name)
+    result = integrate(system, method, np.repeat(q, 2, 0), np.repeat(omega, 2, 0), STEP[name], 50, 10)
+    assert result.energy.shape == (2, 6) and result.q.shape == (2, 6) + q.shape[1:]
+    assert np.all(result.status == 0) and np.all(np.isfinite(result.energy))
+    np.testing.assert_allclose(result.q[:, 0], np.repeat(q, 2, 0), rtol=0, atol=4e-16)  # q0 is renormalised
+    # a 2nd-or-higher-order method moves the energy by far less than its size over 50 small steps
+    assert np.all(np.abs(result.energy[:, -1] - result.energy[:, 0]) <= 1e-3 * np.abs(result.energy[:, 0]) + 1e-9)
+
+
+@pytest.mark.parametrize("name", ALL_SYSTEMS)
+def test_vi_keeps_unit_length_and_tangency_over_ten_thousand_steps(name):
+    system, q, omega = case(name)
+    result = integrate(system, "vi", q, omega, STEP[name], 10_000, 100)
+    assert result.status[0] == 0
+    assert result.unit_error.max() <= 1e-13
+    assert result.tangency_error.max() <= 1e-12
+
+
+def test_rk4_without_projection_drifts_off_the_sphere():
+    system, q, omega = case("spherical_chain")
+    result = integrate(system, "rk4", q, omega, 0.01, 10_000, 100)
+    assert result.unit_error.max() > 1e-10
+    assert result.tangency_error.max() > 1e-10
