@@ -1,0 +1,1 @@
+"""Ensemble planning, Dask execution, Zarr stores and xarray analysis (no physics here)."""

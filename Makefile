@@ -1,0 +1,31 @@
+# Two commands on a fresh machine with python3 >= 3.11: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $@ $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(BIN)/armillary demo
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n 2 --dist loadgroup tests
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/kernels.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
