@@ -45,6 +45,16 @@ class Parameter:
         return self.check == "structural"
 
 
+def gravity_parameters() -> tuple[Parameter, Parameter]:
+    """``g`` and ``gravity_direction`` (the paper's e3, "the direction of gravity"), shared by every
+    system in a uniform gravity field."""
+    return (
+        Parameter("g", SCALAR, "m/s²", "gravitational acceleration", default=9.81),
+        Parameter("gravity_direction", VECTOR3, "1", "direction of gravity (normalised)",
+                  default=(0.0, 0.0, 1.0), check="direction"),
+    )
+
+
 @dataclass(frozen=True)
 class Preset:
     """Named parameter values and a single initial condition (q0, ω0 of shape (n, 3))."""

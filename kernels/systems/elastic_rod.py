@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..lanes import lane_function
-from .base import SCALAR, VECTOR3, Parameter, Preset, SystemDefinition, tangent_rows
+from .base import SCALAR, VECTOR3, Parameter, Preset, SystemDefinition, gravity_parameters, tangent_rows
 
 
 def _element_count(value):
@@ -103,9 +103,7 @@ DEFINITION = SystemDefinition(
         Parameter("m", SCALAR, "kg", "total mass of the rod (n+1 elements)"),
         Parameter("l", SCALAR, "m", "total length of the rod (n+1 elements)"),
         Parameter("kappa", SCALAR, "N·m", "bending stiffness between neighbouring elements", check="nonnegative"),
-        Parameter("g", SCALAR, "m/s²", "gravitational acceleration", default=9.81),
-        Parameter("gravity_direction", VECTOR3, "1", "direction of gravity (normalised)",
-                  default=(0.0, 0.0, 1.0), check="direction"),
+        *gravity_parameters(),
         Parameter("q0", VECTOR3, "1", "direction of the clamped element 0", default=(1.0, 0.0, 0.0), check="direction"),
         Parameter("inertia", SCALAR, "1", "'paper' (M as printed in (36)) or 'derived'", default="paper",
                   check="structural", parse=_inertia_form),

@@ -29,6 +29,15 @@ def _coefficients(params, n):
 
 
 @lane_function
+def chord(q, i, j, b):
+    """q_i − q_j and its squared length (chord², m²) for lane b."""
+    d0 = q[i, 0, b] - q[j, 0, b]
+    d1 = q[i, 1, b] - q[j, 1, b]
+    d2 = q[i, 2, b] - q[j, 2, b]
+    return d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2
+
+
+@lane_function
 def potential(q, coef, topology, out):
     n = q.shape[0]
     for b in range(q.shape[2]):
@@ -36,10 +45,7 @@ def potential(q, coef, topology, out):
     for i in range(n):
         for j in range(i + 1, n):
             for b in range(q.shape[2]):
-                d0 = q[i, 0, b] - q[j, 0, b]
-                d1 = q[i, 1, b] - q[j, 1, b]
-                d2 = q[i, 2, b] - q[j, 2, b]
-                r2 = d0 * d0 + d1 * d1 + d2 * d2
+                d0, d1, d2, r2 = chord(q, i, j, b)
                 inv6 = 1.0 / (r2 * r2 * r2)
                 inside = 1.0 if r2 < coef[3, b] else 0.0
                 out[b] += inside * (coef[0, b] * (coef[2, b] * inv6 * inv6 - coef[1, b] * inv6) - coef[4, b])
@@ -52,10 +58,7 @@ def gradient(q, coef, topology, out):
     for i in range(n):
         for j in range(i + 1, n):
             for b in range(q.shape[2]):
-                d0 = q[i, 0, b] - q[j, 0, b]
-                d1 = q[i, 1, b] - q[j, 1, b]
-                d2 = q[i, 2, b] - q[j, 2, b]
-                r2 = d0 * d0 + d1 * d1 + d2 * d2
+                d0, d1, d2, r2 = chord(q, i, j, b)
                 inv2 = 1.0 / r2
                 inv6 = inv2 * inv2 * inv2
                 inside = 1.0 if r2 < coef[3, b] else 0.0

@@ -8,7 +8,7 @@ where e is the unit direction of gravity (the paper's e3 = [0, 0, 1], "the direc
 import numpy as np
 
 from ..lanes import lane_function
-from .base import PER_BODY, SCALAR, VECTOR3, Parameter, Preset, SystemDefinition, tangent_rows, unit_rows
+from .base import PER_BODY, Parameter, Preset, SystemDefinition, gravity_parameters, tangent_rows, unit_rows
 
 
 def _tail_masses(params):
@@ -66,9 +66,7 @@ DEFINITION = SystemDefinition(
     parameters=(
         Parameter("m", PER_BODY, "kg", "point mass at the end of each link"),
         Parameter("l", PER_BODY, "m", "length of each link"),
-        Parameter("g", SCALAR, "m/s²", "gravitational acceleration", default=9.81),
-        Parameter("gravity_direction", VECTOR3, "1", "direction of gravity (normalised)",
-                  default=(0.0, 0.0, 1.0), check="direction"),
+        *gravity_parameters(),
     ),
     presets={"paper": _paper},
     diagonal_inertia=False,

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..lanes import lane_function
-from .base import (PER_BODY, PER_BODY_VECTOR3, PER_SPRING, SCALAR, VECTOR3, Parameter, Preset, SystemDefinition,
-                   tangent_rows, unit_rows)
+from .base import (PER_BODY, PER_BODY_VECTOR3, PER_SPRING, SCALAR, Parameter, Preset, SystemDefinition,
+                   gravity_parameters, tangent_rows, unit_rows)
 
 SPRING_COEFFICIENTS = 5  # κ, r_ij (3), ‖r_ij‖
 
@@ -122,9 +122,7 @@ DEFINITION = SystemDefinition(
     parameters=(
         Parameter("m", PER_BODY, "kg", "pendulum mass"),
         Parameter("l", PER_BODY, "m", "pendulum length"),
-        Parameter("g", SCALAR, "m/s²", "gravitational acceleration", default=9.81),
-        Parameter("gravity_direction", VECTOR3, "1", "direction of gravity (normalised)",
-                  default=(0.0, 0.0, 1.0), check="direction"),
+        *gravity_parameters(),
         Parameter("pivots", PER_BODY_VECTOR3, "m", "pivot position of each pendulum", check="finite"),
         Parameter("springs", SCALAR, "1", "list of [i, j] body pairs joined by a spring (0-based)",
                   check="structural", parse=_springs),
