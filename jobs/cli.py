@@ -6,23 +6,14 @@ import time
 
 import numpy as np
 
+from ensemble.initial import perturbed_ensemble
 from kernels import METHODS, SYSTEMS, InvalidInput, get_system, integrate
-
-
-def _perturbed_ensemble(q, omega, members, scale, seed):
-    """Members around (q, ω) with Gaussian tangent perturbations of std ``scale``, exactly on (S²)ⁿ."""
-    rng = np.random.default_rng(seed)
-    dq = scale * rng.standard_normal((members,) + q.shape)
-    qs = q + dq - np.sum(dq * q, axis=-1, keepdims=True) * q
-    qs /= np.linalg.norm(qs, axis=-1, keepdims=True)
-    ws = omega + scale * rng.standard_normal(qs.shape)
-    return qs, ws - np.sum(ws * qs, axis=-1, keepdims=True) * qs
 
 
 def demo(args) -> int:
     """Example 1 (double spherical pendulum) as a perturbed ensemble, vi against rk45."""
     system = get_system("spherical_chain", "paper")
-    q, omega = _perturbed_ensemble(*system.initial_state(), args.members, 1e-3, args.seed)
+    q, omega = perturbed_ensemble(*system.initial_state(), args.members, 1e-3, args.seed)
     steps = round(args.t_end / args.dt)
     print(f"Example 1, double spherical pendulum: {args.members} members perturbed by 1e-3, "
           f"{args.t_end:g} s at h = {args.dt:g} s ({steps} steps)")

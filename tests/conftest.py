@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from ensemble.initial import perturbed_ensemble
 from kernels import SYSTEMS, get_system
 from kernels.geometry import icosphere, mesh_edges, vortex_velocities
 from kernels.systems.sphere_lj import zero_force_sigma
@@ -31,13 +32,8 @@ def case(name):
 
 
 def ensemble(q, omega, members, scale=1e-3, seed=0):
-    """Members perturbed around (q, ω) in the tangent space, exactly back on (S²)ⁿ."""
-    rng = np.random.default_rng(seed)
-    dq = scale * rng.standard_normal((members,) + q.shape[1:])
-    qs = q + dq - np.sum(dq * q, axis=-1, keepdims=True) * q
-    qs /= np.linalg.norm(qs, axis=-1, keepdims=True)
-    ws = np.repeat(omega, members, axis=0) + scale * rng.standard_normal(qs.shape)
-    return qs, ws - np.sum(ws * qs, axis=-1, keepdims=True) * qs
+    """Members perturbed around the case's single state (q, ω carry a member axis of 1)."""
+    return perturbed_ensemble(q[0], omega[0], members, scale, seed)
 
 
 ALL_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SYSTEMS]

@@ -50,7 +50,7 @@ def _topology(params, n):
 
 @lane_function
 def _spring_vector(q, coef, n, s, i, j, b):
-    base = 2 * n + 3 + 5 * s
+    base = 2 * n + 3 + SPRING_COEFFICIENTS * s
     half_li = 0.5 * coef[n + 3 + i, b]
     half_lj = 0.5 * coef[n + 3 + j, b]
     d0 = coef[base + 1, b] + half_lj * q[j, 0, b] - half_li * q[i, 0, b]
