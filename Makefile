@@ -18,7 +18,9 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed
 
 run: $(VENV)/.installed
-	$(BIN)/armillary demo
+	$(BIN)/armillary run examples/demo.toml
+	$(BIN)/armillary run examples/demo-rk45.toml
+	$(BIN)/armillary report runs/demo-vi.zarr runs/demo-rk45.zarr
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 --dist loadgroup tests
@@ -27,5 +29,5 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/kernels.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

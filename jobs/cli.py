@@ -4,28 +4,65 @@ import argparse
 import sys
 import time
 
-import numpy as np
+import xarray as xr
 
-from ensemble.initial import perturbed_ensemble
-from kernels import METHODS, SYSTEMS, InvalidInput, get_system, integrate
+import ensemble
+from ensemble.analysis import energy_error_summary
+from ensemble.store import summary
+from kernels import METHODS, SYSTEMS, InvalidInput
 
 
-def demo(args) -> int:
-    """Example 1 (double spherical pendulum) as a perturbed ensemble, vi against rk45."""
-    system = get_system("spherical_chain", "paper")
-    q, omega = perturbed_ensemble(*system.initial_state(), args.members, 1e-3, args.seed)
-    steps = round(args.t_end / args.dt)
-    print(f"Example 1, double spherical pendulum: {args.members} members perturbed by 1e-3, "
-          f"{args.t_end:g} s at h = {args.dt:g} s ({steps} steps)")
-    print(f"{'method':<18}{'mean |dE|/|E0|':>16}{'max |dE|/|E0|':>16}{'mean unit err':>16}{'failed':>8}{'wall s':>9}")
-    for method, options in (("vi", {}), ("rk45", {"rtol": 1e-6})):
-        start = time.perf_counter()
-        result = integrate(system, method, q, omega, args.dt, steps, 10, outputs=("energy",), **options)
-        wall = time.perf_counter() - start
-        relative = np.abs(result.energy - result.energy[:, :1]) / np.abs(result.energy[:, :1])
-        label = method + (" (rtol 1e-6)" if options else "")
-        print(f"{label:<18}{np.nanmean(relative):>16.3e}{np.nanmax(relative):>16.3e}"
-              f"{np.nanmean(result.unit_error):>16.3e}{int(np.sum(result.status != 0)):>8}{wall:>9.1f}")
+def run(args) -> int:
+    """Run or resume the spec's ensemble into its store."""
+    overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
+    spec = ensemble.load_spec(args.spec, **overrides)
+    started = time.perf_counter()
+    try:
+        ensemble.run(spec, overwrite=args.overwrite)
+    except KeyboardInterrupt:
+        print("armillary: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    except ensemble.RunFailed as error:
+        print(f"armillary: run failed: {error}; finished segments are kept, run the same command to resume",
+              file=sys.stderr)
+        return 1
+    status = summary(spec.store)
+    print(f"armillary: {spec.store}: {status['segments_done']}/{status['segments_total']} segments, "
+          f"{status['failed_members']} failed members, {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def status(args) -> int:
+    """Progress of each store: segments, member-steps, failures, throughput, who is running it."""
+    for store in args.stores:
+        s = summary(store)
+        print(f"{store}: {s['system']} / {s['method']}, {s['members']} members")
+        print(f"  segments      {s['segments_done']}/{s['segments_total']} "
+              f"({s['member_steps_done']:.3e} of {s['member_steps_total']:.3e} member-steps)")
+        print(f"  failed        {s['failed_members']} members (status != 0)")
+        if s["compute_seconds"] > 0:
+            print(f"  throughput    {s['member_steps_done'] / s['compute_seconds']:.3e} member-steps per task-second")
+        if s["first_done"] is not None and s["last_done"] > s["first_done"]:
+            wall = s["last_done"] - s["first_done"]
+            print(f"  wall          {wall:.1f} s between the first and last finished segment")
+        lock = s["lock"]
+        running = f"running: pid {lock['pid']} on {lock['host']} since {lock['since']}" if lock else "not running"
+        print(f"  {running}")
+    return 0
+
+
+def report(args) -> int:
+    """The energy-error table of one or more stores, side by side."""
+    print(f"{'store':<32}{'method':<8}{'members':>8}{'mean |dE|/|E0|':>16}{'max |dE|/|E0|':>16}"
+          f"{'mean unit err':>15}{'failed':>8}")
+    for store in args.stores:
+        try:
+            ds = xr.open_zarr(store)
+        except (FileNotFoundError, KeyError, ValueError) as error:
+            raise InvalidInput("store", f"{store!r} is not an armillary store: {error}") from None
+        s = energy_error_summary(ds)
+        print(f"{store:<32}{s['method']:<8}{s['members']:>8}{s['mean_relative_energy_error']:>16.3e}"
+              f"{s['max_relative_energy_error']:>16.3e}{s['mean_unit_error']:>15.3e}{s['failed_members']:>8}")
     return 0
 
 
@@ -41,17 +78,29 @@ def systems(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="armillary", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    run_demo = commands.add_parser("demo", help="Example 1 ensemble: vi vs rk45 energy and unit-length errors")
-    run_demo.add_argument("--members", type=int, default=256)
-    run_demo.add_argument("--t-end", type=float, default=100.0)
-    run_demo.add_argument("--dt", type=float, default=0.01)
-    run_demo.add_argument("--seed", type=int, default=2026)
-    run_demo.set_defaults(handler=demo)
+    run_parser = commands.add_parser("run", help="run or resume the ensemble of a TOML spec into its Zarr store")
+    run_parser.add_argument("spec", help="path of the TOML spec")
+    run_parser.add_argument("--store", help="store path or URL (replaces output.store)")
+    run_parser.add_argument("--members", type=int, help="number of members (replaces ensemble.members)")
+    run_parser.add_argument("--workers", type=int, help="local worker processes (replaces cluster.workers)")
+    run_parser.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:port")
+    run_parser.add_argument("--overwrite", action="store_true", help="replace a store that holds a different spec")
+    run_parser.set_defaults(handler=run)
+    status_parser = commands.add_parser("status", help="progress, failures and throughput of stores")
+    status_parser.add_argument("stores", nargs="+", metavar="STORE")
+    status_parser.set_defaults(handler=status)
+    report_parser = commands.add_parser("report", help="energy and unit-length error table of stores")
+    report_parser.add_argument("stores", nargs="+", metavar="STORE")
+    report_parser.set_defaults(handler=report)
     commands.add_parser("systems", help="list systems, their parameters and presets").set_defaults(handler=systems)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     try:
         return args.handler(args)
     except InvalidInput as error:

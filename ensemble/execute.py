@@ -1,0 +1,130 @@
+"""Run a plan on Dask distributed: one task per (chunk, segment), chained per chunk, data through the
+store (never through the client), progress on the terminal."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import signal
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+
+from distributed import Client, LocalCluster, WorkerPlugin, as_completed
+
+from .plan import Plan
+from .segment import run_segment
+from .store import RunStore
+
+#: environment of local workers: kernels run single-threaded, one worker process per core
+WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+class RunFailed(Exception):
+    """A task failed for a reason other than bad input (exit code 1)."""
+
+
+class DieWithParent(WorkerPlugin):
+    """Have the kernel kill a local worker process when the process that started it dies, so a
+    ``kill -9`` of ``armillary run`` leaves no orphan writing into the store the next run resumes."""
+
+    name = "armillary-die-with-parent"
+
+    def setup(self, worker):
+        if sys.platform.startswith("linux"):
+            PR_SET_PDEATHSIG = 1
+            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@contextmanager
+def dask_client(cluster: dict):
+    """A client for the spec's ``[cluster]``: an embedded LocalCluster (one single-threaded worker
+    process per core) or a running scheduler."""
+    if cluster["kind"] == "address":
+        with Client(cluster["scheduler"], timeout="30s") as client:
+            yield client
+        return
+    # Task errors are reported once by execute(); the workers' own log lines would repeat them.
+    with LocalCluster(n_workers=cluster["workers"], threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.CRITICAL, env=WORKER_ENV) as local, Client(local) as client:
+        client.register_plugin(DieWithParent())
+        yield client
+
+
+class Progress:
+    """Member-steps done, rate and ETA: a live bar on a terminal, a log line every ``interval`` s otherwise."""
+
+    def __init__(self, total: int, done: int, stream=sys.stdout, interval: float = 10.0):
+        self.total, self.done, self.stream, self.interval = total, done, stream, interval
+        self.start_done, self.started, self.last_line = done, time.monotonic(), 0.0
+        self.tty = stream.isatty()
+
+    def advance(self, member_steps: int) -> None:
+        self.done += member_steps
+        now = time.monotonic()
+        if self.tty or now - self.last_line >= self.interval or self.done == self.total:
+            self.last_line = now
+            self._print(now)
+
+    def _print(self, now: float) -> None:
+        elapsed = max(now - self.started, 1e-9)
+        rate = (self.done - self.start_done) / elapsed
+        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        fraction = self.done / self.total if self.total else 1.0
+        text = (f"{fraction:6.1%}  {self.done:.3e}/{self.total:.3e} member-steps  {rate:.3e}/s  "
+                f"ETA {_duration(eta)}")
+        if self.tty:
+            bar = "#" * int(30 * fraction)
+            self.stream.write(f"\r[{bar:<30}] {text}" + ("\n" if self.done == self.total else ""))
+        else:
+            self.stream.write(f"armillary: {text}\n")
+        self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    if seconds == float("inf"):
+        return "?"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def execute(plan: Plan, stream=sys.stdout) -> dict:
+    """Run every pending (chunk, segment) of ``plan`` on the spec's cluster; returns counts and timings.
+    Raises RunFailed if a task fails (its error message included)."""
+    store = RunStore(plan.spec.store)
+    done = store.done_grid()
+    segments = plan.segments
+    work = [[(stop - first) * (s.stop - s.start) for s in segments] for first, stop in plan.chunks]
+    total = sum(map(sum, work))
+    already = sum(work[c][j] for c in range(len(work)) for j in range(len(segments)) if done[c, j])
+    pending = int(done.size - done.sum())
+    print(f"armillary: {plan.spec.members} members × {plan.spec.n_steps} steps in {len(plan.chunks)} chunks × "
+          f"{len(segments)} segments; {done.size - pending} segments already done, {pending} to run", file=stream)
+    started = time.perf_counter()
+    if pending == 0:
+        return {"tasks": 0, "wall_seconds": 0.0, "member_steps": 0}
+    run_id = uuid.uuid4().hex[:8]
+    with dask_client(plan.spec.cluster) as client:
+        print(f"armillary: dashboard {client.dashboard_link}", file=stream, flush=True)
+        futures = []
+        for c in range(len(plan.chunks)):
+            previous = None
+            for j in range(len(segments)):
+                if done[c, j]:
+                    continue
+                previous = client.submit(run_segment, plan, c, j, previous, key=f"segment-{run_id}-{c}-{j}")
+                futures.append(previous)
+        progress = Progress(total, already, stream)
+        try:
+            for future in as_completed(futures):
+                if future.status == "error":
+                    raise RunFailed(f"task {future.key} failed: {future.exception()!r}")
+                progress.advance(future.result()[0])
+        except BaseException:
+            client.cancel(futures)
+            raise
+    wall = time.perf_counter() - started
+    return {"tasks": len(futures), "wall_seconds": wall, "member_steps": total - already}
+

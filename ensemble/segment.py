@@ -1,0 +1,74 @@
+"""One task of a run: integrate one chunk of members over one segment of steps and record it.
+
+A segment task is idempotent: if its completion record exists it does nothing; otherwise it reads
+its start state (the members' initial conditions for the first segment, else the checkpoint slot
+the previous segment wrote), integrates with the kernels, writes its own regions, then its record.
+Re-running a task that died half-way rewrites the same regions with the same bits.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from kernels import integrate
+from kernels.status import OK
+
+from .plan import Plan
+from .store import STATE_VARIABLES, RunStore
+
+
+def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, float]:
+    """Compute (chunk, segment) of ``plan`` into its store; returns (member-steps done, seconds).
+    ``after`` is the previous segment's result, passed only so the scheduler orders the two."""
+    store = RunStore(plan.spec.store)
+    if store.is_done(chunk, segment):
+        return 0, 0.0
+    started = time.perf_counter()
+    spec = plan.spec
+    first, stop = plan.chunks[chunk]
+    seg = plan.segments[segment]
+    options = dict(spec.options)
+    if segment == 0:
+        q, omega = plan.initial_state(first, stop)
+        store.write("q0", slice(first, stop), q)
+        store.write("omega0", slice(first, stop), omega)
+        status = np.zeros(stop - first, np.int64)
+        failed_step = np.full(stop - first, -1, np.int64)
+    else:
+        state = store.read_checkpoint((segment - 1) % 2, first, stop)
+        q, omega, status, failed_step = state["q"], state["omega"], state["status"], state["failed_step"]
+        if spec.method == "rk45":  # continue with the step size the controller proposed
+            options["first_step"] = np.where(np.isfinite(state["step_size"]), state["step_size"], spec.dt)
+    failed = status != OK
+    if failed.any():
+        # Failed members ride along from their (valid) initial state so that the kernel sees only
+        # finite input; their results are discarded.  Members are independent, so the others' bits
+        # do not depend on this.
+        q, omega = q.copy(), omega.copy()
+        q[failed] = store.array("q0")[first:stop][failed]
+        omega[failed] = store.array("omega0")[first:stop][failed]
+    outputs = tuple(name for name in spec.variables if name in STATE_VARIABLES) or ("energy",)
+    result = integrate(plan.chunk_system(first, stop), spec.method, q, omega, spec.dt, seg.stop - seg.start,
+                       spec.save_every, outputs=outputs, threads=1, restart=segment > 0, **options)
+
+    samples = seg.last_sample - seg.first_sample + 1
+    new_failure = ~failed & (result.status != OK)
+    status = np.where(failed, status, result.status)
+    failed_step = np.where(new_failure, seg.start + result.failed_step, failed_step)
+    region = (slice(first, stop), slice(seg.first_sample, seg.last_sample + 1))
+    for name in spec.variables:
+        values = getattr(result, name)[:, :samples].copy()
+        values[failed] = np.nan
+        store.write(name, region, values)
+    q_end, omega_end = result.q_final.copy(), result.omega_final.copy()
+    q_end[failed] = np.nan
+    omega_end[failed] = np.nan
+    store.write_checkpoint(segment % 2, first, stop, {"q": q_end, "omega": omega_end, "step_size": result.step_size,
+                                                      "status": status, "failed_step": failed_step})
+    store.write("status", slice(first, stop), status)
+    store.write("failed_step", slice(first, stop), failed_step)
+    seconds = time.perf_counter() - started
+    store.mark_done(chunk, segment, seconds)
+    return (stop - first) * (seg.stop - seg.start), seconds

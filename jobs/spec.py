@@ -1,0 +1,338 @@
+"""The run spec (TOML): parsing, validation and the canonical form stored with every run.
+
+Every error is an :class:`~kernels.errors.InvalidInput` whose field is the dotted key
+(``integrator.dt``) and whose message names the allowed values.  Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field, replace
+
+from kernels import METHODS, SYSTEMS, InvalidInput
+
+INITIAL_KINDS = ("preset", "perturb", "uniform", "file")
+CLUSTER_KINDS = ("local", "address", "slurm")
+VARIABLES = ("q", "omega", "energy", "unit_error", "tangency_error")
+DEFAULT_VARIABLES = ("energy", "unit_error", "tangency_error")
+#: steps per task segment when the spec does not say (rounded to whole save intervals)
+DEFAULT_CHECKPOINT_STEPS = 10_000
+DEFAULT_CHUNK = 1_000
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One swept parameter: its grid of values (members are spread over the outer product of sweeps)."""
+
+    name: str
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated run spec.  ``n_steps`` = t_end / dt exactly (a whole number of steps)."""
+
+    system: str
+    preset: str | None
+    params: dict
+    sweeps: tuple[Sweep, ...]
+    method: str
+    dt: float
+    t_end: float
+    n_steps: int
+    save_every: int
+    checkpoint_every: int
+    options: dict
+    members: int
+    seed: int
+    initial: str
+    scale: float
+    omega_scale: float
+    initial_path: str | None
+    chunk: int
+    store: str
+    variables: tuple[str, ...]
+    cluster: dict = field(default_factory=dict)
+
+    @property
+    def sweep_points(self) -> int:
+        return math.prod(len(s.values) for s in self.sweeps)
+
+    def identity(self) -> str:
+        """Canonical JSON of everything that determines the store's contents (not where it lives or
+        which cluster computes it): two specs with the same identity produce bitwise-equal stores."""
+        fields = asdict(self)
+        for name in ("store", "cluster", "t_end"):
+            fields.pop(name)
+        return json.dumps(fields, sort_keys=True)
+
+    def to_toml(self) -> str:
+        """The effective spec (after defaults and overrides) as TOML text that loads back to ``self``."""
+        params = dict(self.params)
+        params.update({s.name: {"values": list(s.values)} for s in self.sweeps})
+        sections = {
+            "system": {"name": self.system, "preset": self.preset, "params": params},
+            "integrator": {"method": self.method, "dt": self.dt, "t_end": self.t_end, "save_every": self.save_every,
+                           "checkpoint_every": self.checkpoint_every, **self.options},
+            "ensemble": {"members": self.members, "seed": self.seed, "initial": self.initial, "scale": self.scale,
+                         "omega_scale": self.omega_scale, "path": self.initial_path, "chunk": self.chunk},
+            "output": {"store": self.store, "variables": list(self.variables)},
+            "cluster": dict(self.cluster),
+        }
+        lines = []
+        for section, entries in sections.items():
+            lines.append(f"[{section}]")
+            lines += [f"{key} = {_toml_value(value)}" for key, value in entries.items() if value is not None]
+            lines.append("")
+        return "\n".join(lines)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+class _Section:
+    """Typed access to one table of the spec; remembers which keys were read so leftovers are errors."""
+
+    def __init__(self, name: str, table):
+        if not isinstance(table, dict):
+            raise InvalidInput(name, f"must be a table [{name}], got {type(table).__name__}")
+        self.name, self.table, self.used = name, table, set()
+
+    def field(self, key: str) -> str:
+        return f"{self.name}.{key}"
+
+    def get(self, key, kind, default=None, required=False):
+        self.used.add(key)
+        if key not in self.table:
+            if required:
+                raise InvalidInput(self.field(key), "is required")
+            return default
+        value = self.table[key]
+        ok = {
+            "str": isinstance(value, str),
+            "int": isinstance(value, int) and not isinstance(value, bool),
+            "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+            "bool": isinstance(value, bool),
+            "list": isinstance(value, list),
+            "table": isinstance(value, dict),
+        }[kind]
+        if not ok:
+            raise InvalidInput(self.field(key), f"must be {_KIND_NAMES[kind]}, got {value!r}")
+        return float(value) if kind == "float" else value
+
+    def positive(self, key, kind, default=None, required=False, minimum=0, strict=True):
+        value = self.get(key, kind, default, required)
+        if value is None:
+            return None
+        if not math.isfinite(value) or (value <= minimum if strict else value < minimum):
+            relation = ">" if strict else ">="
+            raise InvalidInput(self.field(key), f"must be a finite number {relation} {minimum}, got {value!r}")
+        return value
+
+    def choice(self, key, allowed, default=None, required=False):
+        value = self.get(key, "str", default, required)
+        if value is not None and value not in allowed:
+            raise InvalidInput(self.field(key), f"unknown value {value!r}; allowed: {', '.join(allowed)}")
+        return value
+
+    def finish(self):
+        unknown = sorted(set(self.table) - self.used)
+        if unknown:
+            allowed = ", ".join(sorted(self.used))
+            raise InvalidInput(self.field(unknown[0]), f"unknown key; allowed in [{self.name}]: {allowed}")
+
+
+_KIND_NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false",
+               "list": "a list", "table": "a table"}
+_SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "analysis")
+#: command-line / API overrides and the spec key each replaces
+OVERRIDES = {"store": ("output", "store"), "members": ("ensemble", "members"),
+             "workers": ("cluster", "workers"), "scheduler": ("cluster", "scheduler")}
+
+
+def _sweep(name: str, value: dict) -> Sweep:
+    where = f"system.params.{name}"
+    if set(value) not in ({"values"}, {"linspace"}):
+        raise InvalidInput(where, f"a sweep is {{ values = [...] }} or {{ linspace = [a, b, n] }}, got keys {sorted(value)}")
+    if "values" in value:
+        values = value["values"]
+        if not (isinstance(values, list) and values and all(_is_number(v) for v in values)):
+            raise InvalidInput(where + ".values", f"must be a non-empty list of numbers, got {values!r}")
+        return Sweep(name, tuple(float(v) for v in values))
+    grid = value["linspace"]
+    if not (isinstance(grid, list) and len(grid) == 3 and _is_number(grid[0]) and _is_number(grid[1])
+            and isinstance(grid[2], int) and not isinstance(grid[2], bool) and grid[2] >= 1):
+        raise InvalidInput(where + ".linspace", f"must be [start, stop, count] with count an integer >= 1, got {grid!r}")
+    start, stop, count = float(grid[0]), float(grid[1]), grid[2]
+    return Sweep(name, tuple(start + (stop - start) * k / (count - 1) if count > 1 else start for k in range(count)))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _system_section(section: _Section) -> tuple[str, str | None, dict, tuple[Sweep, ...]]:
+    name = section.choice("name", tuple(sorted(SYSTEMS)), required=True)
+    definition = SYSTEMS[name]
+    preset = section.choice("preset", tuple(sorted(definition.presets)))
+    params = section.get("params", "table", {})
+    section.finish()
+    fixed, sweeps = {}, []
+    for key, value in params.items():
+        if key not in {p.name for p in definition.parameters}:
+            allowed = ", ".join(p.name for p in definition.parameters)
+            raise InvalidInput(f"system.params.{key}", f"unknown parameter of {name}; allowed: {allowed}")
+        if isinstance(value, dict):
+            if definition.parameter(key).structural:
+                raise InvalidInput(f"system.params.{key}", "is structural and cannot be swept")
+            sweeps.append(_sweep(key, value))
+        else:
+            fixed[key] = value
+    return name, preset, fixed, tuple(sweeps)
+
+
+def _integrator_section(section: _Section) -> dict:
+    method = section.choice("method", tuple(METHODS), required=True)
+    dt = section.positive("dt", "float", required=True)
+    t_end = section.positive("t_end", "float", required=True)
+    n_steps = round(t_end / dt)
+    if n_steps < 1 or abs(n_steps * dt - t_end) > 1e-9 * t_end:
+        raise InvalidInput("integrator.t_end", f"must be a whole number of steps dt = {dt!r} s, got {t_end!r}")
+    save_every = section.positive("save_every", "int", 1)
+    default_segment = max(1, DEFAULT_CHECKPOINT_STEPS // save_every) * save_every
+    checkpoint_every = section.positive("checkpoint_every", "int", default_segment)
+    if checkpoint_every % save_every:
+        raise InvalidInput("integrator.checkpoint_every",
+                           f"must be a multiple of save_every = {save_every} (segments end on saved samples), "
+                           f"got {checkpoint_every}")
+    options = {}
+    for key, default in METHODS[method].options.items():
+        kind = "bool" if isinstance(default, bool) else "int" if key.endswith(("iterations", "steps")) else "float"
+        value = section.get(key, kind)
+        if value is not None:
+            if kind != "bool" and not value > 0:
+                raise InvalidInput(section.field(key), f"must be > 0, got {value!r}")
+            options[key] = value
+    unknown = sorted(set(section.table) - section.used)
+    other = {key for m in METHODS.values() for key in m.options}
+    for key in unknown:
+        if key in other:
+            allowed = ", ".join(METHODS[method].options) or "none"
+            raise InvalidInput(section.field(key), f"is not an option of method {method!r}; its options: {allowed}")
+    section.finish()
+    return dict(method=method, dt=dt, t_end=t_end, n_steps=n_steps, save_every=save_every,
+                checkpoint_every=checkpoint_every, options=options)
+
+
+def _ensemble_section(section: _Section) -> dict:
+    members = section.positive("members", "int", required=True, minimum=1, strict=False)
+    seed = section.positive("seed", "int", 0, strict=False)
+    initial = section.choice("initial", INITIAL_KINDS, "preset")
+    scale = section.positive("scale", "float", 1e-3)
+    omega_scale = section.positive("omega_scale", "float", 1.0, strict=False)
+    path = section.get("path", "str")
+    if (initial == "file") != (path is not None):
+        raise InvalidInput("ensemble.path", "is required with initial = \"file\" (a .npz with q0, omega0, or a store)"
+                           if path is None else "is only used with initial = \"file\"")
+    if path is not None and "://" not in path:
+        path = os.path.abspath(path)
+    chunk = section.positive("chunk", "int", min(members, DEFAULT_CHUNK), minimum=1, strict=False)
+    section.finish()
+    return dict(members=members, seed=seed, initial=initial, scale=scale, omega_scale=omega_scale,
+                initial_path=path, chunk=min(chunk, members))
+
+
+def _output_section(section: _Section) -> dict:
+    store = section.get("store", "str", required=True)
+    variables = section.get("variables", "list", list(DEFAULT_VARIABLES))
+    for name in variables:
+        if name not in VARIABLES:
+            raise InvalidInput("output.variables", f"unknown variable {name!r}; allowed: {', '.join(VARIABLES)}")
+    if len(set(variables)) != len(variables):
+        raise InvalidInput("output.variables", f"lists a variable twice: {variables}")
+    section.finish()
+    return dict(store=store, variables=tuple(variables))
+
+
+def _cluster_section(section: _Section) -> dict:
+    kind = section.choice("kind", CLUSTER_KINDS, "local")
+    if kind == "slurm":
+        raise InvalidInput("cluster.kind", "\"slurm\" is not available yet; allowed now: local, address")
+    cluster = {"kind": kind}
+    if kind == "local":
+        cluster["workers"] = section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False)
+    else:
+        scheduler = section.get("scheduler", "str", required=True)
+        if "://" not in scheduler:
+            raise InvalidInput("cluster.scheduler", f"must be an address like tcp://host:8786, got {scheduler!r}")
+        cluster["scheduler"] = scheduler
+    section.finish()
+    return cluster
+
+
+def parse_spec(text: str, **overrides) -> Spec:
+    """Validate spec text; ``overrides`` (store, members, workers, scheduler) replace spec keys.
+    Relative paths (``output.store``, ``ensemble.path``) are taken relative to the working directory
+    and stored absolute, so workers started elsewhere find them."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InvalidInput("spec", f"is not valid TOML: {error}") from None
+    for key in document:
+        if key not in _SECTIONS:
+            raise InvalidInput(key, f"unknown section; allowed: {', '.join(_SECTIONS)}")
+    for name, value in overrides.items():
+        if name not in OVERRIDES:
+            raise InvalidInput(name, f"unknown override; allowed: {', '.join(OVERRIDES)}")
+        if value is not None:
+            section, key = OVERRIDES[name]
+            document.setdefault(section, {})[key] = value
+            if name == "scheduler":
+                document[section]["kind"] = "address"
+                document[section].pop("workers", None)
+    for required in ("system", "integrator", "ensemble", "output"):
+        if required not in document:
+            raise InvalidInput(required, f"section [{required}] is required")
+    if document.get("analysis"):
+        raise InvalidInput(f"analysis.{next(iter(document['analysis']))}", "unknown key; [analysis] has no keys yet")
+    name, preset, params, sweeps = _system_section(_Section("system", document["system"]))
+    spec = Spec(
+        system=name, preset=preset, params=params, sweeps=sweeps,
+        **_integrator_section(_Section("integrator", document["integrator"])),
+        **_ensemble_section(_Section("ensemble", document["ensemble"])),
+        **_output_section(_Section("output", document["output"])),
+        cluster=_cluster_section(_Section("cluster", document.get("cluster", {}))),
+    )
+    if "://" not in spec.store:
+        spec = replace(spec, store=os.path.abspath(spec.store))
+    if spec.sweeps and spec.members % spec.sweep_points:
+        raise InvalidInput("ensemble.members", f"must be a multiple of the sweep's {spec.sweep_points} grid points "
+                           f"(members are spread evenly over them), got {spec.members}")
+    return spec
+
+
+def load_spec(path, **overrides) -> Spec:
+    """Read and validate the spec file at ``path`` (see :func:`parse_spec`)."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise InvalidInput("spec", f"cannot read {path!r}: {error.strerror}") from None
+    return parse_spec(text, **overrides)

@@ -1,0 +1,83 @@
+"""Small specs and helpers shared by the ensemble, resume and bad-input tests."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import zarr
+
+BASE_SPEC = """
+[system]
+name = "sphere_nbody"
+preset = "paper"
+
+[integrator]
+method = "{method}"
+dt = 0.001
+t_end = {t_end}
+save_every = 10
+checkpoint_every = {checkpoint_every}
+
+[ensemble]
+members = {members}
+seed = 7
+initial = "perturb"
+scale = 1e-3
+chunk = {chunk}
+
+[output]
+store = "{store}"
+variables = {variables}
+
+[cluster]
+kind = "local"
+workers = {workers}
+"""
+
+
+def write_spec(directory, name="spec.toml", *, method="vi", t_end=0.2, checkpoint_every=50, members=6, chunk=3,
+               workers=1, store=None, text=None, variables=("q", "omega", "energy", "unit_error", "tangency_error")):
+    """Write a spec file (BASE_SPEC filled in, or ``text``) and return its path."""
+    path = os.path.join(directory, name)
+    store = store or os.path.join(directory, name.replace(".toml", ".zarr"))
+    with open(path, "w") as handle:
+        handle.write(text if text is not None else BASE_SPEC.format(
+            method=method, t_end=t_end, checkpoint_every=checkpoint_every, members=members, chunk=chunk,
+            workers=workers, store=store, variables=json.dumps(list(variables))))
+    return path
+
+
+def arrays(store, names=("q", "omega", "energy", "unit_error", "tangency_error", "q0", "omega0", "status",
+                         "failed_step")):
+    group = zarr.open_group(store, mode="r")
+    return {name: group[name][:] for name in names if name in group}
+
+
+def assert_bitwise_equal(a, b):
+    assert a.keys() == b.keys()
+    for name in a:
+        assert np.array_equal(a[name], b[name], equal_nan=True), name
+        assert not np.all(np.isnan(a[name].astype(float))), f"{name} was never written"
+
+
+def armillary(*args, **popen):
+    """``armillary ARGS`` as a child process (the console script of this interpreter's environment)."""
+    return subprocess.Popen([sys.executable, "-c", "import sys; from jobs.cli import main; sys.exit(main())", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def wait_for_records(store, at_least, timeout=300.0):
+    """Block until ``at_least`` segments of the store have completion records; return the records."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            done = zarr.open_group(store, mode="r")["_progress/done"][:]
+            if np.isfinite(done).sum() >= at_least:
+                return done
+        except (FileNotFoundError, KeyError):
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"fewer than {at_least} segments finished in {timeout} s")

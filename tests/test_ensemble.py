@@ -1,0 +1,144 @@
+"""Ensemble runs end to end on a real Dask LocalCluster: bitwise reproducibility across chunking,
+workers, segments and restarts; sweeps; divergence as data; the store contract."""
+
+import io
+import os
+import tomllib
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import ensemble
+from ensemble.plan import Plan
+from kernels import get_system, integrate
+from kernels.status import OK, VI_STEP_INFEASIBLE
+
+from ensemble_cases import arrays, assert_bitwise_equal, write_spec
+
+pytestmark = pytest.mark.xdist_group("ensemble")
+
+
+def run_quietly(spec_path, **overrides):
+    return ensemble.run(spec_path, stream=io.StringIO(), **overrides)
+
+
+def test_chunking_and_workers_do_not_change_a_bit(tmp_path):
+    reference = None
+    for chunk, workers in ((1, 1), (6, 1), (3, 2), (1, 2)):
+        spec = write_spec(tmp_path, f"c{chunk}w{workers}.toml", chunk=chunk, workers=workers)
+        run_quietly(spec)
+        result = arrays(spec.replace(".toml", ".zarr"))
+        if reference is None:
+            reference = result
+        else:
+            assert_bitwise_equal(result, reference)
+
+
+def test_store_equals_one_unsegmented_kernel_call(tmp_path):
+    """Segments of 50 steps continue bit for bit (restart state taken verbatim): the store equals
+    one kernels.integrate call over all 200 steps from the same initial conditions."""
+    ds = run_quietly(write_spec(tmp_path))
+    plan = Plan(ensemble.load_spec(tmp_path / "spec.toml"))
+    q0, omega0 = plan.initial_state(0, 6)
+    direct = integrate(get_system("sphere_nbody", "paper"), "vi", q0, omega0, 1e-3, 200, 10)
+    assert np.array_equal(ds.q0.values, q0)
+    for name in ("q", "omega", "energy", "unit_error", "tangency_error"):
+        assert np.array_equal(ds[name].values, getattr(direct, name)), name
+    assert ds.sizes == {"member": 6, "time": 21, "body": 3, "xyz": 3}
+    assert np.allclose(ds.time.values, np.arange(21) * 0.01) and list(ds.step.values) == list(range(0, 201, 10))
+
+
+def test_rk45_resumes_with_its_step_size(tmp_path):
+    """rk45 carries each member's proposed step size across segments: the segmented store matches a
+    chain of direct calls that pass first_step on, and energy error stays at the tolerance level."""
+    ds = run_quietly(write_spec(tmp_path, method="rk45", checkpoint_every=100))
+    plan = Plan(ensemble.load_spec(tmp_path / "spec.toml"))
+    system = get_system("sphere_nbody", "paper")
+    q, omega = plan.initial_state(0, 6)
+    first = integrate(system, "rk45", q, omega, 1e-3, 100, 10)
+    second = integrate(system, "rk45", first.q_final, first.omega_final, 1e-3, 100, 10, restart=True,
+                       first_step=first.step_size)
+    expected = np.concatenate([first.energy[:, :10], second.energy], axis=1)
+    assert np.array_equal(ds.energy.values, expected)
+    drift = np.abs(ds.energy - ds.energy.isel(time=0)) / np.abs(ds.energy.isel(time=0))
+    assert float(drift.max()) < 1e-5
+
+
+def test_second_run_skips_finished_work_and_store_carries_its_spec(tmp_path):
+    spec_path = write_spec(tmp_path)
+    run_quietly(spec_path)
+    before = arrays(tmp_path / "spec.zarr", ("energy",))
+    out = io.StringIO()
+    ds = ensemble.run(spec_path, stream=out)
+    assert "0 to run" in out.getvalue()
+    assert_bitwise_equal(arrays(tmp_path / "spec.zarr", ("energy",)), before)
+    stored = tomllib.loads(ds.attrs["spec"])
+    assert stored["integrator"]["method"] == "vi" and ds.attrs["system"] == "sphere_nbody"
+    assert ensemble.parse_spec(ds.attrs["spec"]).identity() == ensemble.load_spec(spec_path).identity()
+    assert ds.energy.attrs["units"] == "J" and ds.omega.attrs["units"] == "rad/s"
+    for key in ("numba_version", "numpy_version", "dask_version", "zarr_version", "armillary_version", "created"):
+        assert key in ds.attrs
+
+
+def test_diverging_member_is_data_and_leaves_its_chunk_intact(tmp_path):
+    system = get_system("sphere_nbody", "paper")
+    q, omega = system.initial_state()
+    q0, omega0 = np.repeat(q[None], 4, axis=0), np.repeat(omega[None], 4, axis=0)
+    omega0[1] *= 1e3  # |a_i| > 1 in (29) at the first step: infeasible
+    omega0[2] *= 1.01
+    np.savez(tmp_path / "initial.npz", q0=q0, omega0=omega0)
+    text = open(write_spec(tmp_path, members=4, chunk=4)).read().replace(
+        'initial = "perturb"\nscale = 1e-3', f'initial = "file"\npath = "{tmp_path / "initial.npz"}"')
+    ds = run_quietly(write_spec(tmp_path, "file.toml", text=text))
+    assert list(ds.status.values) == [OK, VI_STEP_INFEASIBLE, OK, OK]
+    assert list(ds.failed_step.values) == [-1, 1, -1, -1]
+    assert np.all(np.isnan(ds.energy.values[1, 1:]))
+    keep = [0, 2, 3]
+    direct = integrate(system, "vi", q0[keep], omega0[keep], 1e-3, 200, 10)
+    assert np.array_equal(ds.energy.values[keep], direct.energy)
+
+
+def test_sweep_lands_as_member_coordinates_and_matches_direct_calls(tmp_path):
+    text = """
+[system]
+name = "spherical_chain"
+preset = "paper"
+params = { g = { values = [9.81, 3.71, 1.62] }, l = { linspace = [1.0, 2.0, 2] } }
+
+[integrator]
+method = "vi"
+dt = 0.01
+t_end = 0.5
+save_every = 5
+checkpoint_every = 25
+
+[ensemble]
+members = 36
+seed = 3
+initial = "perturb"
+chunk = 12
+
+[output]
+store = "sweep.zarr"
+"""
+    os.chdir(tmp_path)
+    ds = run_quietly(write_spec(tmp_path, "sweep.toml", text=text))
+    assert ds.g.dims == ("member",) and ds.l.dims == ("member",)
+    points = {(g, l) for g, l in zip(ds.g.values, ds.l.values)}
+    assert points == {(g, l) for g in (9.81, 3.71, 1.62) for l in (1.0, 2.0)}
+    assert all(np.count_nonzero((ds.g.values == g) & (ds.l.values == l)) == 6 for g, l in points)
+    plan = Plan(ensemble.load_spec("sweep.toml"))
+    q0, omega0 = plan.initial_state(0, 36)
+    system = get_system("spherical_chain", "paper", g=ds.g.values, l=np.repeat(ds.l.values[:, None], 2, axis=1))
+    direct = integrate(system, "vi", q0, omega0, 0.01, 50, 5, outputs=("energy",))
+    assert np.array_equal(ds.energy.values, direct.energy)
+    assert np.ptp(ds.energy.values[:, 0]) > 1.0  # the parameters really differ between members
+
+
+def test_xarray_opens_store_without_arguments(tmp_path):
+    run_quietly(write_spec(tmp_path))
+    ds = xr.open_zarr(tmp_path / "spec.zarr")
+    assert set(ds.data_vars) == {"q", "omega", "energy", "unit_error", "tangency_error", "q0", "omega0", "status",
+                                 "failed_step"}
+    assert float(ds.unit_error.max()) < 1e-14

@@ -1,0 +1,120 @@
+"""Bad specs and unusable stores: a one-line error naming the field, exit code 2, nothing created or
+modified.  Also the run lock."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from ensemble.store import lock_path
+from jobs.cli import main
+
+from ensemble_cases import BASE_SPEC, write_spec
+
+GOOD = dict(method="vi", t_end=0.2, checkpoint_every=50, members=6, chunk=3, workers=1,
+            variables='["q", "omega", "energy", "unit_error", "tangency_error"]')
+
+
+def bad_spec(tmp_path, old, new):
+    store = str(tmp_path / "bad.zarr")
+    text = BASE_SPEC.format(store=store, **GOOD)
+    assert old in text
+    return write_spec(tmp_path, "bad.toml", text=text.replace(old, new)), store
+
+
+CASES = [
+    ("unknown key", "seed = 7", "seed = 7\nsede = 8", "ensemble.sede: unknown key"),
+    ("unknown section", "[cluster]", "[clustre]", "clustre: unknown section"),
+    ("unknown system", 'name = "sphere_nbody"', 'name = "sphere_nbdy"', "system.name: unknown value 'sphere_nbdy'"),
+    ("unknown method", 'method = "vi"', 'method = "rk5"', "integrator.method: unknown value 'rk5'; allowed: vi"),
+    ("unknown initial", 'initial = "perturb"', 'initial = "random"', "ensemble.initial: unknown value 'random'"),
+    ("wrong type", "members = 6", 'members = "six"', "ensemble.members: must be an integer"),
+    ("dt zero", "dt = 0.001", "dt = 0.0", "integrator.dt: must be a finite number > 0"),
+    ("dt negative", "dt = 0.001", "dt = -0.001", "integrator.dt: must be a finite number > 0"),
+    ("members zero", "members = 6", "members = 0", "ensemble.members: must be a finite number >= 1"),
+    ("t_end not whole steps", "t_end = 0.2", "t_end = 0.2005", "integrator.t_end: must be a whole number of steps"),
+    ("segment not whole samples", "checkpoint_every = 50", "checkpoint_every = 55",
+     "integrator.checkpoint_every: must be a multiple of save_every"),
+    ("option of another method", 'method = "vi"', 'method = "vi"\nrtol = 1e-8',
+     "integrator.rtol: is not an option of method 'vi'"),
+    ("unknown parameter", 'preset = "paper"', 'preset = "paper"\nparams = { mass = 1.0 }',
+     "system.params.mass: unknown parameter of sphere_nbody"),
+    ("bad sweep", 'preset = "paper"', 'preset = "paper"\nparams = { gamma = { linspace = [1, 2] } }',
+     "system.params.gamma.linspace: must be [start, stop, count]"),
+    ("sweep value invalid", 'preset = "paper"', 'preset = "paper"\nparams = { m = { values = [1.0, -1.0] } }',
+     "m: must be > 0"),
+    ("unknown variable", '"tangency_error"]', '"tangency"]', "output.variables: unknown variable 'tangency'"),
+    ("missing file", 'initial = "perturb"', 'initial = "file"\npath = "nowhere.npz"', "ensemble.path: cannot read"),
+    ("not toml", "[system]", "[system", "spec: is not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("old, new, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_spec_is_one_line_exit_2_and_creates_nothing(tmp_path, capsys, old, new, message):
+    spec, store = bad_spec(tmp_path, old, new)
+    assert main(["run", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("armillary: ") and message in err, err
+    assert err.count("\n") == 1
+    assert not os.path.exists(store) and not os.path.exists(lock_path(store))
+
+
+def test_unwritable_store_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    spec = write_spec(tmp_path, store=str(blocker / "run.zarr"))
+    assert main(["run", spec]) == 2
+    assert "output.store: cannot create" in capsys.readouterr().err
+    assert blocker.read_text() == "not a directory"
+
+
+def test_existing_non_store_directory_is_left_alone(tmp_path, capsys):
+    (tmp_path / "spec.zarr").mkdir()
+    (tmp_path / "spec.zarr" / "precious.txt").write_text("mine")
+    assert main(["run", write_spec(tmp_path)]) == 2
+    assert "is not a Zarr store" in capsys.readouterr().err
+    assert os.listdir(tmp_path / "spec.zarr") == ["precious.txt"]
+
+
+def snapshot(directory):
+    return {os.path.join(root, name): os.stat(os.path.join(root, name)).st_mtime_ns
+            for root, _, names in os.walk(directory) for name in names}
+
+
+def test_different_spec_against_existing_store_is_refused_unless_overwrite(tmp_path, capsys):
+    spec = write_spec(tmp_path)
+    assert main(["run", spec]) == 0
+    before = snapshot(tmp_path / "spec.zarr")
+    changed = write_spec(tmp_path, "other.toml", members=9, store=str(tmp_path / "spec.zarr"))
+    assert main(["run", changed]) == 2
+    err = capsys.readouterr().err
+    assert "output.store:" in err and "different spec" in err
+    assert snapshot(tmp_path / "spec.zarr") == before
+    assert main(["run", changed, "--overwrite"]) == 0
+    import xarray as xr
+    assert xr.open_zarr(tmp_path / "spec.zarr").sizes["member"] == 9
+
+
+def test_concurrent_run_is_refused_and_stale_lock_taken_over(tmp_path, capsys):
+    spec = write_spec(tmp_path)
+    store = str(tmp_path / "spec.zarr")
+    # a live holder: this test process
+    with open(f"/proc/{os.getpid()}/stat") as handle:
+        start = handle.read().rsplit(")", 1)[1].split()[19]
+    with open(lock_path(store), "w") as handle:
+        json.dump({"pid": os.getpid(), "host": socket.gethostname(), "process_start": start, "since": "now"}, handle)
+    assert main(["run", spec]) == 2
+    err = capsys.readouterr().err
+    assert f"output.store: is in use by pid {os.getpid()}" in err
+    assert not os.path.exists(store)
+    # a dead holder: a process that has exited
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with open(lock_path(store), "w") as handle:
+        json.dump({"pid": dead.pid, "host": socket.gethostname(), "process_start": "1", "since": "then"}, handle)
+    assert main(["run", spec]) == 0
+    assert "taking over the stale lock" in capsys.readouterr().out
+    assert not os.path.exists(lock_path(store))
