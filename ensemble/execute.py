@@ -90,9 +90,9 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
-def execute(plan: Plan, stream=sys.stdout) -> dict:
-    """Run every pending (chunk, segment) of ``plan`` on the spec's cluster; returns counts and timings.
-    Raises RunFailed if a task fails (its error message included)."""
+def execute(plan: Plan, stream=sys.stdout) -> None:
+    """Run every pending (chunk, segment) of ``plan`` on the spec's cluster (timings land in the
+    store's completion records).  Raises RunFailed if a task fails (its error message included)."""
     store = RunStore(plan.spec.store)
     done = store.done_grid()
     segments = plan.segments
@@ -102,9 +102,8 @@ def execute(plan: Plan, stream=sys.stdout) -> dict:
     pending = int(done.size - done.sum())
     print(f"armillary: {plan.spec.members} members × {plan.spec.n_steps} steps in {len(plan.chunks)} chunks × "
           f"{len(segments)} segments; {done.size - pending} segments already done, {pending} to run", file=stream)
-    started = time.perf_counter()
     if pending == 0:
-        return {"tasks": 0, "wall_seconds": 0.0, "member_steps": 0}
+        return
     run_id = uuid.uuid4().hex[:8]
     with dask_client(plan.spec.cluster) as client:
         print(f"armillary: dashboard {client.dashboard_link}", file=stream, flush=True)
@@ -125,6 +124,5 @@ def execute(plan: Plan, stream=sys.stdout) -> dict:
         except BaseException:
             client.cancel(futures)
             raise
-    wall = time.perf_counter() - started
-    return {"tasks": len(futures), "wall_seconds": wall, "member_steps": total - already}
+
 

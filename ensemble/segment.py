@@ -19,12 +19,13 @@ from .plan import Plan
 from .store import STATE_VARIABLES, RunStore
 
 
-def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, float]:
-    """Compute (chunk, segment) of ``plan`` into its store; returns (member-steps done, seconds).
+def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, float, float]:
+    """Compute (chunk, segment) of ``plan`` into its store; returns (member-steps done, seconds,
+    seconds spent writing the store).
     ``after`` is the previous segment's result, passed only so the scheduler orders the two."""
     store = RunStore(plan.spec.store)
     if store.is_done(chunk, segment):
-        return 0, 0.0
+        return 0, 0.0, 0.0
     started = time.perf_counter()
     spec = plan.spec
     first, stop = plan.chunks[chunk]
@@ -53,6 +54,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
     result = integrate(plan.chunk_system(first, stop), spec.method, q, omega, spec.dt, seg.stop - seg.start,
                        spec.save_every, outputs=outputs, threads=1, restart=segment > 0, **options)
 
+    writing = time.perf_counter()
     samples = seg.last_sample - seg.first_sample + 1
     new_failure = ~failed & (result.status != OK)
     status = np.where(failed, status, result.status)
@@ -69,6 +71,6 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
                                                       "status": status, "failed_step": failed_step})
     store.write("status", slice(first, stop), status)
     store.write("failed_step", slice(first, stop), failed_step)
-    seconds = time.perf_counter() - started
-    store.mark_done(chunk, segment, seconds)
-    return (stop - first) * (seg.stop - seg.start), seconds
+    finished = time.perf_counter()
+    store.mark_done(chunk, segment, finished - started, finished - writing)
+    return (stop - first) * (seg.stop - seg.start), finished - started, finished - writing

@@ -8,7 +8,7 @@ data ``q``, ``omega``, ``energy``, ``unit_error``, ``tangency_error`` (those req
 segment), so every task writes whole chunks and each chunk has exactly one writer.
 
 The group ``_progress`` (invisible to xarray) holds per (chunk, segment) completion records
-(``done``: Unix time, ``seconds``: compute time), written only after the data they vouch for, and
+(``done``: Unix time, ``seconds``: task time, ``write_seconds``: of which writing), written only after the data they vouch for, and
 two checkpoint slots of end-of-segment state per member: segment j reads slot (j−1) mod 2 and
 writes slot j mod 2, so a task killed half-way never damages the state it started from.
 """
@@ -223,7 +223,7 @@ def write_template(plan: Plan) -> None:
     group = zarr.open_group(spec.store, mode="r+")
     progress = group.create_group(PROGRESS)
     grid = (len(plan.chunks), len(plan.segments))
-    for name in ("done", "seconds"):
+    for name in ("done", "seconds", "write_seconds"):
         progress.create_array(name, shape=grid, chunks=(1, 1), dtype="f8", fill_value=np.nan)
     for name in ("q", "omega"):
         progress.create_array(f"slot_{name}", shape=(2, members, n, 3), chunks=(1, chunk, n, 3), dtype="f8",
@@ -280,9 +280,10 @@ class RunStore:
     def write(self, name: str, region: tuple, value) -> None:
         self.array(name)[region] = value
 
-    def mark_done(self, chunk: int, segment: int, seconds: float) -> None:
+    def mark_done(self, chunk: int, segment: int, seconds: float, write_seconds: float) -> None:
         """The completion record: written last, so a record always vouches for data on disk."""
         self.progress("seconds")[chunk, segment] = seconds
+        self.progress("write_seconds")[chunk, segment] = write_seconds
         self.progress("done")[chunk, segment] = time.time()
 
 
@@ -308,6 +309,7 @@ def summary(url: str) -> dict:
         group = zarr.open_group(url, mode="r")
         done = group[f"{PROGRESS}/done"][:]
         seconds = group[f"{PROGRESS}/seconds"][:]
+        write_seconds = group[f"{PROGRESS}/write_seconds"][:]
     except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
         raise InvalidInput("store", f"{url!r} is not an armillary store") from None
     attrs = dict(group.attrs)
@@ -323,7 +325,7 @@ def summary(url: str) -> dict:
         "segments_done": int(finished.sum()), "segments_total": int(done.size),
         "member_steps_done": int(work[finished].sum()), "member_steps_total": int(work.sum()),
         "failed_members": int(np.count_nonzero(status)),
-        "compute_seconds": float(np.nansum(seconds)),
+        "task_seconds": float(np.nansum(seconds)), "write_seconds": float(np.nansum(write_seconds)),
         "first_done": float(stamps.min()) if stamps.size else None,
         "last_done": float(stamps.max()) if stamps.size else None,
         "lock": read_lock(url),

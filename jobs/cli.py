@@ -40,8 +40,9 @@ def status(args) -> int:
         print(f"  segments      {s['segments_done']}/{s['segments_total']} "
               f"({s['member_steps_done']:.3e} of {s['member_steps_total']:.3e} member-steps)")
         print(f"  failed        {s['failed_members']} members (status != 0)")
-        if s["compute_seconds"] > 0:
-            print(f"  throughput    {s['member_steps_done'] / s['compute_seconds']:.3e} member-steps per task-second")
+        if s["task_seconds"] > 0:
+            print(f"  throughput    {s['member_steps_done'] / s['task_seconds']:.3e} member-steps per task-second; "
+                  f"{s['write_seconds'] / s['task_seconds']:.1%} of task time writing the store")
         if s["first_done"] is not None and s["last_done"] > s["first_done"]:
             wall = s["last_done"] - s["first_done"]
             print(f"  wall          {wall:.1f} s between the first and last finished segment")

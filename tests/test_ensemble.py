@@ -142,3 +142,21 @@ def test_xarray_opens_store_without_arguments(tmp_path):
     assert set(ds.data_vars) == {"q", "omega", "energy", "unit_error", "tangency_error", "q0", "omega0", "status",
                                  "failed_step"}
     assert float(ds.unit_error.max()) < 1e-14
+
+
+def test_running_scheduler_by_address_gives_the_same_store(tmp_path, capsys):
+    from distributed import LocalCluster
+
+    from jobs.cli import main
+
+    local = write_spec(tmp_path, "local.toml")
+    run_quietly(local)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        assert main(["run", local, "--scheduler", cluster.scheduler_address,
+                     "--store", str(tmp_path / "remote.zarr")]) == 0
+    assert_bitwise_equal(arrays(tmp_path / "remote.zarr"), arrays(tmp_path / "local.zarr"))
+    assert main(["status", str(tmp_path / "remote.zarr")]) == 0
+    out = capsys.readouterr().out
+    assert "segments      8/8" in out and "failed        0 members" in out and "not running" in out
+    assert main(["report", str(tmp_path / "remote.zarr")]) == 0
+    assert "vi" in capsys.readouterr().out
