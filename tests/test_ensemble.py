@@ -160,3 +160,19 @@ def test_running_scheduler_by_address_gives_the_same_store(tmp_path, capsys):
     assert "segments      8/8" in out and "failed        0 members" in out and "not running" in out
     assert main(["report", str(tmp_path / "remote.zarr")]) == 0
     assert "vi" in capsys.readouterr().out
+
+
+def test_uniform_and_continuation_from_a_finished_store(tmp_path):
+    text = open(write_spec(tmp_path, members=40, chunk=16)).read().replace(
+        'initial = "perturb"\nscale = 1e-3', 'initial = "uniform"\nomega_scale = 0.5')
+    first = run_quietly(write_spec(tmp_path, "uniform.toml", text=text.replace("spec.zarr", "uniform.zarr")))
+    q0, omega0 = first.q0.values, first.omega0.values
+    assert np.abs(np.linalg.norm(q0, axis=-1) - 1).max() < 1e-15
+    assert np.abs(np.sum(q0 * omega0, axis=-1)).max() < 1e-15
+    assert 0.5 * 0.8 < np.std(omega0) * np.sqrt(3 / 2) < 0.5 * 1.2  # tangent Gaussian: 2 of 3 components
+    assert np.abs(q0.reshape(-1, 3).mean(axis=0)).max() < 0.2  # no preferred direction (120 points)
+
+    text = text.replace('initial = "uniform"\nomega_scale = 0.5', f'initial = "file"\npath = "{tmp_path / "uniform.zarr"}"')
+    second = run_quietly(write_spec(tmp_path, "continued.toml", text=text.replace("spec.zarr", "continued.zarr")))
+    assert np.array_equal(second.q0.values, first.q.values[:, -1])
+    assert np.array_equal(second.omega0.values, first.omega.values[:, -1])
