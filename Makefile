@@ -20,7 +20,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed
 	$(BIN)/armillary run examples/demo.toml
 	$(BIN)/armillary run examples/demo-rk45.toml
-	$(BIN)/armillary report runs/demo-vi.zarr runs/demo-rk45.zarr
+	$(BIN)/armillary report runs/demo-vi.zarr runs/demo-rk45.zarr --out runs/report
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 --dist loadgroup tests

@@ -1,13 +1,12 @@
 """The ``armillary`` command line.  Exit codes: 0 success, 1 failed run, 2 bad input."""
 
 import argparse
+import os
 import sys
 import time
 
-import xarray as xr
-
 import ensemble
-from ensemble.analysis import energy_error_summary
+from ensemble.report import write_report
 from ensemble.store import summary
 from kernels import METHODS, SYSTEMS, InvalidInput
 
@@ -53,17 +52,12 @@ def status(args) -> int:
 
 
 def report(args) -> int:
-    """The energy-error table of one or more stores, side by side."""
-    print(f"{'store':<32}{'method':<8}{'members':>8}{'mean |dE|/|E0|':>16}{'max |dE|/|E0|':>16}"
-          f"{'mean unit err':>15}{'failed':>8}")
+    """report.md with tables and PNG figures of one or more stores; prints the headline table."""
     for store in args.stores:
-        try:
-            ds = xr.open_zarr(store)
-        except (FileNotFoundError, KeyError, ValueError) as error:
-            raise InvalidInput("store", f"{store!r} is not an armillary store: {error}") from None
-        s = energy_error_summary(ds)
-        print(f"{store:<32}{s['method']:<8}{s['members']:>8}{s['mean_relative_energy_error']:>16.3e}"
-              f"{s['max_relative_energy_error']:>16.3e}{s['mean_unit_error']:>15.3e}{s['failed_members']:>8}")
+        summary(store)  # refuses anything that is not an armillary store, naming it
+    table, _ = write_report(args.stores, args.out)
+    print(table)
+    print(f"armillary: wrote {os.path.join(args.out, 'report.md')} and its figures")
     return 0
 
 
@@ -93,8 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     status_parser = commands.add_parser("status", help="progress, failures and throughput of stores")
     status_parser.add_argument("stores", nargs="+", metavar="STORE")
     status_parser.set_defaults(handler=status)
-    report_parser = commands.add_parser("report", help="energy and unit-length error table of stores")
+    report_parser = commands.add_parser("report", help="energy-drift statistics and figures of stores (report.md)")
     report_parser.add_argument("stores", nargs="+", metavar="STORE")
+    report_parser.add_argument("--out", default="report", help="directory for report.md and the PNGs (default: report)")
     report_parser.set_defaults(handler=report)
     commands.add_parser("systems", help="list systems, their parameters and presets").set_defaults(handler=systems)
     return parser

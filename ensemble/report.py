@@ -1,0 +1,141 @@
+"""``armillary report``: tables and figures of one or more stores, side by side, as report.md + PNGs."""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on cluster nodes
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import xarray as xr  # noqa: E402
+
+from .analysis import drift_rate, growth_law, quantile_envelope, relative_energy_error, store_summary  # noqa: E402
+
+#: (column heading, summary key, format) of the headline table
+COLUMNS = (
+    ("method", "method", "{}"),
+    ("members", "members", "{}"),
+    ("median max |dE|/|E0|", "median_max_energy_error", "{:.3e}"),
+    ("mean |dE|/|E0|", "mean_energy_error", "{:.3e}"),
+    ("median drift (1/s)", "median_drift_rate", "{:.2e}"),
+    ("drift > 3 SE", "significant_drift_fraction", "{:.1%}"),
+    ("alpha", "alpha", "{:.3f}"),
+    ("alpha 95% CI", ("alpha_low", "alpha_high"), "[{:.3f}, {:.3f}]"),
+    ("max unit err", "max_unit_error", "{:.2e}"),
+    ("failed", "failed_members", "{}"),
+)
+
+
+def _cell(summary: dict, key, fmt: str) -> str:
+    values = [summary[k] for k in key] if isinstance(key, tuple) else [summary[key]]
+    return fmt.format(*values)
+
+
+def headline_rows(labels: list[str], summaries: list[dict]) -> list[list[str]]:
+    return [[label] + [_cell(s, key, fmt) for _, key, fmt in COLUMNS] for label, s in zip(labels, summaries)]
+
+
+def text_table(labels, summaries) -> str:
+    header = ["store"] + [c[0] for c in COLUMNS]
+    rows = [header] + headline_rows(labels, summaries)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+                     for row in rows)
+
+
+def markdown_table(labels, summaries) -> str:
+    header = ["store"] + [c[0] for c in COLUMNS]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in headline_rows(labels, summaries)]
+    return "\n".join(lines)
+
+
+def _envelope_figure(path, series, ylabel, title):
+    """Median and 5–95 % band over members, log scale, one colour per store."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, envelope in series:
+        t = envelope.time.values
+        ax.fill_between(t, envelope.sel(quantile=0.05), envelope.sel(quantile=0.95), alpha=0.25)
+        ax.plot(t, envelope.sel(quantile=0.5), label=f"{label} (median, 5–95 %)")
+    ax.set_yscale("log")
+    ax.set_xlabel("time t (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
+    """Write ``out``/report.md and its PNGs for ``stores``; returns the headline table (text) and
+    the per-store summaries."""
+    os.makedirs(out, exist_ok=True)
+    datasets = [xr.open_zarr(store) for store in stores]
+    labels = [os.path.basename(os.path.normpath(store)) for store in stores]
+    summaries = [store_summary(ds) for ds in datasets]
+    errors = [relative_energy_error(ds) for ds in datasets]
+    figures = []
+
+    _envelope_figure(os.path.join(out, "energy_error.png"),
+                     [(label, quantile_envelope(e)) for label, e in zip(labels, errors)],
+                     "|E(t) − E(0)| / |E(0)|", "Relative energy error over the ensemble")
+    figures.append(("energy_error.png", "Relative energy error: median and 5–95 % envelope over members"))
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, error, s in zip(labels, errors, summaries):
+        rms = growth_law(error)["rms"]
+        t, values = rms.time.values[1:], rms.values[1:]
+        ax.loglog(t, values, label=f"{label}: α = {s['alpha']:.2f} [{s['alpha_low']:.2f}, {s['alpha_high']:.2f}]")
+        half = t >= t[-1] / 2
+        if np.isfinite(s["alpha"]) and half.sum() > 1:
+            anchor = np.exp(np.mean(np.log(values[half]) - s["alpha"] * np.log(t[half])))
+            ax.loglog(t[half], anchor * t[half] ** s["alpha"], "k--", linewidth=1)
+    ax.set_xlabel("time t (s)")
+    ax.set_ylabel("ensemble RMS of dE/|E0|")
+    ax.set_title("Growth law: RMS ∝ t^α fitted over the second half (dashed)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "growth_law.png"), dpi=120)
+    plt.close(fig)
+    figures.append(("growth_law.png", "Growth law of the ensemble RMS energy error"))
+
+    fig, axes = plt.subplots(1, len(stores), figsize=(4 * len(stores), 3.5), squeeze=False)
+    for ax, label, error in zip(axes[0], labels, errors):
+        rates = drift_rate(error).drift_rate.values
+        rates = rates[np.isfinite(rates)]
+        ax.hist(rates, bins=min(50, max(5, rates.size // 10)))
+        ax.set_xlabel("energy drift rate (1/s)")
+        ax.set_ylabel("members")
+        ax.set_title(label, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "drift_rates.png"), dpi=120)
+    plt.close(fig)
+    figures.append(("drift_rates.png", "Distribution of per-member energy drift rates"))
+
+    _envelope_figure(os.path.join(out, "unit_error.png"),
+                     [(label, quantile_envelope(ds.unit_error)) for label, ds in zip(labels, datasets)],
+                     "max_i | |q_i| − 1 |", "Unit-length error over the ensemble")
+    figures.append(("unit_error.png", "Unit-length error: median and 5–95 % envelope over members"))
+
+    table = text_table(labels, summaries)
+    lines = ["# Armillary report", "", markdown_table(labels, summaries), "",
+             "dE/|E0| is the relative energy error (absolute, in J, for members with |E0| < 1e-12: "
+             + ", ".join(f"{label}: {s['absolute_members']}" for label, s in zip(labels, summaries)) + "). "
+             "Drift rate: least-squares slope of dE/|E0| against t per member; its standard error is "
+             "Newey–West (Bartlett kernel, lag ⌊4 (T/100)^{2/9}⌋), and a drift counts as significant "
+             "beyond 3 standard errors. α: slope of log RMS(dE/|E0|) over members against log t over the "
+             "second half of the run (≈ 0 bounded, ≈ 0.5 random walk, ≈ 1 systematic drift), 95 % interval "
+             "from its Newey–West standard error.", ""]
+    for label, s, store in zip(labels, summaries, stores):
+        lines.append(f"- **{label}** (`{store}`): {s['system']}, {s['method']}, h = {s['dt']:g} s, "
+                     f"T = {s['t_end']:g} s; max |dE|/|E0| over all members {s['max_energy_error']:.3e}; "
+                     f"max tangency error {s['max_tangency_error']:.2e} rad/s")
+    lines.append("")
+    for name, caption in figures:
+        lines += [f"## {caption}", "", f"![{caption}]({name})", ""]
+    with open(os.path.join(out, "report.md"), "w") as handle:
+        handle.write("\n".join(lines))
+    return table, summaries

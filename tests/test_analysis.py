@@ -1,0 +1,124 @@
+"""Energy-drift statistics and the report, on synthetic stores with known answers and on real runs."""
+
+import os
+import re
+import subprocess
+import sys
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+from ensemble.analysis import energy_drift, growth_law, relative_energy_error, store_summary
+from ensemble.initial import perturbed_ensemble
+from ensemble.report import write_report
+from kernels import get_system, integrate
+
+pytestmark = pytest.mark.xdist_group("analysis")
+
+
+def synthetic_store(path, relative_error, dt=0.01, method="synthetic", e0=-2.0, chunk=500):
+    """A store shaped like armillary's with energy E0 (1 + error) and small constraint errors."""
+    members, samples = relative_error.shape
+    time = np.arange(samples) * dt
+    energy = e0 * (1 + relative_error) - e0 * relative_error[:, :1]  # error relative to E(0) exactly
+    tiny = np.full((members, samples), 1e-15)
+    ds = xr.Dataset(
+        {"energy": (("member", "time"), da.from_array(energy, chunks=(chunk, -1))),
+         "unit_error": (("member", "time"), da.from_array(tiny, chunks=(chunk, -1))),
+         "tangency_error": (("member", "time"), da.from_array(tiny, chunks=(chunk, -1))),
+         "status": ("member", np.zeros(members, np.int64))},
+        coords={"member": np.arange(members), "time": time},
+        attrs={"method": method, "system": "synthetic", "dt": dt})
+    ds.to_zarr(path, mode="w")
+    return xr.open_zarr(path)
+
+
+RNG = np.random.default_rng(12)
+T = np.arange(1000) * 0.01
+
+
+def test_linear_drift_is_recovered(tmp_path):
+    rate = 1e-6
+    noise = 1e-7 * RNG.standard_normal((400, T.size))
+    ds = synthetic_store(tmp_path / "drift.zarr", rate * T + noise)
+    stats = energy_drift(ds).compute()
+    expected = -rate  # E0 = −2 J < 0, so ΔE/|E0| = −(rate·t + noise)
+    within = np.abs(stats.drift_rate - expected) <= 2 * stats.drift_stderr
+    assert float(within.mean()) >= 0.9
+    assert float(stats.significant_drift.mean()) == 1.0
+    assert growth_law(relative_energy_error(ds))["alpha"] == pytest.approx(1.0, abs=0.1)
+
+
+def test_random_walk_grows_as_square_root(tmp_path):
+    walk = np.cumsum(1e-8 * RNG.standard_normal((2000, T.size)), axis=1)
+    walk -= walk[:, :1]
+    law = growth_law(relative_energy_error(synthetic_store(tmp_path / "walk.zarr", walk)))
+    assert law["alpha"] == pytest.approx(0.5, abs=0.1)
+    assert law["alpha_low"] < 0.5 < law["alpha_high"]
+
+
+def test_bounded_oscillation_has_no_growth_and_no_drift(tmp_path):
+    phase = RNG.uniform(0, 2 * np.pi, (400, 1))
+    wave = 1e-5 * (np.sin(2 * np.pi * 0.7 * T + phase) - np.sin(phase))
+    ds = synthetic_store(tmp_path / "wave.zarr", wave)
+    assert growth_law(relative_energy_error(ds))["alpha"] == pytest.approx(0.0, abs=0.1)
+    stats = energy_drift(ds).compute()
+    assert float(stats.significant_drift.mean()) <= 0.05
+
+
+def example1_store(tmp_path, method):
+    """Example 1 ensemble: 256 members perturbed by 1e-3, 100 s at h = 0.01 s, saved every 10 steps."""
+    system = get_system("spherical_chain", "paper")
+    q, omega = perturbed_ensemble(*system.initial_state(), 256, 1e-3, 0)
+    result = integrate(system, method, q, omega, 0.01, 10_000, 10, outputs=("energy",))
+    ds = xr.Dataset({name: (("member", "time"), getattr(result, name))
+                     for name in ("energy", "unit_error", "tangency_error")}
+                    | {"status": ("member", result.status)},
+                    coords={"member": np.arange(256), "time": result.time},
+                    attrs={"method": method, "system": "spherical_chain", "dt": 0.01})
+    ds.chunk(member=64).to_zarr(tmp_path / f"{method}.zarr", mode="w")
+    return str(tmp_path / f"{method}.zarr")
+
+
+def test_vi_is_bounded_and_rk4_drifts_on_example_1_and_report_matches(tmp_path):
+    stores = [example1_store(tmp_path, "vi"), example1_store(tmp_path, "rk4")]
+    vi, rk4 = (store_summary(xr.open_zarr(s)) for s in stores)
+    assert vi["alpha"] < 0.7
+    assert 1 - vi["significant_drift_fraction"] >= 0.95
+    assert rk4["significant_drift_fraction"] >= 0.95
+
+    out = tmp_path / "report"
+    table, summaries = write_report(stores, str(out))
+    for name in ("energy_error.png", "growth_law.png", "drift_rates.png", "unit_error.png"):
+        assert (out / name).stat().st_size > 10_000, name
+    text = (out / "report.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| vi.zarr") or line.startswith("| rk4.zarr")]
+    assert len(rows) == 2
+    for row, summary in zip(rows, (vi, rk4)):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == summary["method"] and int(cells[2]) == 256
+        assert float(cells[3]) == pytest.approx(summary["median_max_energy_error"], rel=1e-3)
+        assert float(cells[7]) == pytest.approx(summary["alpha"], abs=1e-3)
+        assert float(cells[6].rstrip("%")) / 100 == pytest.approx(summary["significant_drift_fraction"], abs=1e-3)
+    assert re.search(r"!\[.*\]\(energy_error\.png\)", text)
+
+
+def test_report_of_a_large_store_streams(tmp_path):
+    """10⁵ members × 100 samples (80 MB of energy): the report process stays far below 2 GB."""
+    members = 100_000
+    error = da.random.RandomState(1).normal(0, 1e-6, (members, 100), chunks=(10_000, 100))
+    ds = xr.Dataset({"energy": (("member", "time"), -1.0 - error),
+                     "unit_error": (("member", "time"), da.zeros((members, 100), chunks=(10_000, 100))),
+                     "tangency_error": (("member", "time"), da.zeros((members, 100), chunks=(10_000, 100))),
+                     "status": ("member", da.zeros(members, dtype=np.int64, chunks=10_000))},
+                    coords={"time": np.arange(100) * 0.1}, attrs={"method": "vi", "system": "x", "dt": 0.1})
+    ds.to_zarr(tmp_path / "big.zarr", mode="w")
+    code = ("import resource, sys; from ensemble.report import write_report; "
+            f"write_report([{str(tmp_path / 'big.zarr')!r}], {str(tmp_path / 'out')!r}); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    peak_kb = int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                 text=True).stdout.split()[-1])
+    assert peak_kb < 1_000_000, f"peak RSS {peak_kb / 1024:.0f} MB"
+    assert os.path.getsize(tmp_path / "out" / "energy_error.png") > 10_000
