@@ -55,11 +55,7 @@ class StoreError(Exception):
 
 
 def _is_local(url: str) -> bool:
-    return "://" not in url or url.startswith("file://")
-
-
-def _local_path(url: str) -> str:
-    return url[len("file://"):] if url.startswith("file://") else url
+    return "://" not in url
 
 
 def _quiet(function, *args, **kwargs):
@@ -119,7 +115,7 @@ def run_lock(url: str):
 
 
 def lock_path(url: str) -> str:
-    return os.path.abspath(_local_path(url)).rstrip("/") + LOCK_SUFFIX
+    return os.path.abspath(url).rstrip("/") + LOCK_SUFFIX
 
 
 def read_lock(url: str) -> dict | None:
@@ -137,7 +133,7 @@ def existing_identity(url: str) -> str | None:
     """The spec identity recorded in the store at ``url``; None if nothing is there.  Raises
     StoreError for something that is not an armillary store."""
     if _is_local(url):
-        path = _local_path(url)
+        path = url
         if not os.path.exists(path):
             return None
         if not os.path.isdir(path):
@@ -159,7 +155,7 @@ def check_writable(url: str) -> None:
     """Refuse a store location that cannot be created, before anything is written."""
     if not _is_local(url):
         return
-    parent = os.path.dirname(os.path.abspath(_local_path(url)))
+    parent = os.path.dirname(os.path.abspath(url))
     probe = parent
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
@@ -170,7 +166,7 @@ def check_writable(url: str) -> None:
 def remove_store(url: str) -> None:
     """Delete a store (for --overwrite, or an interrupted template); the caller holds its lock."""
     if _is_local(url):
-        shutil.rmtree(_local_path(url), ignore_errors=True)
+        shutil.rmtree(url, ignore_errors=True)
     else:
         zarr.open_group(url, mode="w")
 

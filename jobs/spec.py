@@ -319,6 +319,8 @@ def parse_spec(text: str, **overrides) -> Spec:
         **_output_section(_Section("output", document["output"])),
         cluster=_cluster_section(_Section("cluster", document.get("cluster", {}))),
     )
+    if spec.store.startswith("file://"):  # a local directory however it is spelled
+        spec = replace(spec, store=spec.store[len("file://"):])
     if "://" not in spec.store:
         spec = replace(spec, store=os.path.abspath(spec.store))
     if spec.sweeps and spec.members % spec.sweep_points:
