@@ -10,11 +10,11 @@ import xarray as xr
 from jobs.spec import Spec, load_spec, parse_spec
 from kernels import InvalidInput
 
-from .execute import RunFailed, execute
+from .execute import RunFailed, execute, execute_array_task
 from .plan import Plan
 from .store import StoreError, check_writable, existing_identity, remove_store, run_lock, write_template
 
-__all__ = ["run", "load_spec", "parse_spec", "Spec", "Plan", "RunFailed", "prepare"]
+__all__ = ["run", "run_array_task", "load_spec", "parse_spec", "Spec", "Plan", "RunFailed", "prepare"]
 
 
 def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
@@ -34,7 +34,7 @@ def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
     return plan, identity is None or overwrite
 
 
-def run(spec_or_path, overwrite: bool = False, stream=sys.stdout, **overrides) -> xr.Dataset:
+def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.Dataset:
     """Run (or resume) the spec and return its store, lazily opened with xarray.
 
     ``spec_or_path``: a :class:`Spec` or a path to a TOML spec; ``overrides``: store, members,
@@ -42,6 +42,7 @@ def run(spec_or_path, overwrite: bool = False, stream=sys.stdout, **overrides) -
     identical to an uninterrupted run.  Raises InvalidInput for bad input (nothing is written) and
     RunFailed when a task fails.
     """
+    stream = stream or sys.stdout
     spec = spec_or_path if isinstance(spec_or_path, Spec) else load_spec(spec_or_path, **overrides)
     plan, create = prepare(spec, overwrite)
     try:
@@ -53,3 +54,25 @@ def run(spec_or_path, overwrite: bool = False, stream=sys.stdout, **overrides) -
     except StoreError as error:
         raise InvalidInput("output.store", str(error)) from None
     return xr.open_zarr(spec.store)
+
+
+def run_array_task(spec: Spec, index: int, size: int, stream=None) -> bool:
+    """One SLURM array task: the chunks c with c mod size = index, into the store ``armillary submit``
+    created (tasks share the store, each writing only its own chunks).  Returns False when stopped
+    by a signal with work left (the task is then requeued and resumes), True when its work is done."""
+    for name, value in (("array-index", index), ("array-size", size)):
+        if value is None or value < 0 or (name == "array-size" and value < 1):
+            raise InvalidInput(name, f"must be given with the other and be >= {int(name == 'array-size')}, got {value!r}")
+    if index >= size:
+        raise InvalidInput("array-index", f"must be < array-size = {size}, got {index}")
+    plan = Plan(spec)
+    try:
+        identity = existing_identity(spec.store)
+    except StoreError as error:
+        raise InvalidInput("output.store", str(error)) from None
+    if identity is None:
+        raise InvalidInput("output.store", f"{spec.store!r} has no run template; array tasks run into a store that "
+                           "`armillary submit` wrote")
+    if identity != spec.identity():
+        raise InvalidInput("output.store", f"{spec.store!r} holds a run of a different spec")
+    return execute_array_task(plan, index, size, stream or sys.stdout)

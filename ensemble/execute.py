@@ -55,7 +55,7 @@ def dask_client(cluster: dict):
 class Progress:
     """Member-steps done, rate and ETA: a live bar on a terminal, a log line every ``interval`` s otherwise."""
 
-    def __init__(self, total: int, done: int, stream=sys.stdout, interval: float = 10.0):
+    def __init__(self, total: int, done: int, stream, interval: float = 10.0):
         self.total, self.done, self.stream, self.interval = total, done, stream, interval
         self.start_done, self.started, self.last_line = done, time.monotonic(), 0.0
         self.tty = stream.isatty()
@@ -90,7 +90,36 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
-def execute(plan: Plan, stream=sys.stdout) -> None:
+def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
+    """Run, in this process, every pending segment of the chunks c with c mod ``size`` = ``index``
+    (one SLURM array task).  SIGUSR1 or SIGTERM (walltime warning, preemption) lets the current
+    segment finish and be recorded, then stops: returns False if work is left, True when done."""
+    store = RunStore(plan.spec.store)
+    done = store.done_grid()
+    mine = [(c, j) for c in range(index, len(plan.chunks), size) for j in range(len(plan.segments)) if not done[c, j]]
+    stop = []
+
+    def request_stop(signum, frame):
+        stop.append(signum)
+        print(f"armillary: {signal.Signals(signum).name}: stopping after the current segment", file=stream, flush=True)
+
+    handlers = {number: signal.signal(number, request_stop) for number in (signal.SIGUSR1, signal.SIGTERM)}
+    print(f"armillary: array task {index} of {size}: {len(mine)} segments to run", file=stream, flush=True)
+    segments = plan.segments
+    work = sum((plan.chunks[c][1] - plan.chunks[c][0]) * (segments[j].stop - segments[j].start) for c, j in mine)
+    progress = Progress(work, 0, stream)
+    try:
+        for c, j in mine:
+            if stop:
+                return False
+            progress.advance(run_segment(plan, c, j)[0])
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    return True
+
+
+def execute(plan: Plan, stream) -> None:
     """Run every pending (chunk, segment) of ``plan`` on the spec's cluster (timings land in the
     store's completion records).  Raises RunFailed if a task fails (its error message included)."""
     store = RunStore(plan.spec.store)

@@ -1,4 +1,5 @@
-"""The ``armillary`` command line.  Exit codes: 0 success, 1 failed run, 2 bad input."""
+"""The ``armillary`` command line.  Exit codes: 0 success, 1 failed run, 2 bad input, 3 an array task
+stopped by a signal with work left (its batch script requeues it)."""
 
 import argparse
 import os
@@ -8,7 +9,11 @@ import time
 import ensemble
 from ensemble.report import write_report
 from ensemble.store import summary
+from jobs.slurm import load_site, queue_states
+from jobs.slurm import submit as submit_jobs
 from kernels import METHODS, SYSTEMS, InvalidInput
+
+INTERRUPTED = 3
 
 
 def run(args) -> int:
@@ -16,6 +21,9 @@ def run(args) -> int:
     overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
     spec = ensemble.load_spec(args.spec, **overrides)
     started = time.perf_counter()
+    if args.array_index is not None or args.array_size is not None:
+        finished = ensemble.run_array_task(spec, args.array_index, args.array_size)
+        return 0 if finished else INTERRUPTED
     try:
         ensemble.run(spec, overwrite=args.overwrite)
     except KeyboardInterrupt:
@@ -45,9 +53,22 @@ def status(args) -> int:
         if s["first_done"] is not None and s["last_done"] > s["first_done"]:
             wall = s["last_done"] - s["first_done"]
             print(f"  wall          {wall:.1f} s between the first and last finished segment")
+        states = queue_states(store)
+        if states:
+            print("  slurm         " + ", ".join(f"{job} {state}" for job, state in sorted(states.items())))
         lock = s["lock"]
-        running = f"running: pid {lock['pid']} on {lock['host']} since {lock['since']}" if lock else "not running"
-        print(f"  {running}")
+        if lock:
+            print(f"  running: pid {lock['pid']} on {lock['host']} since {lock['since']}")
+        elif not states:
+            print("  not running")
+    return 0
+
+
+def submit(args) -> int:
+    """Write the store template and submit one SLURM job array plus a dependent report job."""
+    spec = ensemble.load_spec(args.spec)
+    site = load_site(args.site, partition=args.partition, time=args.time)
+    submit_jobs(spec, site, args.array_size, args.dry_run)
     return 0
 
 
@@ -83,7 +104,17 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--workers", type=int, help="local worker processes (replaces cluster.workers)")
     run_parser.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:port")
     run_parser.add_argument("--overwrite", action="store_true", help="replace a store that holds a different spec")
+    run_parser.add_argument("--array-index", type=int, help="SLURM array task: run the chunks c with c mod size = index")
+    run_parser.add_argument("--array-size", type=int, help="SLURM array task: number of tasks in the array")
     run_parser.set_defaults(handler=run)
+    submit_parser = commands.add_parser("submit", help="submit the spec to SLURM as one job array plus a report job")
+    submit_parser.add_argument("spec", help="path of the TOML spec")
+    submit_parser.add_argument("--array-size", type=int, help="array tasks (default: one per chunk)")
+    submit_parser.add_argument("--partition", help="SLURM partition (replaces the site's)")
+    submit_parser.add_argument("--time", help="walltime per array task, e.g. 01:00:00 (replaces the site's)")
+    submit_parser.add_argument("--site", help="site settings TOML (see slurm/site.example.toml)")
+    submit_parser.add_argument("--dry-run", action="store_true", help="print the sbatch scripts, submit nothing")
+    submit_parser.set_defaults(handler=submit)
     status_parser = commands.add_parser("status", help="progress, failures and throughput of stores")
     status_parser.add_argument("stores", nargs="+", metavar="STORE")
     status_parser.set_defaults(handler=status)

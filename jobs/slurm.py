@@ -1,0 +1,200 @@
+"""SLURM submission: site settings, the sbatch scripts of ``slurm/``, one job array plus a dependent
+report job, and the queue state of submitted stores.
+
+A submitted run keeps its job files next to the store, in ``STORE.slurm/``: the effective spec the
+array tasks run (``spec.toml``), the rendered scripts, ``jobs.json`` and the task logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from string import Template
+
+from kernels import InvalidInput
+
+from .spec import Spec
+
+TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "slurm")
+#: SLURM's --time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
+TIME_FORMAT = re.compile(r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d{1,2}|\d+-\d{1,2}:\d{1,2}|\d+-\d{1,2}:\d{1,2}:\d{1,2})$")
+MEMORY_FORMAT = re.compile(r"^\d+[KMGT]?B?$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where and how jobs run (``slurm/site.example.toml`` documents every key)."""
+
+    partition: str | None = None
+    account: str | None = None
+    time: str = "01:00:00"
+    cpus_per_task: int = 1
+    mem: str = "2G"
+    signal_seconds: int = 120
+    setup: tuple[str, ...] = ()
+    directives: tuple[str, ...] = ()
+    cores: int = 1
+    memory: str = "2GB"
+    minimum_jobs: int = 1
+    maximum_jobs: int = 4
+
+
+def _check_site(site: Site) -> Site:
+    if not TIME_FORMAT.match(site.time):
+        raise InvalidInput("time", f"{site.time!r} is not a SLURM time limit; allowed: minutes, MM:SS, HH:MM:SS, "
+                           "D-HH, D-HH:MM, D-HH:MM:SS")
+    for name in ("mem", "memory"):
+        if not MEMORY_FORMAT.match(getattr(site, name)):
+            raise InvalidInput(name, f"{getattr(site, name)!r} is not a memory size like 2G or 500M")
+    for name in ("cpus_per_task", "signal_seconds", "cores", "minimum_jobs", "maximum_jobs"):
+        value = getattr(site, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "minimum_jobs" else 1):
+            raise InvalidInput(name, f"must be a positive integer, got {value!r}")
+    if site.minimum_jobs > site.maximum_jobs:
+        raise InvalidInput("minimum_jobs", f"must be <= maximum_jobs = {site.maximum_jobs}")
+    if site.partition is not None:
+        available = partitions()
+        if site.partition not in available:
+            raise InvalidInput("partition", f"unknown partition {site.partition!r}; allowed: {', '.join(available)}")
+    return site
+
+
+def load_site(path: str | None, **options) -> Site:
+    """Site settings from ``path`` (TOML; unknown keys are errors) with command-line ``options``
+    (partition, time) on top, validated (the partition against ``sinfo``)."""
+    values: dict = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as handle:
+                values = tomllib.load(handle)
+        except OSError as error:
+            raise InvalidInput("site", f"cannot read {path!r}: {error.strerror}") from None
+        except tomllib.TOMLDecodeError as error:
+            raise InvalidInput("site", f"{path!r} is not valid TOML: {error}") from None
+    allowed = list(Site.__dataclass_fields__)
+    for key in values:
+        if key not in allowed:
+            raise InvalidInput(f"site.{key}", f"unknown key; allowed: {', '.join(allowed)}")
+    for key in ("setup", "directives"):
+        if key in values:
+            if not (isinstance(values[key], list) and all(isinstance(v, str) for v in values[key])):
+                raise InvalidInput(f"site.{key}", "must be a list of strings")
+            values[key] = tuple(values[key])
+    values.update({k: v for k, v in options.items() if v is not None})
+    return _check_site(Site(**values))
+
+
+def partitions() -> list[str]:
+    """Partition names SLURM reports (the default one without its ``*``)."""
+    if shutil.which("sinfo") is None:
+        raise InvalidInput("slurm", "sinfo not found: no SLURM here (slurm/local-cluster.sh start runs one locally)")
+    result = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise InvalidInput("slurm", f"sinfo failed: {result.stderr.strip() or result.stdout.strip()}")
+    return sorted({line.strip().rstrip("*") for line in result.stdout.split() if line.strip()})
+
+
+def armillary_command() -> str:
+    """The command that runs this very installation of armillary on a compute node."""
+    script = os.path.join(os.path.dirname(sys.executable), "armillary")
+    return script if os.path.exists(script) else f"{sys.executable} -m jobs.cli"
+
+
+def job_directory(store: str) -> str:
+    return store.rstrip("/") + ".slurm"
+
+
+def render(spec_file: str, spec: Spec, site: Site, array_size: int) -> tuple[str, str]:
+    """The array and report sbatch scripts for ``spec`` (the templates of ``slurm/``, filled in)."""
+    jobs = job_directory(spec.store)
+    directives = [f"#SBATCH --partition={site.partition}"] if site.partition else []
+    directives += [f"#SBATCH --account={site.account}"] if site.account else []
+    directives += [line if line.startswith("#SBATCH") else f"#SBATCH {line}" for line in site.directives]
+    values = {
+        "job_name": "armillary-" + os.path.basename(spec.store.rstrip("/")).removesuffix(".zarr"),
+        "last_index": array_size - 1, "array_size": array_size, "signal_seconds": site.signal_seconds,
+        "time": site.time, "cpus_per_task": site.cpus_per_task, "mem": site.mem, "log_dir": jobs,
+        "site_directives": "\n".join(directives), "setup": "\n".join(site.setup),
+        "armillary": armillary_command(), "spec": spec_file, "store": spec.store,
+        "report_dir": os.path.join(jobs, "report"),
+    }
+    scripts = []
+    for name in ("array.sbatch", "report.sbatch"):
+        with open(os.path.join(TEMPLATES, name)) as handle:
+            scripts.append(Template(handle.read()).substitute(values))
+    return scripts[0], scripts[1]
+
+
+def sbatch(script_path: str, *options: str) -> str:
+    """Submit a script; returns the job id."""
+    result = subprocess.run(["sbatch", "--parsable", *options, script_path], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"sbatch {script_path} failed: {result.stderr.strip()}")
+    return result.stdout.strip().split(";")[0]
+
+
+def submit(spec: Spec, site: Site, array_size: int | None, dry_run: bool, stream=None) -> dict | None:
+    """Write the store template and submit the job array and its report job (or, with ``dry_run``,
+    print the scripts and submit nothing).  Returns the job ids."""
+    from ensemble import prepare  # ensemble imports jobs.spec; import here to keep jobs.spec free of it
+    from ensemble.store import remove_store, run_lock, write_template
+
+    stream = stream or sys.stdout
+    plan, create = prepare(spec)
+    chunks = len(plan.chunks)
+    size = chunks if array_size is None else array_size
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidInput("array-size", f"must be an integer >= 1, got {array_size!r}")
+    size = min(size, chunks)  # more tasks than chunks would leave tasks with nothing to do
+    jobs = job_directory(spec.store)
+    spec_file = os.path.join(jobs, "spec.toml")
+    array_script, report_script = render(spec_file, spec, site, size)
+    if dry_run:
+        stream.write(f"# {os.path.join(jobs, 'array.sbatch')}\n{array_script}\n"
+                     f"# {os.path.join(jobs, 'report.sbatch')} (--dependency=afterok:<array job>)\n{report_script}\n")
+        return None
+    with run_lock(spec.store):
+        if create:
+            remove_store(spec.store)
+            write_template(plan)
+    os.makedirs(jobs, exist_ok=True)
+    files = {"spec.toml": spec.to_toml(), "array.sbatch": array_script, "report.sbatch": report_script}
+    for name, text in files.items():
+        with open(os.path.join(jobs, name), "w") as handle:
+            handle.write(text)
+    array_id = sbatch(os.path.join(jobs, "array.sbatch"))
+    report_id = sbatch(os.path.join(jobs, "report.sbatch"), f"--dependency=afterok:{array_id}")
+    ids = {"array": array_id, "report": report_id, "array_size": size}
+    with open(os.path.join(jobs, "jobs.json"), "w") as handle:
+        json.dump(ids, handle)
+    stream.write(f"armillary: submitted job array {array_id} ({size} tasks over {chunks} chunks) and report job "
+                 f"{report_id}\narmillary: follow with `armillary status {spec.store}` (logs in {jobs})\n")
+    return ids
+
+
+def queue_states(store: str) -> dict[str, str] | None:
+    """SLURM job id → state of the jobs submitted for ``store`` (None if it was not submitted);
+    jobs no longer in the queue are reported as finished."""
+    try:
+        with open(os.path.join(job_directory(store), "jobs.json")) as handle:
+            ids = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    states = {}
+    if shutil.which("squeue"):
+        result = subprocess.run(["squeue", "-h", "-r", "-j", f"{ids['array']},{ids['report']}", "-o", "%i %T"],
+                                capture_output=True, text=True)
+        for line in result.stdout.splitlines():
+            job, state = line.split()
+            states[job] = state
+    for label in ("array", "report"):
+        if not any(job.split("_")[0] == ids[label] for job in states):
+            states[ids[label]] = "finished (not in the queue)"
+    return states
+

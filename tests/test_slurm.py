@@ -1,0 +1,112 @@
+"""Against the real local SLURM (slurm/local-cluster.sh start): submission of a job array with its
+report job, requeue on a walltime signal, dry runs, and bad site options.  Skipped with a reason
+where no SLURM answers; under CI=true a skip is a failure."""
+
+import io
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import ensemble
+from jobs.cli import main
+
+from ensemble_cases import arrays, assert_bitwise_equal, write_spec
+
+
+def slurm_available() -> str | None:
+    """None if a SLURM controller answers, else why not."""
+    if shutil.which("sinfo") is None:
+        return "sinfo not installed (apt-get install slurm-wlm munge; slurm/local-cluster.sh start)"
+    result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+    if result.returncode != 0 or not result.stdout.strip():
+        return f"no SLURM controller answers: {result.stderr.strip()} (slurm/local-cluster.sh start)"
+    return None
+
+
+REASON = slurm_available()
+if REASON and os.environ.get("CI") == "true":
+    pytest.fail(f"CI=true but SLURM is not reachable: {REASON}", pytrace=False)
+pytestmark = [pytest.mark.skipif(REASON is not None, reason=REASON or ""), pytest.mark.xdist_group("slurm")]
+
+
+def wait_for_jobs(job_ids, timeout=600.0):
+    """Block until none of the jobs (or their array tasks) is in the queue."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queue = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(job_ids), "-o", "%i"],
+                               capture_output=True, text=True).stdout.split()
+        if not queue:
+            return
+        time.sleep(1)
+    raise TimeoutError(f"jobs {job_ids} still queued after {timeout} s")
+
+
+def submitted(tmp_path, capsys, *args, **spec_options):
+    spec = write_spec(tmp_path, **spec_options)
+    assert main(["submit", spec, *args]) == 0
+    out = capsys.readouterr().out
+    array_id = out.split("job array ")[1].split()[0]
+    report_id = out.split("report job ")[1].split()[0]
+    return spec, array_id, report_id
+
+
+def local_reference(spec, tmp_path):
+    ensemble.run(spec, store=str(tmp_path / "local.zarr"), stream=io.StringIO())
+    return arrays(str(tmp_path / "local.zarr"))
+
+
+def test_job_array_of_4_tasks_equals_a_local_run_and_reports(tmp_path, capsys):
+    spec, array_id, report_id = submitted(tmp_path, capsys, "--array-size", "4", members=16, chunk=2)
+    wait_for_jobs([array_id, report_id])
+    store = str(tmp_path / "spec.zarr")
+    logs = tmp_path / "spec.zarr.slurm"
+    for task in range(4):
+        assert "segments to run" in (logs / f"task-{array_id}_{task}.out").read_text()
+    assert_bitwise_equal(arrays(store), local_reference(spec, tmp_path))
+    assert (logs / "report" / "report.md").stat().st_size > 0, (logs / f"report-{report_id}.out").read_text()
+    assert main(["status", store]) == 0
+    assert f"{array_id} finished" in capsys.readouterr().out
+
+
+def test_signalled_task_requeues_resumes_and_matches(tmp_path, capsys):
+    spec, array_id, report_id = submitted(tmp_path, capsys, "--array-size", "2", members=2000, chunk=1000,
+                                          t_end=20.0, checkpoint_every=4000, variables=("energy",))
+    store = str(tmp_path / "spec.zarr")
+    log = tmp_path / "spec.zarr.slurm" / f"task-{array_id}_0.out"
+    deadline = time.monotonic() + 300
+    while "member-steps" not in (log.read_text() if log.exists() else ""):  # first segment of task 0 done
+        assert time.monotonic() < deadline, "task 0 never finished a segment"
+        time.sleep(0.2)
+    subprocess.run(["scancel", "--signal=USR1", "--batch", f"{array_id}_0"], check=True)
+    wait_for_jobs([array_id, report_id])
+    text = log.read_text()
+    assert "USR1: stopping after the current segment" in text
+    assert text.count("array task 0 of 2") == 2, text  # ran again after the requeue
+    assert_bitwise_equal(arrays(store, ("energy", "q0", "status")),
+                         {k: v for k, v in local_reference(spec, tmp_path).items() if k in ("energy", "q0", "status")})
+
+
+def test_dry_run_is_a_valid_sbatch_script_and_submits_nothing(tmp_path, capsys):
+    spec = write_spec(tmp_path)
+    assert main(["submit", spec, "--dry-run", "--time", "00:10:00"]) == 0
+    out = capsys.readouterr().out
+    array_script = out.split("# ")[1].split("\n", 1)[1]
+    (tmp_path / "array.sbatch").write_text(array_script)
+    check = subprocess.run(["sbatch", "--test-only", str(tmp_path / "array.sbatch")], capture_output=True, text=True)
+    assert check.returncode == 0 and "to start at" in check.stderr, check.stderr
+    assert not (tmp_path / "spec.zarr").exists() and not (tmp_path / "spec.zarr.slurm").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--partition", "nowhere"], "partition: unknown partition 'nowhere'; allowed: debug"),
+    (["--time", "1h"], "time: '1h' is not a SLURM time limit"),
+    (["--array-size", "0"], "array-size: must be an integer >= 1"),
+])
+def test_bad_submit_options_are_refused_before_submitting(tmp_path, capsys, args, message):
+    spec = write_spec(tmp_path)
+    assert main(["submit", spec, *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "spec.zarr").exists() and not (tmp_path / "spec.zarr.slurm").exists()
