@@ -37,10 +37,44 @@ class DieWithParent(WorkerPlugin):
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def slurm_cluster(cluster: dict):
+    """A dask-jobqueue SLURMCluster for a spec's ``[cluster]`` (kind = "slurm"): one single-threaded
+    worker process per job, adapting between minimum_jobs and maximum_jobs.  Workers retire (with a
+    stagger) before their walltime so the scheduler moves their work elsewhere instead of losing it
+    (dask-jobqueue #691), and compile into node-local NUMBA_CACHE_DIR (numba #7952)."""
+    from dask_jobqueue import SLURMCluster
+
+    from jobs.slurm import seconds, site_for_cluster
+
+    site = site_for_cluster(cluster)
+    walltime = seconds(site.time)
+    lifetime = max(60, walltime - max(120, walltime // 10))
+    stagger = max(1, min(300, lifetime // 10))
+    prologue = list(site.setup) + ['export NUMBA_CACHE_DIR="${TMPDIR:-/tmp}/armillary-numba-$(id -un)"',
+                                   "export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1"]
+    jobs = SLURMCluster(
+        cores=site.cores, processes=site.cores, memory=site.memory, walltime=site.time, queue=site.partition,
+        account=site.account, job_extra_directives=list(site.directives), job_script_prologue=prologue,
+        python=sys.executable, worker_extra_args=["--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{stagger}s"],
+        silence_logs="error")
+    jobs.adapt(minimum_jobs=site.minimum_jobs, maximum_jobs=site.maximum_jobs)
+    return jobs
+
+
 @contextmanager
 def dask_client(cluster: dict):
     """A client for the spec's ``[cluster]``: an embedded LocalCluster (one single-threaded worker
-    process per core) or a running scheduler."""
+    process per core), a running scheduler, or SLURM worker jobs through dask-jobqueue."""
+    if cluster["kind"] == "slurm":
+        with slurm_cluster(cluster) as jobs, Client(jobs) as client:
+            timeout = cluster.get("worker_timeout", 300.0)
+            try:
+                client.wait_for_workers(1, timeout=timeout)
+            except TimeoutError:
+                raise RunFailed(f"no SLURM worker joined within {timeout:g} s (is the partition up? see squeue; "
+                                "cluster.worker_timeout sets the wait)") from None
+            yield client
+        return
     if cluster["kind"] == "address":
         with Client(cluster["scheduler"], timeout="30s") as client:
             yield client

@@ -90,6 +90,29 @@ def load_site(path: str | None, **options) -> Site:
     return _check_site(Site(**values))
 
 
+def site_for_cluster(cluster: dict) -> Site:
+    """The site settings of a spec's ``[cluster]`` with ``kind = "slurm"`` (its keys over its site file)."""
+    return load_site(cluster.get("site"), partition=cluster.get("partition"), account=cluster.get("account"),
+                     time=cluster.get("walltime"), cores=cluster.get("cores"), memory=cluster.get("memory"),
+                     minimum_jobs=cluster.get("minimum_jobs"), maximum_jobs=cluster.get("maximum_jobs"))
+
+
+def seconds(time_limit: str) -> int:
+    """A SLURM time limit (one of TIME_FORMAT's forms) in seconds."""
+    days, _, clock = time_limit.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    if days:  # D-HH[:MM[:SS]]
+        parts += [0] * (3 - len(parts))
+        h, m, s = parts
+        return ((int(days) * 24 + h) * 60 + m) * 60 + s
+    if len(parts) == 1:  # minutes
+        return parts[0] * 60
+    if len(parts) == 2:  # MM:SS
+        return parts[0] * 60 + parts[1]
+    h, m, s = parts
+    return (h * 60 + m) * 60 + s
+
+
 def partitions() -> list[str]:
     """Partition names SLURM reports (the default one without its ``*``)."""
     if shutil.which("sinfo") is None:

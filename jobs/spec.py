@@ -270,12 +270,37 @@ def _output_section(section: _Section) -> dict:
     return dict(store=store, variables=tuple(variables))
 
 
+#: spec keys of a `kind = "slurm"` cluster and their TOML types
+SLURM_CLUSTER_KEYS = {"site": "str", "partition": "str", "account": "str", "walltime": "str", "cores": "int",
+                      "memory": "str", "minimum_jobs": "int", "maximum_jobs": "int", "worker_timeout": "float"}
+
+
+def _slurm_cluster(section: _Section) -> dict:
+    """The spec's dask-jobqueue keys, checked now (with the site file they name) so that a bad
+    partition or time limit is refused before anything runs."""
+    from .slurm import site_for_cluster  # only specs that use SLURM need sinfo
+
+    cluster = {"kind": "slurm"}
+    for key, kind in SLURM_CLUSTER_KEYS.items():
+        value = section.get(key, kind)
+        if value is not None:
+            cluster[key] = value
+    if cluster.get("worker_timeout", 1.0) <= 0:
+        raise InvalidInput("cluster.worker_timeout", f"must be > 0 s, got {cluster['worker_timeout']!r}")
+    try:
+        site_for_cluster(cluster)
+    except InvalidInput as error:
+        key = {"time": "walltime"}.get(error.field, error.field)  # the site file says time, the spec walltime
+        raise InvalidInput(f"cluster.{key}", error.message) from None
+    return cluster
+
+
 def _cluster_section(section: _Section) -> dict:
     kind = section.choice("kind", CLUSTER_KINDS, "local")
-    if kind == "slurm":
-        raise InvalidInput("cluster.kind", "\"slurm\" is not available yet; allowed now: local, address")
     cluster = {"kind": kind}
-    if kind == "local":
+    if kind == "slurm":
+        cluster = _slurm_cluster(section)
+    elif kind == "local":
         cluster["workers"] = section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False)
     else:
         scheduler = section.get("scheduler", "str", required=True)

@@ -9,5 +9,5 @@ class InvalidInput(ValueError):
     """
 
     def __init__(self, field: str, message: str):
-        self.field = field
+        self.field, self.message = field, message
         super().__init__(f"{field}: {message}")

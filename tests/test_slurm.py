@@ -110,3 +110,18 @@ def test_bad_submit_options_are_refused_before_submitting(tmp_path, capsys, args
     assert main(["submit", spec, *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "spec.zarr").exists() and not (tmp_path / "spec.zarr.slurm").exists()
+
+
+def test_dask_jobqueue_cluster_on_slurm_equals_the_local_run(tmp_path):
+    text = open(write_spec(tmp_path, "local.toml", workers=2)).read().replace(
+        'kind = "local"\nworkers = 2', 'kind = "slurm"\npartition = "debug"\nwalltime = "00:20:00"\nmemory = "1GB"\n'
+        'maximum_jobs = 2\nworker_timeout = 120')
+    spec = write_spec(tmp_path, "slurm.toml", text=text.replace("local.zarr", "slurm.zarr"))
+    ensemble.run(spec, stream=io.StringIO())
+    assert_bitwise_equal(arrays(str(tmp_path / "slurm.zarr")), local_reference(spec, tmp_path))
+
+
+def test_bad_slurm_cluster_spec_is_refused(tmp_path, capsys):
+    text = open(write_spec(tmp_path)).read().replace('kind = "local"\nworkers = 1', 'kind = "slurm"\nwalltime = "1h"')
+    assert main(["run", write_spec(tmp_path, "bad.toml", text=text)]) == 2
+    assert "cluster.walltime: '1h' is not a SLURM time limit" in capsys.readouterr().err
