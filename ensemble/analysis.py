@@ -100,10 +100,12 @@ def energy_drift(ds: xr.Dataset) -> xr.Dataset:
 
 def store_summary(ds: xr.Dataset) -> dict:
     """The headline numbers of one store: energy error (member statistics, drift, growth law),
-    unit-length and tangency errors, failures.  Values are plain floats."""
+    unit-length and tangency errors, the conserved momentum's error (NaN without q, ω or symmetry),
+    failures.  Values are plain floats."""
     error = relative_energy_error(ds)
     stats = energy_drift(ds).compute()
     law = growth_law(error)
+    momentum = momentum_error(ds)
     ok = np.isfinite(stats.drift_rate.values)
     return {
         "method": ds.attrs["method"], "system": ds.attrs["system"], "members": ds.sizes["member"],
@@ -118,4 +120,95 @@ def store_summary(ds: xr.Dataset) -> dict:
         "max_unit_error": float(ds.unit_error.max().compute()),
         "max_tangency_error": float(ds.tangency_error.max().compute()),
         "failed_members": int(np.count_nonzero(ds.status.values)),
+        "max_momentum_error": float(momentum.max().compute()) if momentum is not None else np.nan,
     }
+
+
+def store_system(ds: xr.Dataset):
+    """The run's plan, rebuilt from the spec stored in the store (for per-member parameters)."""
+    from jobs.spec import parse_spec  # analysis of synthetic stores needs no spec
+
+    from .plan import Plan
+
+    return Plan(parse_spec(ds.attrs["spec"]))
+
+
+def _per_member_blocks(ds: xr.Dataset, function, drop_body: bool) -> xr.DataArray:
+    """Apply ``function(system, q, omega)`` to each member chunk of q, ω (member, time, body, xyz),
+    with the system carrying those members' parameters; returns (member, time[, body]) lazily."""
+    plan = store_system(ds)
+
+    def block(q, omega, block_info=None):
+        first, stop = block_info[0]["array-location"][0]
+        return function(plan.chunk_system(first, stop), q, omega)
+
+    data = ds.q.data.map_blocks(block, ds.omega.data, dtype=np.float64, drop_axis=[2, 3] if drop_body else [3])
+    dims = ("member", "time") if drop_body else ("member", "time", "body")
+    return xr.DataArray(data, dims=dims, coords={"member": ds.member, "time": ds.time})
+
+
+def momentum_error(ds: xr.Dataset) -> xr.DataArray | None:
+    """Error of the conserved momentum map (kg·m²/s): |L(t) − L(0)| of the total angular momentum
+    when V is invariant under every rotation (sphere_nbody, sphere_lj), its component along the
+    symmetry axis when V is invariant about one axis (spherical_chain: e3).  None when the store has
+    no q, ω or the system no symmetry."""
+    if "q" not in ds or "omega" not in ds or "spec" not in ds.attrs:
+        return None
+    definition = store_system(ds).system.definition
+    if definition.full_rotation_symmetry:
+        def conserved(system, q, omega):
+            return system.angular_momentum(q, omega)
+    elif definition.symmetry_axis is not None:
+        def conserved(system, q, omega):
+            axis = np.asarray(definition.symmetry_axis(system.broadcast(q.shape[0], q.shape[-2])))
+            return np.sum(system.angular_momentum(q, omega) * axis[:, np.newaxis, :], axis=-1, keepdims=True)
+    else:
+        return None
+
+    def change(system, q, omega):
+        momentum = conserved(system, q, omega)
+        return np.linalg.norm(momentum - momentum[:, :1], axis=-1)
+
+    # L(0) must come from the first sample of each member, so time is one chunk per block here.
+    whole = ds[["q", "omega"]].chunk(time=-1)
+    error = _per_member_blocks(whole.assign_attrs(ds.attrs), change, drop_body=True)
+    return error.assign_attrs(units="kg m2/s", long_name="change of the conserved momentum map")
+
+
+def kinetic_temperature(ds: xr.Dataset) -> xr.DataArray:
+    """Kinetic temperature T = 2 KE / (k_B · 2N) = KE / N per member over time (J, k_B = 1: each of
+    the N particles has two degrees of freedom on S²)."""
+    energies = _per_member_blocks(ds, lambda system, q, omega: system.body_kinetic_energies(q, omega),
+                                  drop_body=False)
+    return energies.mean("body").assign_attrs(units="J", long_name="kinetic temperature (k_B = 1)")
+
+
+def face_kinetic_energy(ds: xr.Dataset, time_index: int, member: int = 0, level: int = 4) -> np.ndarray:
+    """The paper's kinetic-energy map (Example 6): mean kinetic energy (J) of the particles in each
+    face of a level-``level`` icosphere (5120 faces at 4), then averaged over the face and its three
+    edge neighbours.  Faces without particles count as 0."""
+    from kernels.geometry import face_neighbours, icosphere, nearest_face
+
+    system = store_system(ds).chunk_system(member, member + 1)
+    q = ds.q.isel(member=[member], time=[time_index]).values
+    energies = system.body_kinetic_energies(q, ds.omega.isel(member=[member], time=[time_index]).values)[0, 0]
+    vertices, faces = icosphere(level)
+    face = nearest_face(q[0, 0], vertices, faces)
+    total = np.bincount(face, weights=energies, minlength=len(faces))
+    count = np.bincount(face, minlength=len(faces))
+    mean = np.divide(total, count, out=np.zeros(len(faces)), where=count > 0)
+    return (mean + mean[face_neighbours(faces)].sum(axis=1)) / 4
+
+
+def pair_distribution(q: np.ndarray, bins: int = 90, max_particles: int = 4000, seed: int = 0):
+    """Geodesic pair-distribution function g(θ) of unit vectors ``q`` (N, 3): the histogram of pair
+    angles over what a uniform distribution would give, ∝ sin θ (so g = 1 for an ideal gas).  Above
+    ``max_particles`` a seeded random subset is used.  Returns (bin centres (rad), g)."""
+    if len(q) > max_particles:
+        q = q[np.random.default_rng(seed).choice(len(q), max_particles, replace=False)]
+    upper = np.triu_indices(len(q), k=1)
+    angles = np.arccos(np.clip((q @ q.T)[upper], -1.0, 1.0))
+    edges = np.linspace(0.0, np.pi, bins + 1)
+    counts, _ = np.histogram(angles, edges)
+    expected = len(angles) * (np.cos(edges[:-1]) - np.cos(edges[1:])) / 2
+    return (edges[:-1] + edges[1:]) / 2, counts / expected

@@ -75,15 +75,25 @@ def dask_client(cluster: dict):
                                 "cluster.worker_timeout sets the wait)") from None
             yield client
         return
-    if cluster["kind"] == "address":
-        with Client(cluster["scheduler"], timeout="30s") as client:
-            yield client
-        return
-    # Task errors are reported once by execute(); the workers' own log lines would repeat them.
-    with LocalCluster(n_workers=cluster["workers"], threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.CRITICAL, env=WORKER_ENV) as local, Client(local) as client:
-        client.register_plugin(DieWithParent())
+    try:
+        if cluster["kind"] == "address":
+            client = Client(cluster["scheduler"], timeout="30s")
+            local = None
+        else:
+            # Task errors are reported once by execute(); the workers' own log lines would repeat them.
+            local = LocalCluster(n_workers=cluster["workers"], threads_per_worker=1, processes=True,
+                                 dashboard_address=":0", silence_logs=logging.CRITICAL, env=WORKER_ENV)
+            client = Client(local)
+            client.register_plugin(DieWithParent())
+    except (OSError, RuntimeError, TimeoutError) as error:
+        where = cluster.get("scheduler", "a local cluster")
+        raise RunFailed(f"could not start or reach the Dask cluster ({where}): {error}") from None
+    try:
         yield client
+    finally:
+        client.close()
+        if local is not None:
+            local.close()
 
 
 class Progress:

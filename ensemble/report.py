@@ -11,7 +11,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
-from .analysis import drift_rate, growth_law, quantile_envelope, relative_energy_error, store_summary  # noqa: E402
+from .analysis import (  # noqa: E402
+    drift_rate, face_kinetic_energy, growth_law, kinetic_temperature, momentum_error, pair_distribution,
+    quantile_envelope, relative_energy_error, store_summary,
+)
 
 #: (column heading, summary key, format) of the headline table
 COLUMNS = (
@@ -24,6 +27,7 @@ COLUMNS = (
     ("alpha", "alpha", "{:.3f}"),
     ("alpha 95% CI", ("alpha_low", "alpha_high"), "[{:.3f}, {:.3f}]"),
     ("max unit err", "max_unit_error", "{:.2e}"),
+    ("max momentum err", "max_momentum_error", "{:.2e}"),
     ("failed", "failed_members", "{}"),
 )
 
@@ -120,6 +124,16 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
                      "max_i | |q_i| − 1 |", "Unit-length error over the ensemble")
     figures.append(("unit_error.png", "Unit-length error: median and 5–95 % envelope over members"))
 
+    momenta = [(label, momentum_error(ds)) for label, ds in zip(labels, datasets)]
+    momenta = [(label, quantile_envelope(m)) for label, m in momenta if m is not None]
+    if momenta:
+        _envelope_figure(os.path.join(out, "momentum_error.png"), momenta, "change of momentum map (kg·m²/s)",
+                         "Conserved momentum (angular momentum, or its component on the symmetry axis)")
+        figures.append(("momentum_error.png", "Error of the conserved momentum map over the ensemble"))
+    for label, ds in zip(labels, datasets):
+        if ds.attrs.get("system") == "sphere_lj" and "q" in ds and "omega" in ds:
+            figures += lennard_jones_figures(ds, label, out)
+
     table = text_table(labels, summaries)
     lines = ["# Armillary report", "", markdown_table(labels, summaries), "",
              "dE/|E0| is the relative energy error (absolute, in J, for members with |E0| < 1e-12: "
@@ -139,3 +153,56 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     with open(os.path.join(out, "report.md"), "w") as handle:
         handle.write("\n".join(lines))
     return table, summaries
+
+
+def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:
+    """Kinetic temperature over time, the kinetic-energy map on the 5120-face mesh at five times,
+    and g(θ) at the first and last sample, for member 0 of a sphere_lj store."""
+    from kernels.geometry import icosphere
+
+    figures = []
+    temperature = kinetic_temperature(ds.isel(member=[0])).compute()
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.plot(temperature.time, temperature.isel(member=0))
+    ax.set_xlabel("time t (s)")
+    ax.set_ylabel("kinetic temperature KE/N (J, k_B = 1)")
+    ax.set_title(f"{label}: kinetic temperature (member 0)")
+    fig.tight_layout()
+    name = f"{label}_temperature.png"
+    fig.savefig(os.path.join(out, name), dpi=120)
+    plt.close(fig)
+    figures.append((name, f"{label}: kinetic temperature"))
+
+    vertices, faces = icosphere(4)
+    centroids = vertices[faces].mean(axis=1)
+    longitude = np.degrees(np.arctan2(centroids[:, 1], centroids[:, 0]))
+    latitude = np.degrees(np.arcsin(centroids[:, 2] / np.linalg.norm(centroids, axis=1)))
+    samples = sorted({int(round(k * (ds.sizes["time"] - 1) / 4)) for k in range(5)})
+    maps = [face_kinetic_energy(ds, index) for index in samples]
+    top = max(float(np.max(m)) for m in maps) or 1.0
+    fig, axes = plt.subplots(1, len(samples), figsize=(3.4 * len(samples), 3.0), squeeze=False, layout="constrained")
+    for ax, index, values in zip(axes[0], samples, maps):
+        shown = ax.scatter(longitude, latitude, c=values, s=4, cmap="inferno", vmin=0, vmax=top)
+        ax.set_title(f"t = {float(ds.time[index]):g} s", fontsize=9)
+        ax.set_xlabel("longitude (°)")
+        ax.set_ylabel("latitude (°)")
+    fig.colorbar(shown, ax=axes[0].tolist(), label="kinetic energy (J), face + neighbours mean")
+    name = f"{label}_kinetic_energy_map.png"
+    fig.savefig(os.path.join(out, name), dpi=120)
+    plt.close(fig)
+    figures.append((name, f"{label}: kinetic-energy map on the 5120-face icosphere (member 0)"))
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for index in (0, ds.sizes["time"] - 1):
+        theta, g = pair_distribution(ds.q.isel(member=0, time=index).values)
+        ax.plot(np.degrees(theta), g, label=f"t = {float(ds.time[index]):g} s")
+    ax.set_xlabel("geodesic angle θ (°)")
+    ax.set_ylabel("g(θ)")
+    ax.set_title(f"{label}: pair-distribution function (member 0)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    name = f"{label}_pair_distribution.png"
+    fig.savefig(os.path.join(out, name), dpi=120)
+    plt.close(fig)
+    figures.append((name, f"{label}: geodesic pair-distribution function g(θ)"))
+    return figures

@@ -56,3 +56,26 @@ def vortex_velocities(q: np.ndarray, centres: np.ndarray, strength: float, radiu
         theta = np.arccos(np.clip(q @ centre, -1.0, 1.0))
         qdot += strength * np.exp(-0.5 * (theta / radius) ** 2)[:, np.newaxis] * np.cross(centre, q)
     return np.cross(q, qdot)
+
+
+def face_neighbours(faces: np.ndarray) -> np.ndarray:
+    """(F, 3) indices of the faces sharing each face's three edges (a closed mesh has all three)."""
+    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    owner = np.tile(np.arange(len(faces)), 3)
+    order = np.lexsort((edges[:, 1], edges[:, 0]))  # the two faces of an edge become adjacent rows
+    first, second = order[0::2], order[1::2]
+    neighbours = [[] for _ in range(len(faces))]
+    for a, b in zip(owner[first], owner[second]):
+        neighbours[a].append(b)
+        neighbours[b].append(a)
+    return np.array(neighbours, dtype=np.int64)
+
+
+def nearest_face(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray, block: int = 4096) -> np.ndarray:
+    """Index of the face whose centroid direction is closest to each unit vector in ``points`` (…, 3)."""
+    centroids = vertices[faces].mean(axis=1)
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    flat = points.reshape(-1, 3)
+    index = np.concatenate([np.argmax(flat[i:i + block] @ centroids.T, axis=1) for i in range(0, len(flat), block)]
+                           or [np.zeros(0, np.int64)])
+    return index.reshape(points.shape[:-1])

@@ -217,6 +217,16 @@ class System:
         momentum = np.einsum("mij,m...jk->m...ik", mass, qdot)
         return np.cross(q, momentum).sum(axis=-2)
 
+    def body_kinetic_energies(self, q, omega) -> np.ndarray:
+        """½ M_ii |q̇_i|² (J) per body, q̇_i = ω_i × q_i, for q and ω of shape (members, ..., n, 3);
+        returns (members, ..., n).  Only for diagonal M, where they sum to the kinetic energy."""
+        if not self.definition.diagonal_inertia:
+            raise InvalidInput("system", f"{self.name} couples bodies through M; per-body kinetic energy is undefined")
+        q = np.asarray(q, dtype=np.float64)
+        mass = self.definition.inertia(self.broadcast(q.shape[0], q.shape[-2]), q.shape[-2])
+        speed_squared = np.sum(np.cross(omega, q) ** 2, axis=-1)
+        return 0.5 * mass.reshape((q.shape[0],) + (1,) * (q.ndim - 3) + (q.shape[-2],)) * speed_squared
+
     def with_params(self, **params) -> "System":
         """A copy with some parameters replaced (validated like get_system's)."""
         merged = dict(self.params)
