@@ -173,6 +173,7 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
             u[j, 1, b] = h * (q[j, 2, b] * omega[j, 0, b] - q[j, 0, b] * omega[j, 2, b])
             u[j, 2, b] = h * (q[j, 0, b] * omega[j, 1, b] - q[j, 1, b] * omega[j, 0, b])
     cross_with_mass_sums(q, mass_full, u, True, sums, cross)
+    half_h = 0.5 * h
     half_h2 = 0.5 * h * h
     for b in range(lanes):
         norms[D_NORM, b] = 0.0
@@ -191,9 +192,10 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
                                                                             - q[i, 1, b] * grad[i, 0, b])
             for k in range(3):
                 norms[D_NORM, b] = max(norms[D_NORM, b], abs(d[i, k, b]))
-            f[i, 0, b] = 0.0
-            f[i, 1, b] = 0.0
-            f[i, 2, b] = 0.0
+            # first guess f_i = (h/2) ω_i: y_i ≈ 2 f_i × q_i must match h q̇_i = h ω_i × q_i to first order
+            f[i, 0, b] = half_h * omega[i, 0, b]
+            f[i, 1, b] = half_h * omega[i, 1, b]
+            f[i, 2, b] = half_h * omega[i, 2, b]
     for iteration in range(max_iterations + 1):
         cayley_displacement(q, f, y)
         cross_with_mass_sums(q, mass_full, y, True, sums, cross)
