@@ -280,8 +280,8 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
                 iterations[b] += 1
                 if norms[CORRECTION, b] <= ROUND_OFF_CORRECTION * norms[SIZE, b]:
                     done[b] = True
-    # q_{k+1} = F q_k (23); ω_{k+1} from the linear system (25)
-    cayley_displacement(q, f, y)
+    # q_{k+1} = F q_k (23); ω_{k+1} from the linear system (25).  Every exit from the Newton loop
+    # follows a residual evaluation, so y already holds F q_k − q_k for the final f.
     for j in range(n):
         for k in range(3):
             for b in range(lanes):
