@@ -40,7 +40,11 @@ def record_sample_template(sample, q, omega, mass_diag, mass_full, coef, topolog
 
 @lane_function
 def check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, step, scratch):
-    """Record the first failure of each member at ``step`` and stop treating it as active."""
+    """Record the first failure of each member at ``step`` and stop treating it as active.
+
+    Failures are rare: one branch-free sweep screens the lanes, and they are visited one by one only
+    when some lane has failed.
+    """
     n = q.shape[0]
     lanes = q.shape[2]
     poison = scratch[0]
@@ -50,6 +54,12 @@ def check_lanes(q, omega, code, active, lane_status, lane_failed, step_iteration
         for k in range(3):
             for b in range(lanes):
                 poison[b] += q[i, k, b] * 0.0 + omega[i, k, b] * 0.0  # NaN iff some entry is NaN or inf
+    failures = 0
+    for b in range(lanes):
+        lane_iterations[b] = max(lane_iterations[b], step_iterations[b] if active[b] else 0)
+        failures += active[b] & ((code[b] != OK) | (poison[b] != poison[b]))
+    if failures == 0:
+        return
     for b in range(lanes):
         if active[b]:
             failure = code[b]
@@ -59,7 +69,6 @@ def check_lanes(q, omega, code, active, lane_status, lane_failed, step_iteration
                 lane_status[b] = failure
                 lane_failed[b] = step
                 active[b] = False
-            lane_iterations[b] = max(lane_iterations[b], step_iterations[b])
 
 
 @lane_function

@@ -18,6 +18,10 @@ NEWTON_TOLERANCE, NEWTON_MAX_ITERATIONS = 0, 1
 #: with ill-conditioned M (Example 4's spans 6e-6…1.3e-3) round-off in R alone exceeds 1e-14 ‖d‖.
 ROUND_OFF_CORRECTION = 4 * np.finfo(np.float64).eps
 STALLED_RESIDUAL_FACTOR = 1e3
+#: rows of the implicit step's per-lane ``norms``: ‖d‖_∞, the previous and current ‖R‖_∞, and the
+#: ∞-norms of the last Newton correction and of the corrected f
+D_NORM, PREVIOUS_RESIDUAL, RESIDUAL, CORRECTION, SIZE = range(5)
+NORM_ROWS = 5
 
 
 def explicit_vi_allocate(n, lanes):
@@ -79,11 +83,12 @@ def explicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
 
 
 def implicit_vi_allocate(n, lanes):
-    """Work: ∂V/∂q, d (22), f, y = F q − q, u, D_j = ∂y_j/∂f_j, Newton matrix and vector, ‖d‖ and the
-    previous residual, done, a 3-vector."""
+    """Work: ∂V/∂q, d (22), f, y = F q − q, u, D_j = ∂y_j/∂f_j, Newton matrix and vector,
+    q_i × Σ_j M_ij y_j and its inner sums, per-lane norms (see NORM_ROWS), done."""
     return (np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)),
             np.empty((n, 3, lanes)), np.empty((n, 3, 3, lanes)), np.empty((3 * n, 3 * n, lanes)),
-            np.empty((3 * n, lanes)), np.empty((2, lanes)), np.empty(lanes, np.bool_), np.empty(3))
+            np.empty((3 * n, lanes)), np.empty((n, 3, lanes)), np.empty((3, lanes)), np.empty((NORM_ROWS, lanes)),
+            np.empty(lanes, np.bool_))
 
 
 def implicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
@@ -103,21 +108,29 @@ def cayley_displacement(q, f, y):
 
 
 @lane_function
-def cross_with_mass_sum(q, mass_full, y, i, skip_diagonal, out, b):
-    """q_i × Σ_j M_ij y_j for lane b (j ≠ i when ``skip_diagonal``), returned as 3 numbers."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    for j in range(q.shape[0]):
-        if skip_diagonal and j == i:
-            continue
-        m = mass_full[i, j, b]
-        s0 += m * y[j, 0, b]
-        s1 += m * y[j, 1, b]
-        s2 += m * y[j, 2, b]
-    out[0] = q[i, 1, b] * s2 - q[i, 2, b] * s1
-    out[1] = q[i, 2, b] * s0 - q[i, 0, b] * s2
-    out[2] = q[i, 0, b] * s1 - q[i, 1, b] * s0
+def cross_with_mass_sums(q, mass_full, y, skip_diagonal, sums, out):
+    """out_i = q_i × Σ_j M_ij y_j for every body and lane (j ≠ i when ``skip_diagonal``).
+
+    Lanes innermost, so each loop is one SIMD sweep; ``sums`` (3, L) is scratch.
+    """
+    n = q.shape[0]
+    lanes = q.shape[2]
+    for i in range(n):
+        for k in range(3):
+            for b in range(lanes):
+                sums[k, b] = 0.0
+        for j in range(n):
+            if skip_diagonal and j == i:
+                continue
+            for b in range(lanes):
+                m = mass_full[i, j, b]
+                sums[0, b] += m * y[j, 0, b]
+                sums[1, b] += m * y[j, 1, b]
+                sums[2, b] += m * y[j, 2, b]
+        for b in range(lanes):
+            out[i, 0, b] = q[i, 1, b] * sums[2, b] - q[i, 2, b] * sums[1, b]
+            out[i, 1, b] = q[i, 2, b] * sums[0, b] - q[i, 0, b] * sums[2, b]
+            out[i, 2, b] = q[i, 0, b] * sums[1, b] - q[i, 1, b] * sums[0, b]
 
 
 @lane_function
@@ -126,14 +139,13 @@ def assemble_velocity_matrix(q, mass_full, a):
     n = q.shape[0]
     for i in range(n):
         for j in range(n):
-            for b in range(q.shape[2]):
-                if i == j:
-                    for r in range(3):
+            for r in range(3):  # one block row per lane sweep (see the Jacobian in implicit_vi_step)
+                for b in range(q.shape[2]):
+                    if i == j:
                         for c in range(3):
                             a[3 * i + r, 3 * j + c, b] = mass_full[i, i, b] if r == c else 0.0
-                else:
-                    dot = q[i, 0, b] * q[j, 0, b] + q[i, 1, b] * q[j, 1, b] + q[i, 2, b] * q[j, 2, b]
-                    for r in range(3):
+                    else:
+                        dot = q[i, 0, b] * q[j, 0, b] + q[i, 1, b] * q[j, 1, b] + q[i, 2, b] * q[j, 2, b]
                         for c in range(3):
                             value = q[j, r, b] * q[i, c, b] - (dot if r == c else 0.0)
                             a[3 * i + r, 3 * j + c, b] = -mass_full[i, j, b] * value
@@ -145,9 +157,11 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
     Newton on the residual R_i(f) = 2M_ii f_i/(1+‖f_i‖²) + q_i × Σ_{j≠i} M_ij y_j(f) − d_i + q_i (q_i·f_i):
     its tangential part is (28) and its normal part pins f_i·q_i = 0 so the Jacobian is regular.
     Converged when ‖R‖_∞ ≤ tol ‖d‖_∞ (or stalled at round-off, see STALLED_RESIDUAL_FACTOR);
-    per-member failure → status NEWTON_FAILED.
+    per-member failure → status NEWTON_FAILED.  Residual, Jacobian and solve sweep every lane of the
+    block; only the bookkeeping is per lane, and a lane stops changing once it is done, so its result
+    does not depend on which other members share its block.
     """
-    grad, d, f, y, u, dy, jac, vec, norms, done, cross = work
+    grad, d, f, y, u, dy, jac, vec, cross, sums, norms, done = work
     n = q.shape[0]
     lanes = q.shape[2]
     tol = options[NEWTON_TOLERANCE]
@@ -158,40 +172,53 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
             u[j, 0, b] = h * (q[j, 1, b] * omega[j, 2, b] - q[j, 2, b] * omega[j, 1, b])
             u[j, 1, b] = h * (q[j, 2, b] * omega[j, 0, b] - q[j, 0, b] * omega[j, 2, b])
             u[j, 2, b] = h * (q[j, 0, b] * omega[j, 1, b] - q[j, 1, b] * omega[j, 0, b])
+    cross_with_mass_sums(q, mass_full, u, True, sums, cross)
+    half_h = 0.5 * h
+    half_h2 = 0.5 * h * h
     for b in range(lanes):
-        norms[0, b] = 0.0
-        norms[1, b] = np.inf
+        norms[D_NORM, b] = 0.0
+        norms[PREVIOUS_RESIDUAL, b] = np.inf
         done[b] = not active[b]
         iterations[b] = 0
         code[b] = 0
-        for i in range(n):
-            cross_with_mass_sum(q, mass_full, u, i, True, cross, b)
-            half_h2 = 0.5 * h * h
+    for i in range(n):
+        for b in range(lanes):
+            hm = h * mass_full[i, i, b]
+            d[i, 0, b] = hm * omega[i, 0, b] - cross[i, 0, b] - half_h2 * (q[i, 1, b] * grad[i, 2, b]
+                                                                            - q[i, 2, b] * grad[i, 1, b])
+            d[i, 1, b] = hm * omega[i, 1, b] - cross[i, 1, b] - half_h2 * (q[i, 2, b] * grad[i, 0, b]
+                                                                            - q[i, 0, b] * grad[i, 2, b])
+            d[i, 2, b] = hm * omega[i, 2, b] - cross[i, 2, b] - half_h2 * (q[i, 0, b] * grad[i, 1, b]
+                                                                            - q[i, 1, b] * grad[i, 0, b])
             for k in range(3):
-                k1 = (k + 1) % 3
-                k2 = (k + 2) % 3
-                torque = q[i, k1, b] * grad[i, k2, b] - q[i, k2, b] * grad[i, k1, b]
-                d[i, k, b] = h * mass_full[i, i, b] * omega[i, k, b] - cross[k] - half_h2 * torque
-                norms[0, b] = max(norms[0, b], abs(d[i, k, b]))
-                f[i, k, b] = 0.0
+                norms[D_NORM, b] = max(norms[D_NORM, b], abs(d[i, k, b]))
+            # first guess f_i = (h/2) ω_i: y_i ≈ 2 f_i × q_i must match h q̇_i = h ω_i × q_i to first order
+            f[i, 0, b] = half_h * omega[i, 0, b]
+            f[i, 1, b] = half_h * omega[i, 1, b]
+            f[i, 2, b] = half_h * omega[i, 2, b]
     for iteration in range(max_iterations + 1):
         cayley_displacement(q, f, y)
+        cross_with_mass_sums(q, mass_full, y, True, sums, cross)
+        for b in range(lanes):
+            norms[RESIDUAL, b] = 0.0
+        for i in range(n):
+            for b in range(lanes):
+                ss = f[i, 0, b] ** 2 + f[i, 1, b] ** 2 + f[i, 2, b] ** 2
+                normal = q[i, 0, b] * f[i, 0, b] + q[i, 1, b] * f[i, 1, b] + q[i, 2, b] * f[i, 2, b]
+                for k in range(3):
+                    r = 2.0 * mass_full[i, i, b] * f[i, k, b] / (1.0 + ss) + cross[i, k, b] - d[i, k, b] \
+                        + q[i, k, b] * normal
+                    vec[3 * i + k, b] = r
+                    norms[RESIDUAL, b] = max(norms[RESIDUAL, b], abs(r))
         remaining = 0
         for b in range(lanes):
             if done[b]:
                 continue
-            residual = 0.0
-            for i in range(n):
-                cross_with_mass_sum(q, mass_full, y, i, True, cross, b)
-                ss = f[i, 0, b] ** 2 + f[i, 1, b] ** 2 + f[i, 2, b] ** 2
-                normal = q[i, 0, b] * f[i, 0, b] + q[i, 1, b] * f[i, 1, b] + q[i, 2, b] * f[i, 2, b]
-                for k in range(3):
-                    r = 2.0 * mass_full[i, i, b] * f[i, k, b] / (1.0 + ss) + cross[k] - d[i, k, b] + q[i, k, b] * normal
-                    vec[3 * i + k, b] = r
-                    residual = max(residual, abs(r))
-            stalled = residual > 0.5 * norms[1, b] and residual <= STALLED_RESIDUAL_FACTOR * tol * norms[0, b]
-            norms[1, b] = residual
-            if residual <= tol * norms[0, b] or stalled:
+            residual = norms[RESIDUAL, b]
+            stalled = (residual > 0.5 * norms[PREVIOUS_RESIDUAL, b]
+                       and residual <= STALLED_RESIDUAL_FACTOR * tol * norms[D_NORM, b])
+            norms[PREVIOUS_RESIDUAL, b] = residual
+            if residual <= tol * norms[D_NORM, b] or stalled:
                 done[b] = True
             elif iteration == max_iterations:
                 done[b] = True
@@ -202,67 +229,71 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
             break
         # analytic Jacobian: ∂/∂f_i of 2M_ii f_i/(1+s_i) plus q_i q_iᵀ, and M_ij q̂_i D_j off the diagonal,
         # D_j = ∂y_j/∂f_j = −2/(1+s_j) [q̂_j + (y_j + 2 q_j) f_jᵀ]
+        # (one row r per sweep: each lane loop then writes three arrays' worth of rows, within the
+        # vectoriser's budget of runtime overlap checks)
         for j in range(n):
-            for b in range(lanes):
-                ss = f[j, 0, b] ** 2 + f[j, 1, b] ** 2 + f[j, 2, b] ** 2
-                scale = -2.0 / (1.0 + ss)
-                for r in range(3):
-                    for c in range(3):
-                        hat = 0.0
-                        if r != c:
-                            other = 3 - r - c
-                            hat = -q[j, other, b] if (r - c) % 3 == 2 else q[j, other, b]
-                        dy[j, r, c, b] = scale * (hat + (y[j, r, b] + 2.0 * q[j, r, b]) * f[j, c, b])
+            for r in range(3):
+                r1 = (r + 1) % 3
+                r2 = (r + 2) % 3
+                for b in range(lanes):
+                    ss = f[j, 0, b] ** 2 + f[j, 1, b] ** 2 + f[j, 2, b] ** 2
+                    scale = -2.0 / (1.0 + ss)
+                    g = y[j, r, b] + 2.0 * q[j, r, b]
+                    dy[j, r, r, b] = scale * (0.0 + g * f[j, r, b])  # q̂_j has a zero diagonal
+                    dy[j, r, r1, b] = scale * (-q[j, r2, b] + g * f[j, r1, b])
+                    dy[j, r, r2, b] = scale * (q[j, r1, b] + g * f[j, r2, b])
         for i in range(n):
             for j in range(n):
-                for b in range(lanes):
+                for r in range(3):
                     if i == j:
-                        ss = f[i, 0, b] ** 2 + f[i, 1, b] ** 2 + f[i, 2, b] ** 2
-                        inv = 1.0 / (1.0 + ss)
-                        m2 = 2.0 * mass_full[i, i, b]
-                        for r in range(3):
+                        for b in range(lanes):
+                            ss = f[i, 0, b] ** 2 + f[i, 1, b] ** 2 + f[i, 2, b] ** 2
+                            inv = 1.0 / (1.0 + ss)
+                            m2 = 2.0 * mass_full[i, i, b]
                             for c in range(3):
                                 value = -2.0 * m2 * inv * inv * f[i, r, b] * f[i, c, b] + q[i, r, b] * q[i, c, b]
                                 if r == c:
                                     value += m2 * inv
                                 jac[3 * i + r, 3 * j + c, b] = value
                     else:
-                        m = mass_full[i, j, b]
-                        for c in range(3):
+                        c = r  # column c of the block M_ij q̂_i D_j
+                        for b in range(lanes):
+                            m = mass_full[i, j, b]
                             x0, x1, x2 = dy[j, 0, c, b], dy[j, 1, c, b], dy[j, 2, c, b]
                             jac[3 * i, 3 * j + c, b] = m * (q[i, 1, b] * x2 - q[i, 2, b] * x1)
                             jac[3 * i + 1, 3 * j + c, b] = m * (q[i, 2, b] * x0 - q[i, 0, b] * x2)
                             jac[3 * i + 2, 3 * j + c, b] = m * (q[i, 0, b] * x1 - q[i, 1, b] * x0)
         solve_in_lanes(jac, vec)
+        # f ← f − Newton correction in lanes still iterating (a select, so the sweep stays SIMD)
         for b in range(lanes):
-            if done[b]:
-                continue
-            iterations[b] += 1
-            correction = 0.0
-            size = 0.0
-            for i in range(n):
-                for k in range(3):
-                    f[i, k, b] -= vec[3 * i + k, b]
-                    correction = max(correction, abs(vec[3 * i + k, b]))
-                    size = max(size, abs(f[i, k, b]))
-            if correction <= ROUND_OFF_CORRECTION * size:
-                done[b] = True
-    # q_{k+1} = F q_k (23); ω_{k+1} from the linear system (25)
-    cayley_displacement(q, f, y)
+            norms[CORRECTION, b] = 0.0
+            norms[SIZE, b] = 0.0
+        for i in range(n):
+            for k in range(3):
+                for b in range(lanes):
+                    updated = f[i, k, b] - vec[3 * i + k, b]
+                    f[i, k, b] = f[i, k, b] if done[b] else updated
+                    norms[CORRECTION, b] = max(norms[CORRECTION, b], abs(vec[3 * i + k, b]))
+                    norms[SIZE, b] = max(norms[SIZE, b], abs(updated))
+        for b in range(lanes):
+            if not done[b]:
+                iterations[b] += 1
+                if norms[CORRECTION, b] <= ROUND_OFF_CORRECTION * norms[SIZE, b]:
+                    done[b] = True
+    # q_{k+1} = F q_k (23); ω_{k+1} from the linear system (25).  Every exit from the Newton loop
+    # follows a residual evaluation, so y already holds F q_k − q_k for the final f.
     for j in range(n):
         for k in range(3):
             for b in range(lanes):
                 q[j, k, b] += y[j, k, b]
     system_gradient(q, coef, topology, grad)  # noqa: F821
     assemble_velocity_matrix(q, mass_full, jac)
-    for b in range(lanes):
-        for i in range(n):
-            cross_with_mass_sum(q, mass_full, y, i, False, cross, b)
-            for k in range(3):
-                k1 = (k + 1) % 3
-                k2 = (k + 2) % 3
-                torque = q[i, k1, b] * grad[i, k2, b] - q[i, k2, b] * grad[i, k1, b]
-                vec[3 * i + k, b] = cross[k] / h - 0.5 * h * torque
+    cross_with_mass_sums(q, mass_full, y, False, sums, cross)
+    for i in range(n):
+        for b in range(lanes):
+            vec[3 * i, b] = cross[i, 0, b] / h - 0.5 * h * (q[i, 1, b] * grad[i, 2, b] - q[i, 2, b] * grad[i, 1, b])
+            vec[3 * i + 1, b] = cross[i, 1, b] / h - 0.5 * h * (q[i, 2, b] * grad[i, 0, b] - q[i, 0, b] * grad[i, 2, b])
+            vec[3 * i + 2, b] = cross[i, 2, b] / h - 0.5 * h * (q[i, 0, b] * grad[i, 1, b] - q[i, 1, b] * grad[i, 0, b])
     solve_in_lanes(jac, vec)
     for i in range(n):
         for k in range(3):
