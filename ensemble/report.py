@@ -142,7 +142,7 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
              "Newey–West (Bartlett kernel, lag ⌊4 (T/100)^{2/9}⌋), and a drift counts as significant "
              "beyond 3 standard errors. α: slope of log RMS(dE/|E0|) over members against log t over the "
              "second half of the run (≈ 0 bounded, ≈ 0.5 random walk, ≈ 1 systematic drift), 95 % interval "
-             "from its Newey–West standard error.", ""]
+             "from batch means over 20 member groups (none below 40 members).", ""]
     for label, s, store in zip(labels, summaries, stores):
         lines.append(f"- **{label}** (`{store}`): {s['system']}, {s['method']}, h = {s['dt']:g} s, "
                      f"T = {s['t_end']:g} s; max |dE|/|E0| over all members {s['max_energy_error']:.3e}; "

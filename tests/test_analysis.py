@@ -40,13 +40,13 @@ def synthetic_store(path, relative_error, dt=0.01, method="synthetic", e0=-2.0, 
     return xr.open_zarr(path)
 
 
-RNG = np.random.default_rng(12)
 T = np.arange(1000) * 0.01
 
 
 def test_linear_drift_is_recovered(tmp_path):
+    rng = np.random.default_rng(1)
     rate = 1e-6
-    noise = 1e-7 * RNG.standard_normal((400, T.size))
+    noise = 1e-7 * rng.standard_normal((400, T.size))
     ds = synthetic_store(tmp_path / "drift.zarr", rate * T + noise)
     stats = energy_drift(ds).compute()
     expected = -rate  # E0 = −2 J < 0, so ΔE/|E0| = −(rate·t + noise)
@@ -57,7 +57,8 @@ def test_linear_drift_is_recovered(tmp_path):
 
 
 def test_random_walk_grows_as_square_root(tmp_path):
-    walk = np.cumsum(1e-8 * RNG.standard_normal((2000, T.size)), axis=1)
+    rng = np.random.default_rng(2)
+    walk = np.cumsum(1e-8 * rng.standard_normal((2000, T.size)), axis=1)
     walk -= walk[:, :1]
     law = growth_law(relative_energy_error(synthetic_store(tmp_path / "walk.zarr", walk)))
     assert law["alpha"] == pytest.approx(0.5, abs=0.1)
@@ -65,7 +66,8 @@ def test_random_walk_grows_as_square_root(tmp_path):
 
 
 def test_bounded_oscillation_has_no_growth_and_no_drift(tmp_path):
-    phase = RNG.uniform(0, 2 * np.pi, (400, 1))
+    rng = np.random.default_rng(3)
+    phase = rng.uniform(0, 2 * np.pi, (400, 1))
     wave = 1e-5 * (np.sin(2 * np.pi * 0.7 * T + phase) - np.sin(phase))
     ds = synthetic_store(tmp_path / "wave.zarr", wave)
     assert growth_law(relative_energy_error(ds))["alpha"] == pytest.approx(0.0, abs=0.1)
@@ -172,7 +174,7 @@ def test_lennard_jones_observables(tmp_path):
     assert np.allclose(n * temperature.values[0] + potential, ds.energy.values[0], rtol=1e-12, atol=0)
     face_map = face_kinetic_energy(ds, 0)
     assert face_map.shape == (5120,) and np.all(face_map >= 0) and face_map.max() > 0
-    points = RNG.standard_normal((3000, 3))
+    points = np.random.default_rng(4).standard_normal((3000, 3))
     theta, g = pair_distribution(points / np.linalg.norm(points, axis=1, keepdims=True), bins=30)
     assert np.abs(g[3:-3] - 1).max() < 0.05  # uniform points: an ideal gas, g = 1
     out = tmp_path / "report"
