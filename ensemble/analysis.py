@@ -110,26 +110,29 @@ def growth_law(error: xr.DataArray, batches: int = GROWTH_BATCHES) -> dict:
             "alpha_high": alpha + half_width, "rms": rms}
 
 
-def energy_drift(ds: xr.Dataset) -> xr.Dataset:
-    """Per-member energy statistics: max, mean |·|, RMS and final ΔE/|E0|, drift rate (1/s) with its
-    Newey–West standard error, and whether the drift is significant at 3σ (lazy)."""
-    error = relative_energy_error(ds)
+def _drift_statistics(error: xr.DataArray) -> xr.Dataset:
     stats = member_statistics(error).merge(drift_rate(error))
     stats["significant_drift"] = abs(stats.drift_rate) > 3 * stats.drift_stderr
     stats.attrs["absolute_members"] = error.attrs["absolute_members"]
     return stats
 
 
-def store_summary(ds: xr.Dataset) -> dict:
-    """The headline numbers of one store: energy error (member statistics, drift, growth law),
-    unit-length and tangency errors, the conserved momentum's error (NaN without q, ω or symmetry),
-    failures.  Values are plain floats."""
+def energy_drift(ds: xr.Dataset) -> xr.Dataset:
+    """Per-member energy statistics: max, mean |·|, RMS and final ΔE/|E0|, drift rate (1/s) with its
+    Newey–West standard error, and whether the drift is significant at 3σ (lazy)."""
+    return _drift_statistics(relative_energy_error(ds))
+
+
+def analyse_store(ds: xr.Dataset) -> dict:
+    """Everything the report needs from one store, each computed once: the relative energy error
+    (lazy), its per-member statistics (computed), growth law, momentum-map error (lazy, or None),
+    and ``summary``, the headline numbers as plain floats."""
     error = relative_energy_error(ds)
-    stats = energy_drift(ds).compute()
+    stats = _drift_statistics(error).compute()
     law = growth_law(error)
     momentum = momentum_error(ds)
     ok = np.isfinite(stats.drift_rate.values)
-    return {
+    summary = {
         "method": ds.attrs["method"], "system": ds.attrs["system"], "members": ds.sizes["member"],
         "dt": float(ds.attrs["dt"]), "t_end": float(ds.time.values[-1]),
         "absolute_members": stats.attrs["absolute_members"],
@@ -144,6 +147,14 @@ def store_summary(ds: xr.Dataset) -> dict:
         "failed_members": int(np.count_nonzero(ds.status.values)),
         "max_momentum_error": float(momentum.max().compute()) if momentum is not None else np.nan,
     }
+    return {"error": error, "stats": stats, "growth_law": law, "momentum": momentum, "summary": summary}
+
+
+def store_summary(ds: xr.Dataset) -> dict:
+    """The headline numbers of one store: energy error (member statistics, drift, growth law),
+    unit-length and tangency errors, the conserved momentum's error (NaN without q, ω or symmetry),
+    failures.  Values are plain floats."""
+    return analyse_store(ds)["summary"]
 
 
 def store_system(ds: xr.Dataset):

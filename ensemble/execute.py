@@ -149,9 +149,8 @@ def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
 
     handlers = {number: signal.signal(number, request_stop) for number in (signal.SIGUSR1, signal.SIGTERM)}
     print(f"armillary: array task {index} of {size}: {len(mine)} segments to run", file=stream, flush=True)
-    segments = plan.segments
-    work = sum((plan.chunks[c][1] - plan.chunks[c][0]) * (segments[j].stop - segments[j].start) for c, j in mine)
-    progress = Progress(work, 0, stream)
+    work = plan.member_steps()
+    progress = Progress(int(sum(work[c, j] for c, j in mine)), 0, stream)
     try:
         for c, j in mine:
             if stop:
@@ -169,9 +168,8 @@ def execute(plan: Plan, stream) -> None:
     store = RunStore(plan.spec.store)
     done = store.done_grid()
     segments = plan.segments
-    work = [[(stop - first) * (s.stop - s.start) for s in segments] for first, stop in plan.chunks]
-    total = sum(map(sum, work))
-    already = sum(work[c][j] for c in range(len(work)) for j in range(len(segments)) if done[c, j])
+    work = plan.member_steps()
+    total, already = int(work.sum()), int(work[done].sum())
     pending = int(done.size - done.sum())
     print(f"armillary: {plan.spec.members} members × {plan.spec.n_steps} steps in {len(plan.chunks)} chunks × "
           f"{len(segments)} segments; {done.size - pending} segments already done, {pending} to run", file=stream)

@@ -88,6 +88,12 @@ class Plan:
             out.append(Segment(index, start, stop, start // self.spec.save_every, last))
         return out
 
+    def member_steps(self) -> np.ndarray:
+        """Work of each (chunk, segment) in member-steps, (chunks, segments)."""
+        members = np.array([stop - first for first, stop in self.chunks])
+        steps = np.array([s.stop - s.start for s in self.segments])
+        return members[:, np.newaxis] * steps[np.newaxis, :]
+
     def sweep_values(self, member_ids) -> dict[str, np.ndarray]:
         """Each swept parameter's value for the given members.  Members are spread evenly over the
         outer product of the sweeps (in spec order, last sweep fastest): member i sits on grid point

@@ -12,8 +12,7 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from .analysis import (  # noqa: E402
-    drift_rate, face_kinetic_energy, growth_law, kinetic_temperature, momentum_error, pair_distribution,
-    quantile_envelope, relative_energy_error, store_summary,
+    analyse_store, face_kinetic_energy, kinetic_temperature, pair_distribution, quantile_envelope,
 )
 
 #: (column heading, summary key, format) of the headline table
@@ -79,8 +78,9 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     os.makedirs(out, exist_ok=True)
     datasets = [xr.open_zarr(store) for store in stores]
     labels = [os.path.basename(os.path.normpath(store)) for store in stores]
-    summaries = [store_summary(ds) for ds in datasets]
-    errors = [relative_energy_error(ds) for ds in datasets]
+    analyses = [analyse_store(ds) for ds in datasets]
+    summaries = [a["summary"] for a in analyses]
+    errors = [a["error"] for a in analyses]
     figures = []
 
     _envelope_figure(os.path.join(out, "energy_error.png"),
@@ -89,8 +89,8 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     figures.append(("energy_error.png", "Relative energy error: median and 5–95 % envelope over members"))
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for label, error, s in zip(labels, errors, summaries):
-        rms = growth_law(error)["rms"]
+    for label, analysis, s in zip(labels, analyses, summaries):
+        rms = analysis["growth_law"]["rms"]
         t, values = rms.time.values[1:], rms.values[1:]
         ax.loglog(t, values, label=f"{label}: α = {s['alpha']:.2f} [{s['alpha_low']:.2f}, {s['alpha_high']:.2f}]")
         half = t >= t[-1] / 2
@@ -107,8 +107,8 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     figures.append(("growth_law.png", "Growth law of the ensemble RMS energy error"))
 
     fig, axes = plt.subplots(1, len(stores), figsize=(4 * len(stores), 3.5), squeeze=False)
-    for ax, label, error in zip(axes[0], labels, errors):
-        rates = drift_rate(error).drift_rate.values
+    for ax, label, analysis in zip(axes[0], labels, analyses):
+        rates = analysis["stats"].drift_rate.values
         rates = rates[np.isfinite(rates)]
         ax.hist(rates, bins=min(50, max(5, rates.size // 10)))
         ax.set_xlabel("energy drift rate (1/s)")
@@ -124,8 +124,8 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
                      "max_i | |q_i| − 1 |", "Unit-length error over the ensemble")
     figures.append(("unit_error.png", "Unit-length error: median and 5–95 % envelope over members"))
 
-    momenta = [(label, momentum_error(ds)) for label, ds in zip(labels, datasets)]
-    momenta = [(label, quantile_envelope(m)) for label, m in momenta if m is not None]
+    momenta = [(label, quantile_envelope(a["momentum"])) for label, a in zip(labels, analyses)
+               if a["momentum"] is not None]
     if momenta:
         _envelope_figure(os.path.join(out, "momentum_error.png"), momenta, "change of momentum map (kg·m²/s)",
                          "Conserved momentum (angular momentum, or its component on the symmetry axis)")

@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
+from jobs.spec import parse_spec
 from kernels import InvalidInput, METHODS
 
 from .plan import Plan
@@ -309,11 +310,9 @@ def summary(url: str) -> dict:
     except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
         raise InvalidInput("store", f"{url!r} is not an armillary store") from None
     attrs = dict(group.attrs)
-    members, chunk = group["member"].shape[0], attrs["chunk"]
+    members = group["member"].shape[0]
     status = group["status"][:]
-    segment_steps = np.diff(np.append(np.arange(0, attrs["n_steps"], attrs["checkpoint_every"]), attrs["n_steps"]))
-    chunk_members = np.diff(np.append(np.arange(0, members, chunk), members))
-    work = chunk_members[:, np.newaxis] * segment_steps[np.newaxis, :]
+    work = Plan(parse_spec(attrs["spec"])).member_steps()  # the store's own spec says how the work was cut
     finished = np.isfinite(done)
     stamps = done[finished]
     return {
