@@ -43,6 +43,9 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
     RunFailed when a task fails.
     """
     stream = stream or sys.stdout
+    if isinstance(spec_or_path, Spec) and any(value is not None for value in overrides.values()):
+        raise InvalidInput(next(iter(overrides)), "overrides apply to a spec file; for a Spec use "
+                           "load_spec(path, **overrides) or dataclasses.replace")
     spec = spec_or_path if isinstance(spec_or_path, Spec) else load_spec(spec_or_path, **overrides)
     plan, create = prepare(spec, overwrite)
     try:
