@@ -157,7 +157,7 @@ def store_summary(ds: xr.Dataset) -> dict:
     return analyse_store(ds)["summary"]
 
 
-def store_system(ds: xr.Dataset):
+def store_plan(ds: xr.Dataset):
     """The run's plan, rebuilt from the spec stored in the store (for per-member parameters)."""
     from jobs.spec import parse_spec  # analysis of synthetic stores needs no spec
 
@@ -166,10 +166,9 @@ def store_system(ds: xr.Dataset):
     return Plan(parse_spec(ds.attrs["spec"]))
 
 
-def _per_member_blocks(ds: xr.Dataset, function, drop_body: bool) -> xr.DataArray:
+def _per_member_blocks(ds: xr.Dataset, plan, function, drop_body: bool) -> xr.DataArray:
     """Apply ``function(system, q, omega)`` to each member chunk of q, ω (member, time, body, xyz),
     with the system carrying those members' parameters; returns (member, time[, body]) lazily."""
-    plan = store_system(ds)
 
     def block(q, omega, block_info=None):
         first, stop = block_info[0]["array-location"][0]
@@ -187,7 +186,8 @@ def momentum_error(ds: xr.Dataset) -> xr.DataArray | None:
     no q, ω or the system no symmetry."""
     if "q" not in ds or "omega" not in ds or "spec" not in ds.attrs:
         return None
-    definition = store_system(ds).system.definition
+    plan = store_plan(ds)
+    definition = plan.system.definition
     if definition.full_rotation_symmetry:
         def conserved(system, q, omega):
             return system.angular_momentum(q, omega)
@@ -203,15 +203,14 @@ def momentum_error(ds: xr.Dataset) -> xr.DataArray | None:
         return np.linalg.norm(momentum - momentum[:, :1], axis=-1)
 
     # L(0) must come from the first sample of each member, so time is one chunk per block here.
-    whole = ds[["q", "omega"]].chunk(time=-1)
-    error = _per_member_blocks(whole.assign_attrs(ds.attrs), change, drop_body=True)
+    error = _per_member_blocks(ds[["q", "omega"]].chunk(time=-1), plan, change, drop_body=True)
     return error.assign_attrs(units="kg m2/s", long_name="change of the conserved momentum map")
 
 
 def kinetic_temperature(ds: xr.Dataset) -> xr.DataArray:
     """Kinetic temperature T = 2 KE / (k_B · 2N) = KE / N per member over time (J, k_B = 1: each of
     the N particles has two degrees of freedom on S²)."""
-    energies = _per_member_blocks(ds, lambda system, q, omega: system.body_kinetic_energies(q, omega),
+    energies = _per_member_blocks(ds, store_plan(ds), lambda system, q, omega: system.body_kinetic_energies(q, omega),
                                   drop_body=False)
     return energies.mean("body").assign_attrs(units="J", long_name="kinetic temperature (k_B = 1)")
 
@@ -220,17 +219,18 @@ def face_kinetic_energy(ds: xr.Dataset, time_index: int, member: int = 0, level:
     """The paper's kinetic-energy map (Example 6): mean kinetic energy (J) of the particles in each
     face of a level-``level`` icosphere (5120 faces at 4), then averaged over the face and its three
     edge neighbours.  Faces without particles count as 0."""
-    from kernels.geometry import face_neighbours, icosphere, nearest_face
+    from kernels.geometry import face_mesh, nearest_face
 
-    system = store_system(ds).chunk_system(member, member + 1)
+    system = store_plan(ds).chunk_system(member, member + 1)
     q = ds.q.isel(member=[member], time=[time_index]).values
     energies = system.body_kinetic_energies(q, ds.omega.isel(member=[member], time=[time_index]).values)[0, 0]
-    vertices, faces = icosphere(level)
-    face = nearest_face(q[0, 0], vertices, faces)
-    total = np.bincount(face, weights=energies, minlength=len(faces))
-    count = np.bincount(face, minlength=len(faces))
-    mean = np.divide(total, count, out=np.zeros(len(faces)), where=count > 0)
-    return (mean + mean[face_neighbours(faces)].sum(axis=1)) / 4
+    mesh = face_mesh(level)
+    faces = len(mesh.centroids)
+    face = nearest_face(q[0, 0], mesh)
+    total = np.bincount(face, weights=energies, minlength=faces)
+    count = np.bincount(face, minlength=faces)
+    mean = np.divide(total, count, out=np.zeros(faces), where=count > 0)
+    return (mean + mean[mesh.neighbours].sum(axis=1)) / 4
 
 
 def pair_distribution(q: np.ndarray, bins: int = 90, max_particles: int = 4000, seed: int = 0):

@@ -149,7 +149,7 @@ def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
 
     handlers = {number: signal.signal(number, request_stop) for number in (signal.SIGUSR1, signal.SIGTERM)}
     print(f"armillary: array task {index} of {size}: {len(mine)} segments to run", file=stream, flush=True)
-    work = plan.member_steps()
+    work = plan.work
     progress = Progress(int(sum(work[c, j] for c, j in mine)), 0, stream)
     try:
         for c, j in mine:
@@ -168,7 +168,7 @@ def execute(plan: Plan, stream) -> None:
     store = RunStore(plan.spec.store)
     done = store.done_grid()
     segments = plan.segments
-    work = plan.member_steps()
+    work = plan.work
     total, already = int(work.sum()), int(work[done].sum())
     pending = int(done.size - done.sum())
     print(f"armillary: {plan.spec.members} members × {plan.spec.n_steps} steps in {len(plan.chunks)} chunks × "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -14,6 +14,17 @@ from jobs.spec import Spec
 from kernels import InvalidInput, get_system
 
 from .initial import perturbed_members, uniform_members
+
+
+@lru_cache(maxsize=1)
+def _npz_state(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """q0 and omega0 of a .npz, read once per process (every chunk task of a worker needs them, and
+    a .npz cannot be memory-mapped)."""
+    try:
+        with np.load(path) as data:
+            return data["q0"], data["omega0"]
+    except (OSError, KeyError, ValueError) as error:
+        raise InvalidInput("ensemble.path", f"cannot read q0 and omega0 from {path!r}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -74,12 +85,12 @@ class Plan:
     def samples_per_segment(self) -> int:
         return self.spec.checkpoint_every // self.spec.save_every
 
-    @property
+    @cached_property
     def chunks(self) -> list[tuple[int, int]]:
         size, members = self.spec.chunk, self.spec.members
         return [(first, min(first + size, members)) for first in range(0, members, size)]
 
-    @property
+    @cached_property
     def segments(self) -> list[Segment]:
         out = []
         for index, start in enumerate(range(0, self.spec.n_steps, self.spec.checkpoint_every)):
@@ -88,7 +99,8 @@ class Plan:
             out.append(Segment(index, start, stop, start // self.spec.save_every, last))
         return out
 
-    def member_steps(self) -> np.ndarray:
+    @cached_property
+    def work(self) -> np.ndarray:
         """Work of each (chunk, segment) in member-steps, (chunks, segments)."""
         members = np.array([stop - first for first, stop in self.chunks])
         steps = np.array([s.stop - s.start for s in self.segments])
@@ -135,11 +147,7 @@ class Plan:
         (n, 3) for every member), or a finished store, whose final state is taken."""
         path = self.spec.initial_path
         if path.endswith(".npz"):
-            try:
-                with np.load(path) as data:
-                    q, omega = data["q0"], data["omega0"]
-            except (OSError, KeyError, ValueError) as error:
-                raise InvalidInput("ensemble.path", f"cannot read q0 and omega0 from {path!r}: {error}") from None
+            q, omega = _npz_state(path)
             if q.ndim == 2:
                 q, omega = q[np.newaxis], omega[np.newaxis]
             if q.shape[0] not in (1, self.spec.members) or q.ndim != 3 or q.shape != omega.shape:

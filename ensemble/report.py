@@ -158,7 +158,7 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
 def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:
     """Kinetic temperature over time, the kinetic-energy map on the 5120-face mesh at five times,
     and g(θ) at the first and last sample, for member 0 of a sphere_lj store."""
-    from kernels.geometry import icosphere
+    from kernels.geometry import face_mesh
 
     figures = []
     temperature = kinetic_temperature(ds.isel(member=[0])).compute()
@@ -173,10 +173,9 @@ def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[st
     plt.close(fig)
     figures.append((name, f"{label}: kinetic temperature"))
 
-    vertices, faces = icosphere(4)
-    centroids = vertices[faces].mean(axis=1)
+    centroids = face_mesh(4).centroids
     longitude = np.degrees(np.arctan2(centroids[:, 1], centroids[:, 0]))
-    latitude = np.degrees(np.arcsin(centroids[:, 2] / np.linalg.norm(centroids, axis=1)))
+    latitude = np.degrees(np.arcsin(centroids[:, 2]))
     samples = sorted({int(round(k * (ds.sizes["time"] - 1) / 4)) for k in range(5)})
     maps = [face_kinetic_energy(ds, index) for index in samples]
     top = max(float(np.max(m)) for m in maps) or 1.0

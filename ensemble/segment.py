@@ -73,4 +73,4 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
     store.write("failed_step", slice(first, stop), failed_step)
     finished = time.perf_counter()
     store.mark_done(chunk, segment, finished - started, finished - writing)
-    return (stop - first) * (seg.stop - seg.start), finished - started, finished - writing
+    return int(plan.work[chunk, segment]), finished - started, finished - writing

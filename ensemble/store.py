@@ -192,7 +192,8 @@ def write_template(plan: Plan) -> None:
     data, encoding = {}, {}
     for name in names:
         shape = shapes[name]
-        chunks = (chunk, per_segment)[:len(shape)] + shape[2:] if dims[name][1:2] == ("time",) else (chunk,) + shape[1:]
+        over_time = dims[name][1:2] == ("time",)  # (member, time, …): one Zarr chunk per task's region
+        chunks = (chunk, per_segment) + shape[2:] if over_time else (chunk,) + shape[1:]
         integer = name in ("status", "failed_step")
         fill = -1 if name == "failed_step" else 0 if integer else np.nan
         data[name] = xr.Variable(dims[name], da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
@@ -312,7 +313,7 @@ def summary(url: str) -> dict:
     attrs = dict(group.attrs)
     members = group["member"].shape[0]
     status = group["status"][:]
-    work = Plan(parse_spec(attrs["spec"])).member_steps()  # the store's own spec says how the work was cut
+    work = Plan(parse_spec(attrs["spec"])).work  # the store's own spec says how the work was cut
     finished = np.isfinite(done)
     stamps = done[finished]
     return {

@@ -1,5 +1,8 @@
 """Meshes and vector fields on the unit sphere used by presets and analysis (pure numpy)."""
 
+import functools
+from typing import NamedTuple
+
 import numpy as np
 
 
@@ -58,7 +61,7 @@ def vortex_velocities(q: np.ndarray, centres: np.ndarray, strength: float, radiu
     return np.cross(q, qdot)
 
 
-def face_neighbours(faces: np.ndarray) -> np.ndarray:
+def _face_neighbours(faces: np.ndarray) -> np.ndarray:
     """(F, 3) indices of the faces sharing each face's three edges (a closed mesh has all three)."""
     edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
     owner = np.tile(np.arange(len(faces)), 3)
@@ -71,11 +74,28 @@ def face_neighbours(faces: np.ndarray) -> np.ndarray:
     return np.array(neighbours, dtype=np.int64)
 
 
-def nearest_face(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray, block: int = 4096) -> np.ndarray:
-    """Index of the face whose centroid direction is closest to each unit vector in ``points`` (…, 3)."""
+class FaceMesh(NamedTuple):
+    """A level-k icosphere seen as faces: unit centroid directions (F, 3) and edge neighbours (F, 3)."""
+
+    centroids: np.ndarray
+    neighbours: np.ndarray
+
+
+@functools.cache
+def face_mesh(level: int) -> FaceMesh:
+    """The faces of ``icosphere(level)`` (5120 at level 4), built once per process (read-only arrays)."""
+    vertices, faces = icosphere(level)
     centroids = vertices[faces].mean(axis=1)
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    mesh = FaceMesh(centroids, _face_neighbours(faces))
+    for array in mesh:
+        array.setflags(write=False)
+    return mesh
+
+
+def nearest_face(points: np.ndarray, mesh: FaceMesh, block: int = 4096) -> np.ndarray:
+    """Index of the face whose centroid direction is closest to each unit vector in ``points`` (…, 3)."""
     flat = points.reshape(-1, 3)
-    index = np.concatenate([np.argmax(flat[i:i + block] @ centroids.T, axis=1) for i in range(0, len(flat), block)]
-                           or [np.zeros(0, np.int64)])
+    index = np.concatenate([np.argmax(flat[i:i + block] @ mesh.centroids.T, axis=1)
+                            for i in range(0, len(flat), block)] or [np.zeros(0, np.int64)])
     return index.reshape(points.shape[:-1])
