@@ -21,6 +21,10 @@ GROWTH_BATCHES = 20
 T_975 = {20: 2.093}
 #: bytes of one member-by-time block the quantile reduction works on at a time
 QUANTILE_BLOCK_BYTES = 64 * 2 ** 20
+#: a regular orbit's separation grows like a power of t, d ∝ t^p, so its finite-time exponent is
+#: about p ln(t)/t; a member counts as chaotic when λ exceeds CHAOS_THRESHOLD_FACTOR / t_end
+#: (0.01 1/s over 1000 s), which p ln(t) stays below for p up to about 1.4 at t = 1000 s
+CHAOS_THRESHOLD_FACTOR = 10.0
 
 
 def relative_energy_error(ds: xr.Dataset) -> xr.DataArray:
@@ -111,7 +115,7 @@ def growth_law(error: xr.DataArray, batches: int = GROWTH_BATCHES) -> dict:
 
 
 def _drift_statistics(error: xr.DataArray) -> xr.Dataset:
-    stats = member_statistics(error).merge(drift_rate(error))
+    stats = member_statistics(error).merge(drift_rate(error), compat="override")
     stats["significant_drift"] = abs(stats.drift_rate) > 3 * stats.drift_stderr
     stats.attrs["absolute_members"] = error.attrs["absolute_members"]
     return stats
@@ -142,12 +146,56 @@ def analyse_store(ds: xr.Dataset) -> dict:
         "median_drift_rate": float(np.nanmedian(stats.drift_rate.values)),
         "significant_drift_fraction": float(stats.significant_drift.values[ok].mean()) if ok.any() else np.nan,
         "alpha": law["alpha"], "alpha_low": law["alpha_low"], "alpha_high": law["alpha_high"],
-        "max_unit_error": float(ds.unit_error.max().compute()),
-        "max_tangency_error": float(ds.tangency_error.max().compute()),
+        "max_unit_error": float(ds.unit_error.max().compute()) if "unit_error" in ds else np.nan,
+        "max_tangency_error": float(ds.tangency_error.max().compute()) if "tangency_error" in ds else np.nan,
         "failed_members": int(np.count_nonzero(ds.status.values)),
         "max_momentum_error": float(momentum.max().compute()) if momentum is not None else np.nan,
     }
+    summary.update(lyapunov_summary(ds))
     return {"error": error, "stats": stats, "growth_law": law, "momentum": momentum, "summary": summary}
+
+
+def chaos_threshold(ds: xr.Dataset) -> float:
+    """λ (1/s) above which a member counts as chaotic: CHAOS_THRESHOLD_FACTOR / t_end."""
+    return CHAOS_THRESHOLD_FACTOR / float(ds.time.values[-1])
+
+
+def lyapunov_summary(ds: xr.Dataset, threshold: float | None = None) -> dict:
+    """Median, 5 % and 95 % quantiles of the members' finite-time maximal Lyapunov exponent (1/s), the
+    chaotic fraction (λ > ``threshold``, default :func:`chaos_threshold`) among members with a finite
+    λ, and the threshold; NaN for stores without ``[analysis] lyapunov``."""
+    keys = ("median_lyapunov", "lyapunov_05", "lyapunov_95", "chaotic_fraction", "chaos_threshold")
+    if "lyapunov" not in ds:
+        return dict.fromkeys(keys, np.nan)
+    threshold = chaos_threshold(ds) if threshold is None else threshold
+    values = ds.lyapunov.values
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return dict.fromkeys(keys[:-1], np.nan) | {"chaos_threshold": threshold}
+    low, median, high = np.quantile(values, QUANTILES)
+    return dict(zip(keys, (float(median), float(low), float(high), float(np.mean(values > threshold)), threshold)))
+
+
+def sweep_coordinates(ds: xr.Dataset) -> list[str]:
+    """Names of the swept parameters: the coordinates on ``member`` other than ``member`` itself."""
+    return [name for name, coord in ds.coords.items() if coord.dims == ("member",) and name != "member"]
+
+
+def lyapunov_map(ds: xr.Dataset) -> xr.Dataset:
+    """Median λ (1/s) and chaotic fraction at each point of the sweep grid: variables
+    ``median_lyapunov`` and ``chaotic_fraction`` with one dimension per swept parameter."""
+    sweeps = sweep_coordinates(ds)
+    if "lyapunov" not in ds or not sweeps:
+        raise ValueError("a λ map needs a store with [analysis] lyapunov and at least one swept parameter")
+    threshold = chaos_threshold(ds)
+    frame = ds[["lyapunov"]].reset_coords(sweeps).to_dataframe()
+    grouped = frame.groupby(sweeps)["lyapunov"]
+    table = grouped.median().to_frame("median_lyapunov")
+    table["chaotic_fraction"] = grouped.apply(lambda v: float(np.mean(v.dropna() > threshold)))
+    result = table.to_xarray()
+    result.median_lyapunov.attrs.update(units="1/s", long_name="median finite-time maximal Lyapunov exponent")
+    result.chaotic_fraction.attrs.update(units="1", long_name=f"fraction of members with λ > {threshold:.3g} 1/s")
+    return result
 
 
 def store_summary(ds: xr.Dataset) -> dict:

@@ -21,9 +21,16 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def member_normals(seed: int, member_ids, count: int) -> np.ndarray:
-    """(len(member_ids), count) standard normal numbers; row r depends only on (seed, member_ids[r])."""
-    key = np.random.SeedSequence(seed).generate_state(1, np.uint64)[0]
+#: independent streams of random numbers per member: initial conditions, Benettin shadow directions
+INITIAL_STREAM, SHADOW_STREAM = 0, 1
+
+
+def member_normals(seed: int, member_ids, count: int, stream: int = INITIAL_STREAM) -> np.ndarray:
+    """(len(member_ids), count) standard normal numbers; row r depends only on (seed, stream,
+    member_ids[r]).  Streams are keyed by ``SeedSequence(seed, spawn_key=(stream,))`` (stream 0 by
+    ``SeedSequence(seed)`` itself), so adding a stream never changes another's numbers."""
+    sequence = np.random.SeedSequence(seed, spawn_key=(stream,)) if stream else np.random.SeedSequence(seed)
+    key = sequence.generate_state(1, np.uint64)[0]
     ids = np.asarray(member_ids, dtype=np.uint64)[:, np.newaxis]
     draws = np.arange(2 * count, dtype=np.uint64)[np.newaxis, :]
     bits = _splitmix64(_splitmix64(ids * np.uint64(2 * count) + draws) ^ key)
@@ -54,6 +61,12 @@ def perturbed_members(q, omega, member_ids, scale: float, seed: int) -> tuple[np
     moved = np.cos(angle) * q + np.sin(angle) * direction
     moved /= np.linalg.norm(moved, axis=-1, keepdims=True)
     return moved, _tangent(moved, omega + normals[:, 1])
+
+
+def shadow_directions(n: int, member_ids, seed: int) -> np.ndarray:
+    """(members, 2, n, 3) standard normals for each member's Benettin shadow displacement (q and ω
+    parts), from the member's own seed in a stream of their own."""
+    return member_normals(seed, member_ids, 6 * n, SHADOW_STREAM).reshape(-1, 2, n, 3)
 
 
 def perturbed_ensemble(q, omega, members: int, scale: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

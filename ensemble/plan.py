@@ -12,8 +12,9 @@ import numpy as np
 
 from jobs.spec import Spec
 from kernels import InvalidInput, get_system
+from kernels.lyapunov import Shadow, displaced_shadow
 
-from .initial import perturbed_members, uniform_members
+from .initial import perturbed_members, shadow_directions, uniform_members
 
 
 @lru_cache(maxsize=1)
@@ -81,6 +82,11 @@ class Plan:
     def samples(self) -> int:
         return self.spec.n_steps // self.spec.save_every + 1
 
+    @cached_property
+    def sample_steps(self) -> np.ndarray:
+        """The step of each saved sample (the last is the final step even if save_every does not divide it)."""
+        return np.minimum(np.arange(self.samples) * self.spec.save_every, self.spec.n_steps)
+
     @property
     def samples_per_segment(self) -> int:
         return self.spec.checkpoint_every // self.spec.save_every
@@ -141,6 +147,13 @@ class Plan:
         if spec.initial == "perturb":
             return perturbed_members(q, omega, ids, spec.scale, spec.seed)
         return np.repeat(q[np.newaxis], stop - first, axis=0), np.repeat(omega[np.newaxis], stop - first, axis=0)
+
+    def initial_shadow(self, first: int, stop: int, q: np.ndarray, omega: np.ndarray) -> Shadow:
+        """Benettin shadows of members [first, stop) at states (q, ω), displaced by the spec's d0 along
+        directions drawn from each member's seed (``[analysis] lyapunov``)."""
+        lyapunov = self.spec.lyapunov
+        directions = shadow_directions(q.shape[1], np.arange(first, stop), self.spec.seed)
+        return displaced_shadow(q, omega, directions, lyapunov["d0"], lyapunov["renormalise_every"])
 
     def file_state(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Members [first, stop) of ``ensemble.path``: a .npz with q0 and omega0 ((members, n, 3), or

@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from .analysis import (  # noqa: E402
-    analyse_store, face_kinetic_energy, kinetic_temperature, pair_distribution, quantile_envelope,
+    analyse_store, face_kinetic_energy, kinetic_temperature, lyapunov_map, pair_distribution, quantile_envelope,
+    sweep_coordinates,
 )
 
 #: (column heading, summary key, format) of the headline table
@@ -27,12 +28,16 @@ COLUMNS = (
     ("alpha 95% CI", ("alpha_low", "alpha_high"), "[{:.3f}, {:.3f}]"),
     ("max unit err", "max_unit_error", "{:.2e}"),
     ("max momentum err", "max_momentum_error", "{:.2e}"),
+    ("median λ (1/s)", "median_lyapunov", "{:.3g}"),
+    ("chaotic", "chaotic_fraction", "{:.1%}"),
     ("failed", "failed_members", "{}"),
 )
 
 
 def _cell(summary: dict, key, fmt: str) -> str:
     values = [summary[k] for k in key] if isinstance(key, tuple) else [summary[key]]
+    if any(isinstance(v, float) and np.isnan(v) for v in values):
+        return "–"  # not measured for this store (e.g. no Lyapunov shadows)
     return fmt.format(*values)
 
 
@@ -119,10 +124,11 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     plt.close(fig)
     figures.append(("drift_rates.png", "Distribution of per-member energy drift rates"))
 
-    _envelope_figure(os.path.join(out, "unit_error.png"),
-                     [(label, quantile_envelope(ds.unit_error)) for label, ds in zip(labels, datasets)],
-                     "max_i | |q_i| − 1 |", "Unit-length error over the ensemble")
-    figures.append(("unit_error.png", "Unit-length error: median and 5–95 % envelope over members"))
+    units = [(label, quantile_envelope(ds.unit_error)) for label, ds in zip(labels, datasets) if "unit_error" in ds]
+    if units:
+        _envelope_figure(os.path.join(out, "unit_error.png"), units, "max_i | |q_i| − 1 |",
+                         "Unit-length error over the ensemble")
+        figures.append(("unit_error.png", "Unit-length error: median and 5–95 % envelope over members"))
 
     momenta = [(label, quantile_envelope(a["momentum"])) for label, a in zip(labels, analyses)
                if a["momentum"] is not None]
@@ -130,6 +136,9 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
         _envelope_figure(os.path.join(out, "momentum_error.png"), momenta, "change of momentum map (kg·m²/s)",
                          "Conserved momentum (angular momentum, or its component on the symmetry axis)")
         figures.append(("momentum_error.png", "Error of the conserved momentum map over the ensemble"))
+    chaotic = [(label, ds, s) for label, ds, s in zip(labels, datasets, summaries) if "lyapunov" in ds]
+    if chaotic:
+        figures += lyapunov_figures(chaotic, out)
     for label, ds in zip(labels, datasets):
         if ds.attrs.get("system") == "sphere_lj" and "q" in ds and "omega" in ds:
             figures += lennard_jones_figures(ds, label, out)
@@ -142,17 +151,72 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
              "Newey–West (Bartlett kernel, lag ⌊4 (T/100)^{2/9}⌋), and a drift counts as significant "
              "beyond 3 standard errors. α: slope of log RMS(dE/|E0|) over members against log t over the "
              "second half of the run (≈ 0 bounded, ≈ 0.5 random walk, ≈ 1 systematic drift), 95 % interval "
-             "from batch means over 20 member groups (none below 40 members).", ""]
+             "from batch means over 20 member groups (none below 40 members). λ: finite-time maximal Lyapunov "
+             "exponent at the end of the run (Benettin shadows, 1/s); a member is chaotic when λ > 10 / T.", ""]
     for label, s, store in zip(labels, summaries, stores):
         lines.append(f"- **{label}** (`{store}`): {s['system']}, {s['method']}, h = {s['dt']:g} s, "
                      f"T = {s['t_end']:g} s; max |dE|/|E0| over all members {s['max_energy_error']:.3e}; "
-                     f"max tangency error {s['max_tangency_error']:.2e} rad/s")
+                     f"max tangency error {_cell(s, 'max_tangency_error', '{:.2e}')} rad/s")
     lines.append("")
     for name, caption in figures:
         lines += [f"## {caption}", "", f"![{caption}]({name})", ""]
     with open(os.path.join(out, "report.md"), "w") as handle:
         handle.write("\n".join(lines))
     return table, summaries
+
+
+def lyapunov_figures(stores: list[tuple[str, xr.Dataset, dict]], out: str) -> list[tuple[str, str]]:
+    """Histogram of the members' λ per store (threshold dashed), the running estimate's median and
+    5–95 % band over time, and for swept stores the λ map over the sweep grid."""
+    figures = []
+    fig, axes = plt.subplots(1, len(stores), figsize=(4 * len(stores), 3.5), squeeze=False)
+    for ax, (label, ds, summary) in zip(axes[0], stores):
+        values = ds.lyapunov.values
+        values = values[np.isfinite(values)]
+        ax.hist(values, bins=min(50, max(5, values.size // 10)))
+        ax.axvline(summary["chaos_threshold"], color="k", linestyle="--", linewidth=1)
+        ax.set_xlabel("finite-time maximal Lyapunov exponent λ (1/s)")
+        ax.set_ylabel("members")
+        ax.set_title(f"{label}: chaotic {summary['chaotic_fraction']:.1%}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "lyapunov.png"), dpi=120)
+    plt.close(fig)
+    figures.append(("lyapunov.png", "Distribution of finite-time maximal Lyapunov exponents (dashed: chaos threshold)"))
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, ds, _ in stores:
+        envelope = quantile_envelope(ds.lyapunov_estimate.isel(time=slice(1, None)))
+        t = envelope.time.values
+        ax.fill_between(t, envelope.sel(quantile=0.05), envelope.sel(quantile=0.95), alpha=0.25)
+        ax.plot(t, envelope.sel(quantile=0.5), label=f"{label} (median, 5–95 %)")
+    ax.set_xlabel("time t (s)")
+    ax.set_ylabel("running estimate of λ (1/s)")
+    ax.set_title("Convergence of the finite-time Lyapunov exponent")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "lyapunov_running.png"), dpi=120)
+    plt.close(fig)
+    figures.append(("lyapunov_running.png", "Running Lyapunov estimate: median and 5–95 % envelope over members"))
+
+    for label, ds, _ in stores:
+        sweeps = sweep_coordinates(ds)
+        if not sweeps:
+            continue
+        grid = lyapunov_map(ds).median_lyapunov
+        grid = grid.median([name for name in sweeps[2:]]) if len(sweeps) > 2 else grid
+        fig, ax = plt.subplots(figsize=(6, 4.5))
+        if grid.ndim == 1:
+            grid.plot(ax=ax, marker="o")
+            ax.set_ylabel("median λ (1/s)")
+        else:
+            grid.plot(ax=ax, x=sweeps[1], y=sweeps[0], cbar_kwargs={"label": "median λ (1/s)"})
+        ax.set_title(f"{label}: λ over the sweep")
+        fig.tight_layout()
+        name = f"{label}_lyapunov_map.png"
+        fig.savefig(os.path.join(out, name), dpi=120)
+        plt.close(fig)
+        figures.append((name, f"{label}: median Lyapunov exponent over the swept parameters"))
+    return figures
 
 
 def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:

@@ -9,14 +9,16 @@ Re-running a task that died half-way rewrites the same regions with the same bit
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from kernels import integrate
+from kernels.lyapunov import Shadow
 from kernels.status import OK
 
 from .plan import Plan
-from .store import STATE_VARIABLES, RunStore
+from .store import CHECKPOINT_STATE, SHADOW_STATE, STATE_VARIABLES, RunStore
 
 
 def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, float, float]:
@@ -31,17 +33,24 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
     first, stop = plan.chunks[chunk]
     seg = plan.segments[segment]
     options = dict(spec.options)
+    shadow = None
     if segment == 0:
         q, omega = plan.initial_state(first, stop)
         store.write("q0", slice(first, stop), q)
         store.write("omega0", slice(first, stop), omega)
         status = np.zeros(stop - first, np.int64)
         failed_step = np.full(stop - first, -1, np.int64)
+        if spec.lyapunov:
+            shadow = plan.initial_shadow(first, stop, q, omega)
     else:
-        state = store.read_checkpoint((segment - 1) % 2, first, stop)
+        state = store.read_checkpoint((segment - 1) % 2, first, stop,
+                                      CHECKPOINT_STATE + (SHADOW_STATE if spec.lyapunov else ()))
         q, omega, status, failed_step = state["q"], state["omega"], state["status"], state["failed_step"]
         if spec.method == "rk45":  # continue with the step size the controller proposed
             options["first_step"] = np.where(np.isfinite(state["step_size"]), state["step_size"], spec.dt)
+        if spec.lyapunov:
+            shadow = Shadow(state["shadow_q"], state["shadow_omega"], state["log_growth"], state["reference"],
+                            spec.lyapunov["d0"], spec.lyapunov["renormalise_every"], seg.start)
     failed = status != OK
     if failed.any():
         # Failed members ride along from their (valid) initial state so that the kernel sees only
@@ -50,9 +59,16 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
         q, omega = q.copy(), omega.copy()
         q[failed] = store.array("q0")[first:stop][failed]
         omega[failed] = store.array("omega0")[first:stop][failed]
+        if shadow is not None:
+            fresh = plan.initial_shadow(first, stop, q, omega)
+            shadow = replace(shadow, **{name: np.where(failed.reshape((-1,) + (1,) * (np.ndim(value) - 1)),
+                                                       getattr(fresh, name), value)
+                                        for name, value in (("q", shadow.q), ("omega", shadow.omega),
+                                                            ("log_growth", shadow.log_growth),
+                                                            ("reference", shadow.reference))})
     outputs = tuple(name for name in spec.variables if name in STATE_VARIABLES) or ("energy",)
     result = integrate(plan.chunk_system(first, stop), spec.method, q, omega, spec.dt, seg.stop - seg.start,
-                       spec.save_every, outputs=outputs, threads=1, restart=segment > 0, **options)
+                       spec.save_every, outputs=outputs, threads=1, restart=segment > 0, shadow=shadow, **options)
 
     writing = time.perf_counter()
     samples = seg.last_sample - seg.first_sample + 1
@@ -67,8 +83,18 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
     q_end, omega_end = result.q_final.copy(), result.omega_final.copy()
     q_end[failed] = np.nan
     omega_end[failed] = np.nan
-    store.write_checkpoint(segment % 2, first, stop, {"q": q_end, "omega": omega_end, "step_size": result.step_size,
-                                                      "status": status, "failed_step": failed_step})
+    checkpoint = {"q": q_end, "omega": omega_end, "step_size": result.step_size, "status": status,
+                  "failed_step": failed_step}
+    if shadow is not None:
+        elapsed = plan.sample_steps[seg.first_sample:seg.last_sample + 1] * spec.dt
+        estimate = result.lyapunov(elapsed)
+        estimate[failed] = np.nan
+        store.write("lyapunov_estimate", region, estimate)
+        if seg.stop == spec.n_steps:
+            store.write("lyapunov", slice(first, stop), estimate[:, -1])
+        end = result.shadow_final
+        checkpoint.update(shadow_q=end.q, shadow_omega=end.omega, log_growth=end.log_growth, reference=end.reference)
+    store.write_checkpoint(segment % 2, first, stop, checkpoint)
     store.write("status", slice(first, stop), status)
     store.write("failed_step", slice(first, stop), failed_step)
     finished = time.perf_counter()

@@ -48,7 +48,14 @@ VARIABLE_ATTRS = {
     "omega0": ("rad/s", "initial angular velocities"),
     "status": ("1", "0 ok, 1 non-finite state, 2 vi step infeasible, 3 Newton failed, 4 step size underflow"),
     "failed_step": ("1", "step at which the member failed (-1: never)"),
+    "lyapunov": ("1/s", "finite-time maximal Lyapunov exponent at the end of the run (Benettin)"),
+    "lyapunov_estimate": ("1/s", "running finite-time maximal Lyapunov exponent (Benettin)"),
 }
+#: per-member state a segment hands to the next through the checkpoint slots; with ``[analysis]
+#: lyapunov`` also the Benettin shadows
+CHECKPOINT_STATE = ("q", "omega", "step_size", "status", "failed_step")
+SHADOW_STATE = ("shadow_q", "shadow_omega", "log_growth", "reference")
+LYAPUNOV_VARIABLES = ("lyapunov", "lyapunov_estimate")
 
 
 class StoreError(Exception):
@@ -183,12 +190,15 @@ def write_template(plan: Plan) -> None:
     members, samples, chunk, per_segment = spec.members, plan.samples, spec.chunk, plan.samples_per_segment
     shapes = {"q": (members, samples, n, 3), "omega": (members, samples, n, 3), "energy": (members, samples),
               "unit_error": (members, samples), "tangency_error": (members, samples),
-              "q0": (members, n, 3), "omega0": (members, n, 3), "status": (members,), "failed_step": (members,)}
+              "q0": (members, n, 3), "omega0": (members, n, 3), "status": (members,), "failed_step": (members,),
+              "lyapunov": (members,), "lyapunov_estimate": (members, samples)}
     dims = {"q": ("member", "time", "body", "xyz"), "omega": ("member", "time", "body", "xyz"),
             "energy": ("member", "time"), "unit_error": ("member", "time"), "tangency_error": ("member", "time"),
             "q0": ("member", "body", "xyz"), "omega0": ("member", "body", "xyz"), "status": ("member",),
-            "failed_step": ("member",)}
+            "failed_step": ("member",), "lyapunov": ("member",), "lyapunov_estimate": ("member", "time")}
     names = list(spec.variables) + ["q0", "omega0", "status", "failed_step"]
+    if spec.lyapunov:
+        names += LYAPUNOV_VARIABLES
     data, encoding = {}, {}
     for name in names:
         shape = shapes[name]
@@ -199,7 +209,7 @@ def write_template(plan: Plan) -> None:
         data[name] = xr.Variable(dims[name], da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
                                  {"units": VARIABLE_ATTRS[name][0], "long_name": VARIABLE_ATTRS[name][1]})
         encoding[name] = {"chunks": chunks, "fill_value": fill}
-    steps = np.minimum(np.arange(samples) * spec.save_every, spec.n_steps)
+    steps = plan.sample_steps
     coords = {
         "member": ("member", np.arange(members), {"long_name": "global member id"}),
         "time": ("time", steps * spec.dt, {"units": "s", "long_name": "time"}),
@@ -223,10 +233,11 @@ def write_template(plan: Plan) -> None:
     grid = (len(plan.chunks), len(plan.segments))
     for name in ("done", "seconds", "write_seconds"):
         progress.create_array(name, shape=grid, chunks=(1, 1), dtype="f8", fill_value=np.nan)
-    for name in ("q", "omega"):
+    for name in ("q", "omega") + (("shadow_q", "shadow_omega") if spec.lyapunov else ()):
         progress.create_array(f"slot_{name}", shape=(2, members, n, 3), chunks=(1, chunk, n, 3), dtype="f8",
                               fill_value=np.nan)
-    progress.create_array("slot_step_size", shape=(2, members), chunks=(1, chunk), dtype="f8", fill_value=np.nan)
+    for name in ("step_size",) + (("log_growth", "reference") if spec.lyapunov else ()):
+        progress.create_array(f"slot_{name}", shape=(2, members), chunks=(1, chunk), dtype="f8", fill_value=np.nan)
     progress.create_array("slot_status", shape=(2, members), chunks=(1, chunk), dtype="i8", fill_value=0)
     progress.create_array("slot_failed_step", shape=(2, members), chunks=(1, chunk), dtype="i8", fill_value=-1)
     group.attrs["identity"] = spec.identity()  # last: a store with an identity has a complete template
@@ -267,9 +278,8 @@ class RunStore:
     def done_grid(self) -> np.ndarray:
         return np.isfinite(self.progress("done")[:])
 
-    def read_checkpoint(self, slot: int, first: int, stop: int) -> dict:
-        return {name: self.progress(f"slot_{name}")[slot, first:stop]
-                for name in ("q", "omega", "step_size", "status", "failed_step")}
+    def read_checkpoint(self, slot: int, first: int, stop: int, names=CHECKPOINT_STATE) -> dict:
+        return {name: self.progress(f"slot_{name}")[slot, first:stop] for name in names}
 
     def write_checkpoint(self, slot: int, first: int, stop: int, state: dict) -> None:
         for name, value in state.items():

@@ -56,6 +56,7 @@ class Spec:
     store: str
     variables: tuple[str, ...]
     cluster: dict = field(default_factory=dict)
+    lyapunov: dict | None = None  # {"d0": …, "renormalise_every": …} when Benettin shadows are carried
 
     @property
     def sweep_points(self) -> int:
@@ -81,6 +82,7 @@ class Spec:
                          "omega_scale": self.omega_scale, "path": self.initial_path, "chunk": self.chunk},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
+            "analysis": {"lyapunov": self.lyapunov},
         }
         lines = []
         for section, entries in sections.items():
@@ -270,6 +272,26 @@ def _output_section(section: _Section) -> dict:
     return dict(store=store, variables=tuple(variables))
 
 
+def _analysis_section(section: _Section, method: str) -> dict | None:
+    """``lyapunov = { d0, renormalise_every }``: carry a Benettin shadow of every member (fixed-step
+    methods only: renormalisation happens at common steps)."""
+    table = section.get("lyapunov", "table")
+    section.finish()
+    if table is None:
+        return None
+    lyapunov = _Section("analysis.lyapunov", table)
+    d0 = lyapunov.positive("d0", "float", 1e-8)
+    if d0 >= 1e-2:
+        raise InvalidInput("analysis.lyapunov.d0", f"must be a small distance in (0, 0.01) (linearised "
+                           f"separation), got {d0!r}")
+    every = lyapunov.positive("renormalise_every", "int", 10, minimum=1, strict=False)
+    lyapunov.finish()
+    if METHODS[method].lanes == 1:
+        fixed = ", ".join(name for name, m in METHODS.items() if m.lanes is None)
+        raise InvalidInput("analysis.lyapunov", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
+    return {"d0": d0, "renormalise_every": every}
+
+
 #: spec keys of a `kind = "slurm"` cluster and their TOML types
 SLURM_CLUSTER_KEYS = {"site": "str", "partition": "str", "account": "str", "walltime": "str", "cores": "int",
                       "memory": "str", "minimum_jobs": "int", "maximum_jobs": "int", "worker_timeout": "float"}
@@ -334,15 +356,14 @@ def parse_spec(text: str, **overrides) -> Spec:
     for required in ("system", "integrator", "ensemble", "output"):
         if required not in document:
             raise InvalidInput(required, f"section [{required}] is required")
-    if document.get("analysis"):
-        raise InvalidInput(f"analysis.{next(iter(document['analysis']))}", "unknown key; [analysis] has no keys yet")
     name, preset, params, sweeps = _system_section(_Section("system", document["system"]))
+    integrator = _integrator_section(_Section("integrator", document["integrator"]))
     spec = Spec(
-        system=name, preset=preset, params=params, sweeps=sweeps,
-        **_integrator_section(_Section("integrator", document["integrator"])),
+        system=name, preset=preset, params=params, sweeps=sweeps, **integrator,
         **_ensemble_section(_Section("ensemble", document["ensemble"])),
         **_output_section(_Section("output", document["output"])),
         cluster=_cluster_section(_Section("cluster", document.get("cluster", {}))),
+        lyapunov=_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"]),
     )
     if spec.store.startswith("file://"):  # a local directory however it is spelled
         spec = replace(spec, store=spec.store[len("file://"):])

@@ -10,6 +10,7 @@ in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and relea
 import numpy as np
 
 from .lanes import constraint_errors_into, lane_function
+from .lyapunov import forget_failed_shadows, record_log_growth, renormalise_shadow
 from .status import NON_FINITE, OK
 
 
@@ -90,11 +91,37 @@ def write_final_state(q, omega, h, first, members, lane_status, lane_failed, lan
                 omega_end[m, i, k] = omega[i, k, b] if ok else np.nan
 
 
-def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, topology, h, n_steps, save_every, options,
-                     members, save_state, q_out, omega_out, energy, unit_error, tangency_error,
-                     status, failed_step, iterations, q_end, omega_end, step_size):
-    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps."""
+@lane_function
+def write_final_shadow(shadow_q, shadow_omega, log_growth, reference, first, members,
+                       shadow_q_end, shadow_omega_end, log_growth_end, reference_end):
+    """Per-member shadow state after the last step (the restart point of the next segment)."""
+    for b in range(shadow_q.shape[2]):
+        m = first + b
+        if m >= members:
+            break
+        log_growth_end[m] = log_growth[b]
+        reference_end[m] = reference[b]
+        for i in range(shadow_q.shape[0]):
+            for k in range(3):
+                shadow_q_end[m, i, k] = shadow_q[i, k, b]
+                shadow_omega_end[m, i, k] = shadow_omega[i, k, b]
+
+
+def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
+                     log_growth_blocks, reference_blocks, topology, h, n_steps, save_every, options,
+                     d0, renormalise_every, step_offset, members, save_state,
+                     q_out, omega_out, energy, unit_error, tangency_error, status, failed_step, iterations,
+                     q_end, omega_end, step_size, log_growth_out, shadow_q_end, shadow_omega_end, log_growth_end,
+                     reference_end):
+    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps.
+
+    With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
+    stepped alongside it and renormalised to distance ``d0`` at every global step
+    (``step_offset`` + k) divisible by ``renormalise_every``; otherwise the shadow arrays have no
+    bodies and are ignored.  The member's own arithmetic is the same either way.
+    """
     n_blocks, n, _, lanes = q_blocks.shape
+    tracking = renormalise_every > 0
     for blk in range(n_blocks):
         first = blk * lanes
         q = q_blocks[blk].copy()
@@ -112,14 +139,40 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, topolog
         active = np.empty(lanes, np.bool_)
         for b in range(lanes):
             active[b] = first + b < members
+        shadow_q = shadow_q_blocks[blk].copy()
+        shadow_omega = shadow_omega_blocks[blk].copy()
+        log_growth = log_growth_blocks[blk].copy()
+        reference = reference_blocks[blk].copy()
+        shadow_work = integrator_allocate(shadow_q.shape[0], lanes)  # noqa: F821
+        shadow_code = np.zeros(lanes, np.int64)
+        shadow_iterations = np.zeros(lanes, np.int64)
         integrator_begin(q, omega, md, mf, c, topology, h, options, work)  # noqa: F821
         record_sample(0, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+        if tracking:
+            integrator_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options, shadow_work)  # noqa: F821
+            record_log_growth(0, q, omega, shadow_q, shadow_omega, first, members, log_growth, reference,
+                              log_growth_out, scratch[0])
         for k in range(1, n_steps + 1):
             integrator_step(q, omega, md, mf, c, topology, h, options, work, active, code, step_iterations)  # noqa: F821
+            if tracking:
+                integrator_step(shadow_q, shadow_omega, md, mf, c, topology, h, options,  # noqa: F821
+                                shadow_work, active, shadow_code, shadow_iterations)
+                forget_failed_shadows(shadow_code, log_growth)
+                if (step_offset + k) % renormalise_every == 0:
+                    renormalise_shadow(q, omega, shadow_q, shadow_omega, d0, log_growth, reference, scratch[0])
+                    # the step's cached state (∂V/∂q at the shadow's q) must follow the moved shadow
+                    integrator_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options,  # noqa: F821
+                                     shadow_work)
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
             if k % save_every == 0:
                 record_sample(k // save_every, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                               save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+                if tracking:
+                    record_log_growth(k // save_every, q, omega, shadow_q, shadow_omega, first, members, log_growth,
+                                      reference, log_growth_out, scratch[0])
         write_final_state(q, omega, np.full(lanes, h), first, members, lane_status, lane_failed, lane_iterations,
                           status, failed_step, iterations, q_end, omega_end, step_size)
+        if tracking:
+            write_final_shadow(shadow_q, shadow_omega, log_growth, reference, first, members,
+                               shadow_q_end, shadow_omega_end, log_growth_end, reference_end)

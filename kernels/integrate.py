@@ -11,6 +11,7 @@ import numpy as np
 from .compile import compiled_kernel
 from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, METHODS
+from .lyapunov import Shadow
 from .systems import System
 
 #: tolerance within which inputs are silently put back on (S²)ⁿ; beyond it they are refused
@@ -33,6 +34,9 @@ class Trajectory:
     solver_iterations: max Newton iterations in any step (implicit vi) or accepted steps (rk45);
     step_size: the step size (s) the member would take next (rk45's controller proposal).
     Failed members hold NaN from their failing step on.
+    With a Benettin shadow: log_growth (members, samples), ln of the shadow's accumulated
+    separation growth (see :mod:`kernels.lyapunov`), and shadow_final, the shadows after the last
+    step; without: log_growth has 0 samples and shadow_final is None.
     """
 
     time: np.ndarray
@@ -49,6 +53,16 @@ class Trajectory:
     step_size: np.ndarray
     method: str
     implicit: bool
+    log_growth: np.ndarray
+    shadow_final: Shadow | None
+
+    def lyapunov(self, elapsed: np.ndarray | None = None) -> np.ndarray:
+        """Finite-time maximal Lyapunov exponent (1/s) at each sample, (members, samples):
+        log_growth / t, with t the time since the shadows were displaced (``elapsed``: one per
+        leading sample, default this call's ``time``); NaN at t = 0."""
+        elapsed = self.time if elapsed is None else np.asarray(elapsed, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(elapsed > 0, self.log_growth[:, :elapsed.size] / elapsed, np.nan)
 
 
 def _positive_int(field: str, value) -> int:
@@ -124,6 +138,26 @@ def _method_options(method: str, options: dict, n_steps: int, members: int) -> t
     return merged, np.array(vector, dtype=np.float64)
 
 
+def _checked_shadow(shadow: Shadow, method: str, q: np.ndarray) -> Shadow:
+    if not isinstance(shadow, Shadow):
+        raise InvalidInput("shadow", f"must be a kernels.lyapunov.Shadow, got {type(shadow).__name__}")
+    if METHODS[method].lanes == 1:
+        raise InvalidInput("shadow", f"Benettin shadows need a fixed-step method, not {method!r}; "
+                           f"allowed: {', '.join(m for m in METHODS if METHODS[m].lanes is None)}")
+    if np.shape(shadow.q) != q.shape or np.shape(shadow.omega) != q.shape:
+        raise InvalidInput("shadow", f"q and omega must have the shape of q0 {q.shape}")
+    for name in ("log_growth", "reference"):
+        if np.shape(getattr(shadow, name)) != q.shape[:1]:
+            raise InvalidInput(f"shadow.{name}", f"must have shape ({q.shape[0]},)")
+    if not (np.isfinite(shadow.d0) and shadow.d0 > 0):
+        raise InvalidInput("shadow.d0", f"must be > 0, got {shadow.d0!r}")
+    _positive_int("shadow.renormalise_every", shadow.renormalise_every)
+    if isinstance(shadow.step_offset, bool) or not isinstance(shadow.step_offset, (int, np.integer)) \
+            or shadow.step_offset < 0:
+        raise InvalidInput("shadow.step_offset", f"must be an integer >= 0, got {shadow.step_offset!r}")
+    return shadow
+
+
 def _to_blocks(array: np.ndarray, lanes: int) -> np.ndarray:
     """(members, ...) → (blocks, ..., lanes), padding with copies of the last member."""
     members = array.shape[0]
@@ -159,7 +193,8 @@ def _run_in_threads(kernel, blocks: dict, shared: tuple, keep_state: bool, outpu
 
 
 def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, save_every: int = 1, *,
-              outputs=OUTPUTS, threads: int | None = None, restart: bool = False, **method_options) -> Trajectory:
+              outputs=OUTPUTS, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
+              **method_options) -> Trajectory:
     """Integrate every member of an ensemble on (S²)ⁿ with one method.
 
     ``q0``, ``omega0``: (members, n, 3); ``dt`` (s) the step (rk45: the first step and the unit of
@@ -171,6 +206,9 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
     are not silently projected back; otherwise they are normalised and projected (within 1e-6).
     Method options: vi — implicit (force (22)–(25) even for diagonal M), newton_tol, newton_max_iterations;
     rk45 — rtol, atol, max_steps, first_step (scalar or per member).
+    ``shadow`` (fixed-step methods): Benettin shadows of the members (see :mod:`kernels.lyapunov`;
+    :func:`kernels.lyapunov.displaced_shadow` makes the first), stepped alongside them; their state
+    is taken bit for bit and returned in ``shadow_final``.
     Bad input raises :class:`~kernels.errors.InvalidInput` before any compute.
     """
     if not isinstance(system, System):
@@ -190,6 +228,8 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
     if implied not in (None, 1, members):
         raise InvalidInput("params", f"per-member parameters are given for {implied} members, q0 has {members}")
     options, option_vector = _method_options(method, method_options, n_steps, members)
+    if shadow is not None:
+        shadow = _checked_shadow(shadow, method, q)
     params = system.broadcast(members, n)
     mass = _checked_inertia(system, params, n)
     coef = np.ascontiguousarray(system.definition.coefficients(params, n), dtype=np.float64)
@@ -223,18 +263,40 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
     }
     if not np.all(np.isfinite(result["step_size"]) & (result["step_size"] > 0)):
         raise InvalidInput("first_step", "must be > 0")
+    tracked = members if shadow is not None else 0  # shadows have no bodies when not tracked
+    shadow_final = {
+        "log_growth": np.full((members, samples if shadow is not None else 0), np.nan),
+        "q": np.empty((members, n if tracked else 0, 3)),
+        "omega": np.empty((members, n if tracked else 0, 3)),
+        "log_growth_end": np.empty(members),
+        "reference": np.empty(members),
+    }
+    if shadow is None:
+        shadow_in = (np.zeros((members, 0, 3)), np.zeros((members, 0, 3)), np.zeros(members), np.ones(members))
+        shadow_scalars = (1.0, 0, 0)
+    else:
+        shadow_in = tuple(np.asarray(a, dtype=np.float64) for a in (shadow.q, shadow.omega, shadow.log_growth,
+                                                                     shadow.reference))
+        shadow_scalars = (float(shadow.d0), int(shadow.renormalise_every), int(shadow.step_offset))
     threads = default_threads() if threads is None else _positive_int("threads", threads)
     kernel = compiled_kernel(method, system.name, inertia_kind)
-    blocks = {"q": q, "omega": omega, "mass_diag": mass_diag, "mass_full": mass_full, "coef": coef}
+    blocks = {"q": q, "omega": omega, "mass_diag": mass_diag, "mass_full": mass_full, "coef": coef,
+              "shadow_q": shadow_in[0], "shadow_omega": shadow_in[1], "log_growth": shadow_in[2],
+              "reference": shadow_in[3]}
     _run_in_threads(
         kernel, {name: _to_blocks(array, lanes) for name, array in blocks.items()},
-        (topology, float(dt), n_steps, save_every, option_vector), keep_state,
+        (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
         [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "status", "failed_step",
-                                   "solver_iterations", "q_final", "omega_final", "step_size")],
+                                   "solver_iterations", "q_final", "omega_final", "step_size")]
+        + [shadow_final[name] for name in ("log_growth", "q", "omega", "log_growth_end", "reference")],
         lanes, members, threads)
     if not keep_state or "q" not in outputs:
         result["q"] = result["q"][:, :0]
     if not keep_state or "omega" not in outputs:
         result["omega"] = result["omega"][:, :0]
     time = np.arange(samples) * (save_every * float(dt))
-    return Trajectory(time=time, method=method, implicit=implicit, **result)
+    if shadow is not None:
+        shadow = Shadow(shadow_final["q"], shadow_final["omega"], shadow_final["log_growth_end"],
+                        shadow_final["reference"], shadow.d0, shadow.renormalise_every, shadow.step_offset + n_steps)
+    return Trajectory(time=time, method=method, implicit=implicit, log_growth=shadow_final["log_growth"],
+                      shadow_final=shadow, **result)

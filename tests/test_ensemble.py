@@ -158,8 +158,9 @@ def test_running_scheduler_by_address_gives_the_same_store(tmp_path, capsys):
     assert main(["status", str(tmp_path / "remote.zarr")]) == 0
     out = capsys.readouterr().out
     assert "segments      8/8" in out and "failed        0 members" in out and "not running" in out
-    assert main(["report", str(tmp_path / "remote.zarr")]) == 0
+    assert main(["report", str(tmp_path / "remote.zarr"), "--out", str(tmp_path / "report")]) == 0
     assert "vi" in capsys.readouterr().out
+    assert (tmp_path / "report" / "report.md").stat().st_size > 0
 
 
 def test_uniform_and_continuation_from_a_finished_store(tmp_path):

@@ -20,7 +20,8 @@ GOOD = dict(method="vi", t_end=0.2, checkpoint_every=50, members=6, chunk=3, wor
 
 def bad_spec(tmp_path, old, new):
     store = str(tmp_path / "bad.zarr")
-    text = BASE_SPEC.format(store=store, **GOOD)
+    analysis = "[analysis]\nlyapunov = { d0 = 1e-8, renormalise_every = 7 }\n\n"
+    text = analysis + BASE_SPEC.format(store=store, **GOOD)
     assert old in text
     return write_spec(tmp_path, "bad.toml", text=text.replace(old, new)), store
 
@@ -49,6 +50,13 @@ CASES = [
     ("unknown variable", '"tangency_error"]', '"tangency"]', "output.variables: unknown variable 'tangency'"),
     ("missing file", 'initial = "perturb"', 'initial = "file"\npath = "nowhere.npz"', "ensemble.path: cannot read"),
     ("not toml", "[system]", "[system", "spec: is not valid TOML"),
+    ("lyapunov with rk45", 'method = "vi"', 'method = "rk45"', "analysis.lyapunov: needs a fixed-step method, not "
+     "'rk45'; allowed: vi, rk2, rk2_projected, rk4"),
+    ("lyapunov unknown key", "d0 = 1e-8", "d0 = 1e-8, every = 3", "analysis.lyapunov.every: unknown key"),
+    ("lyapunov d0 too large", "d0 = 1e-8", "d0 = 0.5", "analysis.lyapunov.d0: must be a small distance in (0, 0.01)"),
+    ("lyapunov renormalise_every", "renormalise_every = 7", "renormalise_every = 0",
+     "analysis.lyapunov.renormalise_every: must be a finite number >= 1"),
+    ("analysis unknown key", "lyapunov = {", "chaos = 1\nlyapunov = {", "analysis.chaos: unknown key"),
 ]
 
 

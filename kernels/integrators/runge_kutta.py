@@ -185,14 +185,20 @@ def dopri_dense_into(q, omega, kq, kw, h, theta, out_q, out_w):
             out_w[i, k, 0] = omega[i, k, 0] + h * sw
 
 
-def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, topology, dt, n_steps, save_every, options,
-                   members, save_state, q_out, omega_out, energy, unit_error, tangency_error,
-                   status, failed_step, iterations, q_end, omega_end, step_size):
+def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
+                   log_growth_blocks, reference_blocks, topology, dt, n_steps, save_every, options,
+                   d0, renormalise_every, step_offset, members, save_state,
+                   q_out, omega_out, energy, unit_error, tangency_error, status, failed_step, iterations,
+                   q_end, omega_end, step_size, log_growth_out, shadow_q_end, shadow_omega_end, log_growth_end,
+                   reference_end):
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
     times s·save_every·dt; the last step is clipped to land on n_steps·dt exactly, and the step size
     the controller proposes there is returned in ``step_size`` to continue a later segment.  A
     non-finite stage makes the step rejected; a member whose step then shrinks below round-off of
-    t_end (or that exceeds max_steps attempts) fails with STEP_SIZE_UNDERFLOW."""
+    t_end (or that exceeds max_steps attempts) fails with STEP_SIZE_UNDERFLOW.
+    Shares :func:`kernels.driver.drive_fixed_step`'s signature; Benettin shadows need renormalisation
+    at common fixed steps, so :func:`kernels.integrate` refuses them here and the shadow arguments
+    are unused."""
     n_blocks, n, _, lanes = q_blocks.shape
     t_end = n_steps * dt
     n_samples = n_steps // save_every + 1
