@@ -11,6 +11,7 @@ import numpy as np
 from .compile import compiled_kernel
 from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, METHODS
+from . import system_parallel
 from .systems import System
 
 #: tolerance within which inputs are silently put back on (S²)ⁿ; beyond it they are refused
@@ -49,6 +50,12 @@ class Trajectory:
     step_size: np.ndarray
     method: str
     implicit: bool
+    #: "ensemble" (members in parallel) or "system" (one member, parallel inside each step)
+    mode: str = "ensemble"
+    #: system mode only: kinetic temperature T/n (J: k_B T with 2 degrees of freedom per body, k_B = 1),
+    #: (members, samples); and how many times the Verlet lists were built (members,)
+    temperature: np.ndarray | None = None
+    neighbour_rebuilds: np.ndarray | None = None
 
 
 def _positive_int(field: str, value) -> int:
@@ -159,7 +166,8 @@ def _run_in_threads(kernel, blocks: dict, shared: tuple, keep_state: bool, outpu
 
 
 def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, save_every: int = 1, *,
-              outputs=OUTPUTS, threads: int | None = None, restart: bool = False, **method_options) -> Trajectory:
+              outputs=OUTPUTS, threads: int | None = None, restart: bool = False, mode: str | None = None,
+              skin: float | None = None, **method_options) -> Trajectory:
     """Integrate every member of an ensemble on (S²)ⁿ with one method.
 
     ``q0``, ``omega0``: (members, n, 3); ``dt`` (s) the step (rk45: the first step and the unit of
@@ -171,6 +179,10 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
     are not silently projected back; otherwise they are normalised and projected (within 1e-6).
     Method options: vi — implicit (force (22)–(25) even for diagonal M), newton_tol, newton_max_iterations;
     rk45 — rtol, atol, max_steps, first_step (scalar or per member).
+    ``mode``: "ensemble" (members in parallel), "system" (one member of a short-range pair system, parallel
+    over bodies inside each step, O(n) neighbour lists with Verlet ``skin`` (m, chord; default the
+    system's, 0.3σ for sphere_lj)) or None: system when one member, ≥ 1000 bodies, a finite cutoff and
+    explicit vi (see :mod:`kernels.system_parallel`); the system mode also returns ``temperature``.
     Bad input raises :class:`~kernels.errors.InvalidInput` before any compute.
     """
     if not isinstance(system, System):
@@ -224,6 +236,10 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
     if not np.all(np.isfinite(result["step_size"]) & (result["step_size"] > 0)):
         raise InvalidInput("first_step", "must be > 0")
     threads = default_threads() if threads is None else _positive_int("threads", threads)
+    if system_parallel.choose_mode(mode, system, method, implicit, members, n, params) == "system":
+        result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
+                                          skin, keep_state, threads))
+        return _trajectory(result, outputs, keep_state, samples, save_every, dt, method, implicit, "system")
     kernel = compiled_kernel(method, system.name, inertia_kind)
     blocks = {"q": q, "omega": omega, "mass_diag": mass_diag, "mass_full": mass_full, "coef": coef}
     _run_in_threads(
@@ -232,9 +248,13 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
         [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "status", "failed_step",
                                    "solver_iterations", "q_final", "omega_final", "step_size")],
         lanes, members, threads)
+    return _trajectory(result, outputs, keep_state, samples, save_every, dt, method, implicit, "ensemble")
+
+
+def _trajectory(result, outputs, keep_state, samples, save_every, dt, method, implicit, mode) -> Trajectory:
     if not keep_state or "q" not in outputs:
         result["q"] = result["q"][:, :0]
     if not keep_state or "omega" not in outputs:
         result["omega"] = result["omega"][:, :0]
     time = np.arange(samples) * (save_every * float(dt))
-    return Trajectory(time=time, method=method, implicit=implicit, **result)
+    return Trajectory(time=time, method=method, implicit=implicit, mode=mode, **result)

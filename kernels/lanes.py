@@ -57,6 +57,15 @@ def solve_in_lanes(a, x):
 
 
 @lane_function
+def chord(q, i, j, b):
+    """q_i − q_j and its squared length (chord², m²) for lane b."""
+    d0 = q[i, 0, b] - q[j, 0, b]
+    d1 = q[i, 1, b] - q[j, 1, b]
+    d2 = q[i, 2, b] - q[j, 2, b]
+    return d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2
+
+
+@lane_function
 def velocities_into(q, omega, out):
     """Body velocities q̇_i = ω_i × q_i (Lee–Leok–McClamroch eq. (10)), lane layout."""
     n = q.shape[0]
