@@ -6,14 +6,18 @@ closer than r_list lies in the same or in adjacent cells (27 at most).  Only the
 crosses are ever occupied; the empty ones cost 4 bytes each (the grid is capped at 16 cells per
 particle) and one pass of the counting sort per rebuild.
 
-The Verlet list holds, for every particle, the indices of all particles within r_list when it was
-built (a full list: each pair appears twice), **sorted by index**.  It stays valid while no particle
-has moved more than skin/2 (chord) since then (triangle inequality: a pair now within r_c was within
-r_c + skin at the build).  Forces and energies are gathered: particle i sums over its own row, in
-increasing j, so the parallel loops (``numba.prange``) write disjoint rows, need no atomics, and give
-bitwise the same result for any number of threads.  Because rows are sorted and pairs beyond r_c add
-an exact 0, the gradient does not depend on when the list was built, and it equals the all-pairs
-lane function of the same system bit for bit (same pair terms, summed in the same order).
+The Verlet list holds, for every particle, all particles within r_list when it was built (a full
+list: each pair appears twice).  It stays valid while no particle has moved more than skin/2 (chord)
+since then (triangle inequality: a pair now within r_c was within r_c + skin at the build).
+
+Memory order and sum order are kept apart.  Callers store particles cell by cell
+(:func:`sort_by_cell`, redone at every rebuild) so that neighbours sit close in memory, and carry
+``ids``, the original index of each stored particle.  Rows are sorted by ``ids``, and forces and
+energies are gathered: particle i sums over its own row in increasing original index.  So the
+parallel loops (``numba.prange``) write disjoint rows and need no atomics; the result is bitwise the
+same for any number of threads, any storage order and any rebuild schedule (pairs beyond r_c add an
+exact 0); and it equals the all-pairs lane function of the same system bit for bit (the same pair
+terms, summed in the same order).
 
 Arrays use the lane layout of :mod:`kernels.lanes` with a single lane: q is (n, 3, 1).
 Templates call the free names ``pair_energy`` and ``pair_gradient_factor`` (a system's
@@ -78,9 +82,10 @@ def bin_particles(q, per_axis, particle_cell, cell_start, cell_particles):
 
 
 @_parallel
-def build_rows(q, list_range_squared, per_axis, particle_cell, cell_start, cell_particles, neighbours, counts,
+def build_rows(q, ids, list_range_squared, per_axis, particle_cell, cell_start, cell_particles, neighbours, counts,
                reference):
-    """Verlet rows: every j ≠ i with chord² < r_list², sorted by j, from the 27 cells around i's cell.
+    """Verlet rows: every j ≠ i with chord² < r_list², sorted by ``ids[j]`` (the particle's original
+    index: see :func:`sort_by_cell`), from the 27 cells around i's cell.
 
     Rows longer than the capacity are counted but truncated; returns the longest row so that the
     caller can rebuild with a larger capacity.  Also stores the positions of this build (``reference``).
@@ -107,11 +112,12 @@ def build_rows(q, list_range_squared, per_axis, particle_cell, cell_start, cell_
                                 neighbours[i, count] = j
                             count += 1
         counts[i] = count
-        # insertion sort of the (short) row: the sum order of the forces is then increasing j
+        # insertion sort of the (short) row: forces are then summed in increasing original index
         for a in range(1, min(count, capacity)):
             value = neighbours[i, a]
+            key = ids[value]
             b = a - 1
-            while b >= 0 and neighbours[i, b] > value:
+            while b >= 0 and ids[neighbours[i, b]] > key:
                 neighbours[i, b + 1] = neighbours[i, b]
                 b -= 1
             neighbours[i, b + 1] = value
@@ -142,6 +148,25 @@ def max_displacement_squared(q, reference, chunk_max):
     return result
 
 
+@_parallel
+def permute(a, order, buffer):
+    """a ← a[order] along the first axis (``buffer``: scratch of a's shape)."""
+    for s in prange(a.shape[0]):
+        buffer[s] = a[order[s]]
+    for s in prange(a.shape[0]):
+        a[s] = buffer[s]
+
+
+@_serial
+def sort_by_cell(q, per_axis, lists):
+    """The storage order that puts particles cell by cell (``lists`` as from :func:`allocate`), so that
+    the particles of a cell, and neighbours generally, sit close together in memory.  Callers permute
+    every per-particle array with it, including ``ids``, the original indices."""
+    particle_cell, cell_start, cell_particles = lists[0], lists[1], lists[2]
+    bin_particles(q, per_axis, particle_cell, cell_start, cell_particles)
+    return cell_particles.copy()
+
+
 @_serial
 def needs_rebuild(q, reference, skin, chunk_max):
     """True when some particle has moved more than skin/2 (chord, m) since the last build."""
@@ -159,14 +184,14 @@ def allocate(n, per_axis, capacity):
 
 
 @_serial
-def rebuild(q, list_range, per_axis, lists):
+def rebuild(q, ids, list_range, per_axis, lists):
     """Bin the particles and build every Verlet row at positions q; grows the rows' capacity (new
     arrays) until no row overflows.  Returns the lists (the same arrays unless they grew)."""
     particle_cell, cell_start, cell_particles, neighbours, counts, reference, chunk_max = lists
     n = q.shape[0]
     bin_particles(q, per_axis, particle_cell, cell_start, cell_particles)
     while True:
-        longest = build_rows(q, list_range * list_range, per_axis, particle_cell, cell_start, cell_particles,
+        longest = build_rows(q, ids, list_range * list_range, per_axis, particle_cell, cell_start, cell_particles,
                              neighbours, counts, reference)
         if longest <= neighbours.shape[1]:
             return particle_cell, cell_start, cell_particles, neighbours, counts, reference, chunk_max
@@ -174,21 +199,37 @@ def rebuild(q, list_range, per_axis, lists):
 
 
 def gradient_template(q, coef, neighbours, counts, out):
-    """∂V/∂q_i = Σ_{j in row i} g(r_ij²)(q_i − q_j) (J), gathered per particle in increasing j."""
-    for i in prange(q.shape[0]):
-        g0 = 0.0
-        g1 = 0.0
-        g2 = 0.0
-        for s in range(counts[i]):
-            j = neighbours[i, s]
-            d0, d1, d2, r2 = chord(q, i, j, 0)
-            f = pair_gradient_factor(r2, coef, 0)  # noqa: F821 (bound at specialisation)
-            g0 += f * d0
-            g1 += f * d1
-            g2 += f * d2
-        out[i, 0, 0] = g0
-        out[i, 1, 0] = g1
-        out[i, 2, 0] = g2
+    """∂V/∂q_i = Σ_{j in row i} g(r_ij²)(q_i − q_j) (J), gathered per particle in row order.
+
+    Particles are split into REDUCTION_CHUNKS ranges, each with its own scratch: the pair terms of a
+    row are computed in one loop that LLVM vectorises (gathering q_j), then summed in row order in a
+    second, so the result is the same as one scalar loop, bit for bit."""
+    n = q.shape[0]
+    capacity = neighbours.shape[1]
+    for c in prange(REDUCTION_CHUNKS):
+        terms = np.empty((3, capacity))
+        for i in range(c * n // REDUCTION_CHUNKS, (c + 1) * n // REDUCTION_CHUNKS):
+            count = counts[i]
+            x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
+            for s in range(count):
+                j = neighbours[i, s]
+                d0 = x0 - q[j, 0, 0]
+                d1 = x1 - q[j, 1, 0]
+                d2 = x2 - q[j, 2, 0]
+                f = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821 (bound at specialisation)
+                terms[0, s] = f * d0
+                terms[1, s] = f * d1
+                terms[2, s] = f * d2
+            g0 = 0.0
+            g1 = 0.0
+            g2 = 0.0
+            for s in range(count):
+                g0 += terms[0, s]
+                g1 += terms[1, s]
+                g2 += terms[2, s]
+            out[i, 0, 0] = g0
+            out[i, 1, 0] = g1
+            out[i, 2, 0] = g2
 
 
 def energies_template(q, coef, neighbours, counts, out):

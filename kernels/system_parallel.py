@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 import numba
-from numba import prange
+from numba import njit, prange
 
 from . import neighbours as nb
 from .errors import InvalidInput
 from .integrators import METHODS
-from .lanes import constraint_errors_into, kinetic_energy_diagonal
+from .lanes import body_kinetic_energy, constraint_errors_into
 from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
 
 MODES = ("ensemble", "system")
@@ -65,53 +65,84 @@ def failure_template(margin, q, omega, chunk):
     return code
 
 
-def record_template(sample, q, omega, mass_diag, coef, neighbours, counts, per_particle, scratch, save_state,
-                    q_out, omega_out, energy, temperature, unit_error, tangency_error):
-    """Diagnostics of one saved sample: E = T + V (J), kinetic temperature T/n (J), constraint errors."""
+def record_template(sample, q, omega, mass_diag, ids, coef, neighbours, counts, per_particle, by_id, scratch,
+                    save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error):
+    """Diagnostics of one saved sample: E = T + V (J), kinetic temperature T/n (J), constraint errors;
+    q and ω in the caller's particle order when ``save_state``.  Sums run over original indices, so
+    they do not depend on the storage order or the thread count."""
     n = q.shape[0]
-    kinetic_energy(q, omega, mass_diag, mass_diag, scratch[0])  # noqa: F821 (mass_full unused: diagonal M)
     pair_energies(q, coef, neighbours, counts, per_particle)  # noqa: F821
+    for s in range(n):
+        by_id[0, ids[s]] = body_kinetic_energy(q, omega, mass_diag, s, 0)
+        by_id[1, ids[s]] = per_particle[s]
+    kinetic = 0.0
     potential = 0.0
-    for i in range(n):  # serial, in index order: the same sum for any thread count
-        potential += per_particle[i]
-    constraint_errors_into(q, omega, scratch[1], scratch[2])
-    energy[sample] = scratch[0, 0] + potential
-    temperature[sample] = scratch[0, 0] / n
-    unit_error[sample] = scratch[1, 0]
-    tangency_error[sample] = scratch[2, 0]
+    for i in range(n):
+        kinetic += by_id[0, i]
+        potential += by_id[1, i]
+    constraint_errors_into(q, omega, scratch[0], scratch[1])
+    energy[sample] = kinetic + potential
+    temperature[sample] = kinetic / n
+    unit_error[sample] = scratch[0, 0]
+    tangency_error[sample] = scratch[1, 0]
     if save_state:
-        for i in range(n):
+        for s in range(n):
             for k in range(3):
-                q_out[sample, i, k] = q[i, k, 0]
-                omega_out[sample, i, k] = omega[i, k, 0]
+                q_out[sample, ids[s], k] = q[s, k, 0]
+                omega_out[sample, ids[s], k] = omega[s, k, 0]
 
 
-def drive_system_parallel(q, omega, mass_diag, coef, h, n_steps, save_every, list_range, skin, per_axis, capacity,
-                          save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error, info):
-    """March one system of n bodies ``n_steps`` steps of size ``h`` (s) in place (q, ω: (n, 3, 1)), saving
-    every ``save_every`` steps.  The Verlet lists (range ``list_range`` = r_c + skin, m) are rebuilt
-    whenever a particle has moved more than skin/2 since the last build.  ``info`` receives
-    [status, failed step (−1 if none), rebuilds (including the first build), row capacity]."""
-    n = q.shape[0]
-    grad = np.empty_like(q)
-    q_next = np.empty_like(q)
+@njit(error_model="numpy", nogil=True)
+def sort_and_rebuild(q, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis, lists, buffers):
+    """Put the particles in cell order (every per-particle array is permuted alike; ``ids`` keeps the
+    original indices), then build the Verlet rows at q (see :mod:`kernels.neighbours`)."""
+    order = nb.sort_by_cell(q, per_axis, lists)
+    vectors, scalars, column, indices = buffers
+    nb.permute(q, order, vectors)
+    nb.permute(omega, order, vectors)
+    nb.permute(mass_diag, order, column)
+    nb.permute(half_h_over_mass, order, column)
+    nb.permute(margin, order, scalars)
+    nb.permute(ids, order, indices)
+    return nb.rebuild(q, ids, list_range, per_axis, lists)
+
+
+def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, save_every, list_range, skin, per_axis,
+                          capacity, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
+                          q_end, omega_end, info):
+    """March one system of n bodies ``n_steps`` steps of size ``h`` (s) from (q, ω) (n, 3, 1), saving every
+    ``save_every`` steps.  The Verlet lists (range ``list_range`` = r_c + skin, m) are rebuilt, with the
+    particles re-sorted by cell, whenever one has moved more than skin/2 since the last build.
+    ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity]."""
+    n = q_start.shape[0]
+    q_next = q_start.copy()  # the working arrays are in storage (cell) order; ids maps them back
+    omega = omega_start.copy()
+    mass_diag = mass_start.copy()
+    q = np.empty_like(q_start)
+    grad = np.empty_like(q_start)
     half_h_over_mass = np.empty((n, 1))
     for i in range(n):
         half_h_over_mass[i, 0] = 0.5 * h / mass_diag[i, 0]
-    margin = np.empty(n)
+    margin = np.ones(n)
+    ids = np.arange(n)
     per_particle = np.empty(n)
-    scratch = np.empty((3, 1))
-    lists = nb.rebuild(q, list_range, per_axis, nb.allocate(n, per_axis, capacity))
+    by_id = np.empty((2, n))
+    scratch = np.empty((2, 1))
+    buffers = (np.empty_like(q_start), np.empty(n), np.empty((n, 1)), np.empty(n, np.int64))
+    lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
+                             nb.allocate(n, per_axis, capacity), buffers)
     rebuilds = 1
+    q[:] = q_next
     pair_gradient(q, coef, lists[3], lists[4], grad)  # noqa: F821
-    record_system_sample(0, q, omega, mass_diag, coef, lists[3], lists[4], per_particle, scratch,  # noqa: F821
-                         save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error)
+    record_system_sample(0, q, omega, mass_diag, ids, coef, lists[3], lists[4], per_particle, by_id,  # noqa: F821
+                         scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error)
     status = OK
     failed = -1
     for k in range(1, n_steps + 1):
         drift_bodies(q, omega, grad, half_h_over_mass, h, q_next, margin)  # noqa: F821
         if nb.needs_rebuild(q_next, lists[5], skin, lists[6]):
-            lists = nb.rebuild(q_next, list_range, per_axis, lists)
+            lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
+                                     lists, buffers)
             rebuilds += 1
         pair_gradient(q_next, coef, lists[3], lists[4], grad)  # noqa: F821
         kick_bodies(q_next, omega, grad, half_h_over_mass, q)  # noqa: F821
@@ -120,9 +151,13 @@ def drive_system_parallel(q, omega, mass_diag, coef, h, n_steps, save_every, lis
             failed = k
             break
         if k % save_every == 0:
-            record_system_sample(k // save_every, q, omega, mass_diag, coef, lists[3], lists[4],  # noqa: F821
-                                 per_particle, scratch, save_state, q_out, omega_out, energy, temperature,
+            record_system_sample(k // save_every, q, omega, mass_diag, ids, coef, lists[3], lists[4],  # noqa: F821
+                                 per_particle, by_id, scratch, save_state, q_out, omega_out, energy, temperature,
                                  unit_error, tangency_error)
+    for s in range(n):
+        for c in range(3):
+            q_end[ids[s], c] = q[s, c, 0]
+            omega_end[ids[s], c] = omega[s, c, 0]
     info[STATUS] = status
     info[FAILED_STEP] = failed
     info[REBUILDS] = rebuilds
@@ -133,7 +168,7 @@ PARALLEL_HELPERS = (("drift_bodies", drift_template), ("kick_bodies", kick_templ
                     ("step_failure", failure_template))
 SERIAL_HELPERS = (("record_system_sample", record_template),)
 #: bound for every system-parallel kernel (diagonal M only)
-FIXED_BINDINGS = {"kinetic_energy": kinetic_energy_diagonal}
+FIXED_BINDINGS = {}
 
 
 def cutoff_of(system, params) -> float:
@@ -190,6 +225,8 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     lanes_q = np.ascontiguousarray(q[0, :, :, np.newaxis])
     lanes_omega = np.ascontiguousarray(omega[0, :, :, np.newaxis])
     info = np.zeros(4, np.int64)
+    q_final = np.empty((1, n, 3))
+    omega_final = np.empty((1, n, 3))
     kernel = compiled_system_kernel(method, system.name)
     previous = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
@@ -197,15 +234,16 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
         kernel(lanes_q, lanes_omega, np.ascontiguousarray(mass_diag[0, :, np.newaxis]),
                np.ascontiguousarray(coef.T), float(dt), n_steps, save_every, list_range, float(skin), per_axis,
                nb.initial_capacity(n, list_range), keep_state, out["q"][0], out["omega"][0], out["energy"][0],
-               out["temperature"][0], out["unit_error"][0], out["tangency_error"][0], info)
+               out["temperature"][0], out["unit_error"][0], out["tangency_error"][0], q_final[0],
+               omega_final[0], info)
     finally:
         numba.set_num_threads(previous)
     ok = info[STATUS] == OK
     out.update(
         status=info[STATUS:STATUS + 1].copy(), failed_step=info[FAILED_STEP:FAILED_STEP + 1].copy(),
         solver_iterations=np.zeros(1, np.int64), step_size=np.full(1, float(dt)),
-        q_final=(lanes_q[np.newaxis, :, :, 0] if ok else np.full((1, n, 3), np.nan)),
-        omega_final=(lanes_omega[np.newaxis, :, :, 0] if ok else np.full((1, n, 3), np.nan)),
+        q_final=(q_final if ok else np.full((1, n, 3), np.nan)),
+        omega_final=(omega_final if ok else np.full((1, n, 3), np.nan)),
         neighbour_rebuilds=info[REBUILDS:REBUILDS + 1].copy())
     return out
 
@@ -230,11 +268,16 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
     if threads is not None:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        lists = nb.rebuild(q, cutoff + skin, per_axis, nb.allocate(n, per_axis, nb.initial_capacity(n, cutoff + skin)))
+        lists = nb.allocate(n, per_axis, nb.initial_capacity(n, cutoff + skin))
+        order = nb.sort_by_cell(q, per_axis, lists)
+        q = np.ascontiguousarray(q[order])
+        lists = nb.rebuild(q, order, cutoff + skin, per_axis, lists)
         gradient = np.empty_like(q)
         energies = np.empty(n)
         kernel.pair_gradient(q, coef, lists[3], lists[4], gradient)
         kernel.pair_energies(q, coef, lists[3], lists[4], energies)
     finally:
         numba.set_num_threads(previous)
+    gradient[order] = gradient.copy()
+    energies[order] = energies.copy()
     return gradient[:, :, 0], energies, lists[3].shape[1]
