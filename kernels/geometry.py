@@ -219,3 +219,16 @@ def nearest_face(points: np.ndarray, mesh: FaceMesh, block: int = 4096) -> np.nd
     index = np.concatenate([np.argmax(flat[i:i + block] @ mesh.centroids.T, axis=1)
                             for i in range(0, len(flat), block)] or [np.zeros(0, np.int64)])
     return index.reshape(points.shape[:-1])
+
+
+def face_map(points: np.ndarray, values: np.ndarray, level: int = 4) -> np.ndarray:
+    """Example 6's map: the mean of ``values`` (n,) over the points (n, 3) nearest each face of the
+    level-``level`` icosphere (5120 faces at 4), then averaged over the face and its three edge
+    neighbours.  Faces without points count as 0."""
+    mesh = face_mesh(level)
+    faces = len(mesh.centroids)
+    face = nearest_face(points, mesh)
+    total = np.bincount(face, weights=values, minlength=faces)
+    count = np.bincount(face, minlength=faces)
+    mean = np.divide(total, count, out=np.zeros(faces), where=count > 0)
+    return (mean + mean[mesh.neighbours].sum(axis=1)) / 4
