@@ -13,7 +13,7 @@ h = 0.005τ (LAMMPS' usual LJ step, stable here).  LAMMPS: hex lattice at ρ* = 
 Each measurement runs in its own process (compilation comes from Numba's disk cache, done by a warm-up)
 so that its peak RSS is its own: "RSS/particle" is (peak RSS − RSS before the state was made) / N.
 The conservation row repeats the acceptance case of tests/test_md.py at full size (N = 10⁴,
-10⁴ steps, T* = 0.5, h = 0.002τ): max |ΔE|/|E0| and max unit-length error.
+10⁴ steps, T* = 0.5, h = 0.001τ): max |ΔE|/|E0| and max unit-length error.
 
 Targets (2 cores): cost per particle-step rises < 1.5× from 10⁴ to 10⁶; ≥ 1e7 particle-steps/s at
 N = 10⁵ and at least LAMMPS' 2-rank figure; ≤ 1 KB per particle.
@@ -57,7 +57,7 @@ def measure(kind: str, n: int, steps: int) -> dict:
     system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
     integrate(system, "vi", warm[None], thermal_velocities(warm, 1.0, 1.0, 0)[None], 0.005 * sigma, 2, 1, mode=mode)
     baseline = _rss_bytes()
-    temperature, step = (0.5, 0.002) if kind == "conservation" else (TEMPERATURE, STEP)
+    temperature, step = (0.5, 0.001) if kind == "conservation" else (TEMPERATURE, STEP)
     sigma = np.sqrt(DENSITY * 4 * np.pi / n)
     system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
     q = fibonacci_sphere(n)
@@ -179,7 +179,7 @@ def main():
                       f"{'-':>13}{'-':>14}{'-':>8}   ({note})", flush=True)
     if not args.no_conservation:
         row = run_isolated("conservation", 10_000, 10_000)
-        print(f"\nconservation, N = 10⁴, 10⁴ steps, T* = 0.5, h = 0.002τ: max |ΔE|/|E0| = {row['max_rel_dE']:.2e} "
+        print(f"\nconservation, N = 10⁴, 10⁴ steps, T* = 0.5, h = 0.001τ: max |ΔE|/|E0| = {row['max_rel_dE']:.2e} "
               f"(target < 1e-5), max unit error = {row['max_unit']:.2e} (target ≤ 1e-13), "
               f"{row['rebuilds']} list builds, {row['seconds']:.1f} s")
 
