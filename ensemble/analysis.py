@@ -267,18 +267,12 @@ def face_kinetic_energy(ds: xr.Dataset, time_index: int, member: int = 0, level:
     """The paper's kinetic-energy map (Example 6): mean kinetic energy (J) of the particles in each
     face of a level-``level`` icosphere (5120 faces at 4), then averaged over the face and its three
     edge neighbours.  Faces without particles count as 0."""
-    from kernels.geometry import face_mesh, nearest_face
+    from kernels.geometry import face_map
 
     system = store_plan(ds).chunk_system(member, member + 1)
     q = ds.q.isel(member=[member], time=[time_index]).values
     energies = system.body_kinetic_energies(q, ds.omega.isel(member=[member], time=[time_index]).values)[0, 0]
-    mesh = face_mesh(level)
-    faces = len(mesh.centroids)
-    face = nearest_face(q[0, 0], mesh)
-    total = np.bincount(face, weights=energies, minlength=faces)
-    count = np.bincount(face, minlength=faces)
-    mean = np.divide(total, count, out=np.zeros(faces), where=count > 0)
-    return (mean + mean[mesh.neighbours].sum(axis=1)) / 4
+    return face_map(q[0, 0], energies, level)
 
 
 def pair_distribution(q: np.ndarray, bins: int = 90, max_particles: int = 4000, seed: int = 0):

@@ -59,3 +59,34 @@ def compiled_kernel(method: str, system: str, inertia_kind: str):
         bindings[name] = njit(**_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
     driver = _bind(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)
     return njit(cache=True, **_KERNEL_FLAGS)(driver)
+
+
+@functools.cache
+def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
+    """The neighbour-list gradient and per-particle energies of ``system``'s pair potential
+    (:mod:`kernels.neighbours`), parallel over particles."""
+    from .neighbours import PAIR_TEMPLATES
+
+    pair = SYSTEMS[system].pair
+    bindings = {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
+    tag = f"{system}__{SOURCE_HASH}"
+    return types.SimpleNamespace(**{
+        name: njit(parallel=True, **_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
+        for name, template in PAIR_TEMPLATES})
+
+
+@functools.cache
+def compiled_system_kernel(method: str, system: str):
+    """The jitted system-parallel driver (:mod:`kernels.system_parallel`) of ``method`` for ``system``."""
+    from . import system_parallel as sp
+
+    drift, kick = METHODS[method].system_stages
+    tag = f"{method}__{system}__system__{SOURCE_HASH}"
+    bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
+                **sp.FIXED_BINDINGS}
+    for name, template in sp.PARALLEL_HELPERS:
+        bindings[name] = njit(parallel=True, **_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
+    for name, template in sp.SERIAL_HELPERS:
+        bindings[name] = njit(**_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
+    driver = sp.drive_system_parallel
+    return njit(cache=True, **_KERNEL_FLAGS)(_bind(driver, f"{driver.__name__}__{tag}", bindings))

@@ -5,6 +5,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .errors import InvalidInput
+
 
 def icosphere(level: int) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (10·4^level + 2, 3) and faces (20·4^level, 3) of a subdivided icosahedron.
@@ -61,6 +63,124 @@ def vortex_velocities(q: np.ndarray, centres: np.ndarray, strength: float, radiu
     return np.cross(q, qdot)
 
 
+def fibonacci_sphere(n: int) -> np.ndarray:
+    """n (≥ 1) nearly evenly spaced unit vectors (n, 3) on the golden spiral: z_i = 1 − (2i + 1)/n,
+    longitude i·π(3 − √5).  Neighbours are about √(8π/(√3 n)) apart (a near-hexagonal lattice, for any n),
+    and consecutive indices are close in space, which keeps the neighbour lists' memory access local."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InvalidInput("n", f"must be an integer >= 1, got {n!r}")
+    i = np.arange(n, dtype=np.float64)
+    z = 1.0 - (2.0 * i + 1.0) / n
+    rho = np.sqrt(np.maximum(0.0, 1.0 - z * z))
+    longitude = i * (np.pi * (3.0 - np.sqrt(5.0)))
+    q = np.stack([rho * np.cos(longitude), rho * np.sin(longitude), z], axis=1)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+#: random sequential adsorption of discs jams at a covered fraction ≈ 0.547; we stop short of it
+MAX_RANDOM_COVERAGE = 0.5
+
+
+def _pairs_within(a: np.ndarray, b: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (ia, ib) with ‖a_ia − b_ib‖ < radius, by a cubic grid of side ≥ radius over [−1, 1]³."""
+    per_axis = max(1, min(int(2.0 / radius), 1024))
+    def cells(x):
+        return np.clip(((x + 1.0) * (per_axis / 2.0)).astype(np.int64), 0, per_axis - 1)
+    cb = cells(b)
+    key_b = (cb[:, 0] * per_axis + cb[:, 1]) * per_axis + cb[:, 2]
+    order = np.argsort(key_b, kind="stable")
+    sorted_keys = key_b[order]
+    ca = cells(a)
+    found_a, found_b = [], []
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            for dz in (-1, 0, 1):
+                c = ca + np.array([dx, dy, dz])
+                valid = np.all((c >= 0) & (c < per_axis), axis=1)
+                key = (c[:, 0] * per_axis + c[:, 1]) * per_axis + c[:, 2]
+                lo = np.searchsorted(sorted_keys, key, "left")
+                hi = np.searchsorted(sorted_keys, key, "right")
+                count = np.where(valid, hi - lo, 0)
+                ia = np.repeat(np.arange(len(a)), count)
+                start = np.repeat(lo - np.cumsum(count) + count, count)  # row offset of each expanded entry
+                ib = order[start + np.arange(count.sum())]
+                close = np.sum((a[ia] - b[ib]) ** 2, axis=1) < radius * radius
+                found_a.append(ia[close])
+                found_b.append(ib[close])
+    return np.concatenate(found_a), np.concatenate(found_b)
+
+
+def random_uniform_separated(n: int, min_separation: float, seed: int) -> np.ndarray:
+    """n unit vectors (n, 3), uniform on the sphere subject to chords ≥ ``min_separation`` (m), by random
+    sequential adsorption in batches (seeded: the same seed gives the same points).
+
+    Candidates are drawn uniformly; one is kept if it is at least ``min_separation`` from every point
+    kept so far and from every earlier candidate of its batch.  The covered fraction
+    n π (d/2)² / 4π must stay ≤ 0.5 (below the jamming limit ≈ 0.547 of random disc packing).
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InvalidInput("n", f"must be an integer >= 1, got {n!r}")
+    if not (np.isfinite(min_separation) and 0 <= min_separation < 2):
+        raise InvalidInput("min_separation", f"must be a chord in [0, 2) (m), got {min_separation!r}")
+    coverage = n * min_separation**2 / 16.0
+    if coverage > MAX_RANDOM_COVERAGE:
+        raise InvalidInput("min_separation", f"{n} discs of diameter {min_separation:g} cover {coverage:.3f} of the "
+                           f"sphere; random placement allows at most {MAX_RANDOM_COVERAGE}")
+    rng = np.random.default_rng(seed)
+    kept = np.empty((0, 3))
+    for _ in range(10_000):
+        if len(kept) == n:
+            return kept
+        batch = rng.standard_normal((max(2 * (n - len(kept)), 64), 3))
+        batch /= np.linalg.norm(batch, axis=1, keepdims=True)
+        if min_separation > 0:
+            ia, _ = _pairs_within(batch, kept, min_separation) if len(kept) else (np.zeros(0, np.int64), None)
+            clash = np.zeros(len(batch), bool)
+            clash[ia] = True
+            ia, ib = _pairs_within(batch, batch, min_separation)
+            clash[ia[ib < ia]] = True  # a later candidate yields to every earlier one it is close to
+            batch = batch[~clash]
+        kept = np.concatenate([kept, batch[:n - len(kept)]])
+    raise InvalidInput("min_separation", f"placed only {len(kept)} of {n} points; lower the separation")
+
+
+def kinetic_temperature(q: np.ndarray, omega: np.ndarray, mass) -> float:
+    """T = (½ Σ_i m_i ‖ω_i × q_i‖²)/n (J): the kinetic energy per particle, which is k_B T for 2 degrees of
+    freedom per particle on S² (k_B = 1; no correction for conserved angular momentum)."""
+    speed2 = np.sum(np.cross(omega, q) ** 2, axis=-1)
+    return float(0.5 * np.sum(np.broadcast_to(mass, speed2.shape) * speed2) / q.shape[0])
+
+
+def rescale_to_temperature(q: np.ndarray, omega: np.ndarray, mass, temperature: float) -> np.ndarray:
+    """ω scaled by one factor so that :func:`kinetic_temperature` equals ``temperature`` (J)."""
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise InvalidInput("temperature", f"must be a finite number >= 0 (J), got {temperature!r}")
+    current = kinetic_temperature(q, omega, mass)
+    if current == 0.0:
+        if temperature == 0.0:
+            return omega.copy()
+        raise InvalidInput("omega", "is zero everywhere: no velocity field to rescale to a positive temperature")
+    return omega * np.sqrt(temperature / current)
+
+
+def thermal_velocities(q: np.ndarray, mass, temperature: float, seed: int) -> np.ndarray:
+    """Random tangent angular velocities ω (n, 3) (rad/s): Maxwell–Boltzmann velocities q̇_i ~ N(0, T/m_i)
+    in the tangent plane, the net angular momentum Σ m_i q_i × q̇_i removed, then rescaled so that
+    :func:`kinetic_temperature` is exactly ``temperature`` (J)."""
+    rng = np.random.default_rng(seed)
+    m = np.broadcast_to(np.asarray(mass, dtype=np.float64), (len(q),))
+    qdot = rng.standard_normal(q.shape) / np.sqrt(m)[:, np.newaxis]
+    qdot -= np.sum(qdot * q, axis=1, keepdims=True) * q
+    omega = np.cross(q, qdot)  # ω_i = q_i × q̇_i for tangent q̇_i
+    # remove the rigid rotation Ω (ω_i → ω_i − (Ω − (Ω·q_i) q_i)) with the system's net angular momentum
+    inertia = np.einsum("i,ij,ik->jk", m, q, q)
+    inertia = np.sum(m) * np.eye(3) - inertia
+    momentum = np.einsum("i,ij->j", m, omega)
+    rotation = np.linalg.solve(inertia, momentum)
+    omega = omega - (rotation - (q @ rotation)[:, np.newaxis] * q)
+    return rescale_to_temperature(q, omega, m, temperature)
+
+
 def _face_neighbours(faces: np.ndarray) -> np.ndarray:
     """(F, 3) indices of the faces sharing each face's three edges (a closed mesh has all three)."""
     edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
@@ -99,3 +219,16 @@ def nearest_face(points: np.ndarray, mesh: FaceMesh, block: int = 4096) -> np.nd
     index = np.concatenate([np.argmax(flat[i:i + block] @ mesh.centroids.T, axis=1)
                             for i in range(0, len(flat), block)] or [np.zeros(0, np.int64)])
     return index.reshape(points.shape[:-1])
+
+
+def face_map(points: np.ndarray, values: np.ndarray, level: int = 4) -> np.ndarray:
+    """Example 6's map: the mean of ``values`` (n,) over the points (n, 3) nearest each face of the
+    level-``level`` icosphere (5120 faces at 4), then averaged over the face and its three edge
+    neighbours.  Faces without points count as 0."""
+    mesh = face_mesh(level)
+    faces = len(mesh.centroids)
+    face = nearest_face(points, mesh)
+    total = np.bincount(face, weights=values, minlength=faces)
+    count = np.bincount(face, minlength=faces)
+    mean = np.divide(total, count, out=np.zeros(faces), where=count > 0)
+    return (mean + mean[mesh.neighbours].sum(axis=1)) / 4

@@ -12,6 +12,7 @@ from .compile import compiled_kernel
 from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, METHODS
 from .lyapunov import Shadow
+from . import system_parallel
 from .systems import System
 
 #: tolerance within which inputs are silently put back on (S²)ⁿ; beyond it they are refused
@@ -63,6 +64,13 @@ class Trajectory:
         elapsed = self.time if elapsed is None else np.asarray(elapsed, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(elapsed > 0, self.log_growth[:, :elapsed.size] / elapsed, np.nan)
+
+    #: "ensemble" (members in parallel) or "system" (one member, parallel inside each step)
+    mode: str = "ensemble"
+    #: system mode only: kinetic temperature T/n (J: k_B T with 2 degrees of freedom per body, k_B = 1),
+    #: (members, samples); and how many times the Verlet lists were built (members,)
+    temperature: np.ndarray | None = None
+    neighbour_rebuilds: np.ndarray | None = None
 
 
 def _positive_int(field: str, value) -> int:
@@ -194,7 +202,7 @@ def _run_in_threads(kernel, blocks: dict, shared: tuple, keep_state: bool, outpu
 
 def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, save_every: int = 1, *,
               outputs=OUTPUTS, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
-              **method_options) -> Trajectory:
+              mode: str | None = None, skin: float | None = None, **method_options) -> Trajectory:
     """Integrate every member of an ensemble on (S²)ⁿ with one method.
 
     ``q0``, ``omega0``: (members, n, 3); ``dt`` (s) the step (rk45: the first step and the unit of
@@ -209,6 +217,10 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
     ``shadow`` (fixed-step methods): Benettin shadows of the members (see :mod:`kernels.lyapunov`;
     :func:`kernels.lyapunov.displaced_shadow` makes the first), stepped alongside them; their state
     is taken bit for bit and returned in ``shadow_final``.
+    ``mode``: "ensemble" (members in parallel), "system" (one member of a short-range pair system, parallel
+    over bodies inside each step, O(n) neighbour lists with Verlet ``skin`` (m, chord; default the
+    system's, 0.3σ for sphere_lj)) or None: system when one member, ≥ 1000 bodies, a finite cutoff and
+    explicit vi (see :mod:`kernels.system_parallel`); the system mode also returns ``temperature``.
     Bad input raises :class:`~kernels.errors.InvalidInput` before any compute.
     """
     if not isinstance(system, System):
@@ -263,22 +275,22 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
     }
     if not np.all(np.isfinite(result["step_size"]) & (result["step_size"] > 0)):
         raise InvalidInput("first_step", "must be > 0")
-    tracked = members if shadow is not None else 0  # shadows have no bodies when not tracked
-    shadow_final = {
-        "log_growth": np.full((members, samples if shadow is not None else 0), np.nan),
-        "q": np.empty((members, n if tracked else 0, 3)),
-        "omega": np.empty((members, n if tracked else 0, 3)),
-        "log_growth_end": np.empty(members),
-        "reference": np.empty(members),
-    }
-    if shadow is None:
+    threads = default_threads() if threads is None else _positive_int("threads", threads)
+    result["log_growth"], result["shadow_final"] = np.full((members, 0), np.nan), None
+    if system_parallel.choose_mode(mode, system, method, implicit, members, n, params, shadow is not None) == "system":
+        result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
+                                          skin, keep_state, threads))
+        return _trajectory(result, outputs, keep_state, samples, save_every, dt, method, implicit, "system")
+    if shadow is None:  # the kernel's shadow arguments then have no bodies and are ignored
         shadow_in = (np.zeros((members, 0, 3)), np.zeros((members, 0, 3)), np.zeros(members), np.ones(members))
         shadow_scalars = (1.0, 0, 0)
     else:
         shadow_in = tuple(np.asarray(a, dtype=np.float64) for a in (shadow.q, shadow.omega, shadow.log_growth,
                                                                      shadow.reference))
         shadow_scalars = (float(shadow.d0), int(shadow.renormalise_every), int(shadow.step_offset))
-    threads = default_threads() if threads is None else _positive_int("threads", threads)
+        result["log_growth"] = np.full((members, samples), np.nan)
+    shadow_end = {"q": np.empty(shadow_in[0].shape), "omega": np.empty(shadow_in[0].shape),
+                  "log_growth": np.empty(members), "reference": np.empty(members)}
     kernel = compiled_kernel(method, system.name, inertia_kind)
     blocks = {"q": q, "omega": omega, "mass_diag": mass_diag, "mass_full": mass_full, "coef": coef,
               "shadow_q": shadow_in[0], "shadow_omega": shadow_in[1], "log_growth": shadow_in[2],
@@ -287,16 +299,20 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
         kernel, {name: _to_blocks(array, lanes) for name, array in blocks.items()},
         (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
         [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "status", "failed_step",
-                                   "solver_iterations", "q_final", "omega_final", "step_size")]
-        + [shadow_final[name] for name in ("log_growth", "q", "omega", "log_growth_end", "reference")],
+                                   "solver_iterations", "q_final", "omega_final", "step_size", "log_growth")]
+        + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference")],
         lanes, members, threads)
+    if shadow is not None:
+        result["shadow_final"] = Shadow(shadow_end["q"], shadow_end["omega"], shadow_end["log_growth"],
+                                        shadow_end["reference"], shadow.d0, shadow.renormalise_every,
+                                        shadow.step_offset + n_steps)
+    return _trajectory(result, outputs, keep_state, samples, save_every, dt, method, implicit, "ensemble")
+
+
+def _trajectory(result, outputs, keep_state, samples, save_every, dt, method, implicit, mode) -> Trajectory:
     if not keep_state or "q" not in outputs:
         result["q"] = result["q"][:, :0]
     if not keep_state or "omega" not in outputs:
         result["omega"] = result["omega"][:, :0]
     time = np.arange(samples) * (save_every * float(dt))
-    if shadow is not None:
-        shadow = Shadow(shadow_final["q"], shadow_final["omega"], shadow_final["log_growth_end"],
-                        shadow_final["reference"], shadow.d0, shadow.renormalise_every, shadow.step_offset + n_steps)
-    return Trajectory(time=time, method=method, implicit=implicit, log_growth=shadow_final["log_growth"],
-                      shadow_final=shadow, **result)
+    return Trajectory(time=time, method=method, implicit=implicit, mode=mode, **result)

@@ -57,6 +57,15 @@ def solve_in_lanes(a, x):
 
 
 @lane_function
+def chord(q, i, j, b):
+    """q_i − q_j and its squared length (chord², m²) for lane b."""
+    d0 = q[i, 0, b] - q[j, 0, b]
+    d1 = q[i, 1, b] - q[j, 1, b]
+    d2 = q[i, 2, b] - q[j, 2, b]
+    return d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2
+
+
+@lane_function
 def velocities_into(q, omega, out):
     """Body velocities q̇_i = ω_i × q_i (Lee–Leok–McClamroch eq. (10)), lane layout."""
     n = q.shape[0]
@@ -69,6 +78,15 @@ def velocities_into(q, omega, out):
 
 
 @lane_function
+def body_kinetic_energy(q, omega, mass_diag, i, b):
+    """½ M_ii ‖ω_i × q_i‖² (J) of body i in lane b."""
+    v0 = omega[i, 1, b] * q[i, 2, b] - omega[i, 2, b] * q[i, 1, b]
+    v1 = omega[i, 2, b] * q[i, 0, b] - omega[i, 0, b] * q[i, 2, b]
+    v2 = omega[i, 0, b] * q[i, 1, b] - omega[i, 1, b] * q[i, 0, b]
+    return 0.5 * mass_diag[i, b] * (v0 * v0 + v1 * v1 + v2 * v2)
+
+
+@lane_function
 def kinetic_energy_diagonal(q, omega, mass_diag, mass_full, out):
     """T = ½ Σ_i M_ii ‖ω_i × q_i‖² for diagonal inertia (J); ``mass_full`` is unused."""
     n = q.shape[0]
@@ -77,10 +95,7 @@ def kinetic_energy_diagonal(q, omega, mass_diag, mass_full, out):
         out[b] = 0.0
     for i in range(n):
         for b in range(lanes):
-            v0 = omega[i, 1, b] * q[i, 2, b] - omega[i, 2, b] * q[i, 1, b]
-            v1 = omega[i, 2, b] * q[i, 0, b] - omega[i, 0, b] * q[i, 2, b]
-            v2 = omega[i, 0, b] * q[i, 1, b] - omega[i, 1, b] * q[i, 0, b]
-            out[b] += 0.5 * mass_diag[i, b] * (v0 * v0 + v1 * v1 + v2 * v2)
+            out[b] += body_kinetic_energy(q, omega, mass_diag, i, b)
 
 
 @lane_function

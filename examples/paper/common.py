@@ -49,6 +49,8 @@ class Run:
     options: dict = field(default_factory=dict)
     #: the paper's numbers for this run, keyed by a STATS key
     paper: dict = field(default_factory=dict)
+    #: arrays to keep (kernels.integrate's ``outputs``): add "q", "omega" to get the saved states
+    outputs: tuple = ("energy", "unit_error")
 
 
 def parse_args(description: str) -> argparse.Namespace:
@@ -77,7 +79,7 @@ def run_one(system, run: Run, duration: float):
     n_steps = int(round(duration / run.dt))
     start = time.perf_counter()
     trajectory = integrate(system, run.method, q[None], omega[None], run.dt, n_steps, run.save_every,
-                           outputs=("energy", "unit_error"), **run.options)
+                           outputs=run.outputs, **run.options)
     elapsed = time.perf_counter() - start
     status = int(trajectory.status[0])
     if status != OK:

@@ -26,6 +26,9 @@ class Method:
     options: dict  # option name -> default value
     recipe: Callable[[str], Recipe]  # inertia kind -> recipe
     lanes: int | None = None  # members per SIMD block; None: chosen from the ensemble size
+    #: per-body (first, last) stages of one step around a gradient evaluation, for the system-parallel
+    #: driver (kernels.system_parallel); None: the method has no such split (implicit or multistage)
+    system_stages: tuple | None = None
 
 
 def _equations(kind):
@@ -70,7 +73,8 @@ METHODS: dict[str, Method] = {
     for m in (
         Method("vi", "Lee–Leok–McClamroch variational integrator: explicit (29)–(30) for diagonal M, "
                "implicit (22)–(25) with Newton in Cayley coordinates otherwise", 2,
-               {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20}, _vi_recipe),
+               {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20}, _vi_recipe,
+               system_stages=(vi.explicit_vi_drift, vi.explicit_vi_kick)),
         Method("rk2", "explicit midpoint rule on (9)–(11)", 2, {}, _explicit_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, False)),
         Method("rk2_projected", "explicit midpoint rule, each q_i renormalised after every step", 2, {},
                _explicit_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, True)),

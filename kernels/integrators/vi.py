@@ -38,6 +38,48 @@ def explicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options
             half_h_over_mass[i, b] = 0.5 * h / mass_diag[i, b]
 
 
+@lane_function
+def explicit_vi_drift(q, omega, grad, half_h_over_mass, h, q_next, i, b):
+    """Body i, lane b: the first half kick of Lee–Leok–McClamroch eq. (30) and the drift (29).
+
+    ω_i ← ω_i − (h/2M_ii) q_i × ∂V_k/∂q_i; a_i = h ω_i; q_{k+1} = a_i × q_i + √(1 − ‖a_i‖²) q_i.
+    Returns 1 − ‖a_i‖² (negative: no real q_{k+1}, the step is infeasible).  Shared by the ensemble
+    step below and the system-parallel driver (:mod:`kernels.system_parallel`).
+    """
+    c = half_h_over_mass[i, b]
+    q0, q1, q2 = q[i, 0, b], q[i, 1, b], q[i, 2, b]
+    t0 = q1 * grad[i, 2, b] - q2 * grad[i, 1, b]
+    t1 = q2 * grad[i, 0, b] - q0 * grad[i, 2, b]
+    t2 = q0 * grad[i, 1, b] - q1 * grad[i, 0, b]
+    # half kick of (30): ω − (h/2M_ii) q_k × ∂V_k/∂q ; a_i = h × that, eq. (29)
+    w0 = omega[i, 0, b] - c * t0
+    w1 = omega[i, 1, b] - c * t1
+    w2 = omega[i, 2, b] - c * t2
+    a0, a1, a2 = h * w0, h * w1, h * w2
+    s = 1.0 - (a0 * a0 + a1 * a1 + a2 * a2)
+    r = np.sqrt(s)  # NaN when ‖a_i‖ > 1: the caller flags the member
+    q_next[i, 0, b] = a1 * q2 - a2 * q1 + r * q0
+    q_next[i, 1, b] = a2 * q0 - a0 * q2 + r * q1
+    q_next[i, 2, b] = a0 * q1 - a1 * q0 + r * q2
+    omega[i, 0, b] = w0
+    omega[i, 1, b] = w1
+    omega[i, 2, b] = w2
+    return s
+
+
+@lane_function
+def explicit_vi_kick(q_next, omega, grad, half_h_over_mass, q, i, b):
+    """Body i, lane b: the second half kick of eq. (30) with ∂V/∂q at q_{k+1}; then q_i ← q_{k+1,i}."""
+    c = half_h_over_mass[i, b]
+    q0, q1, q2 = q_next[i, 0, b], q_next[i, 1, b], q_next[i, 2, b]
+    omega[i, 0, b] -= c * (q1 * grad[i, 2, b] - q2 * grad[i, 1, b])
+    omega[i, 1, b] -= c * (q2 * grad[i, 0, b] - q0 * grad[i, 2, b])
+    omega[i, 2, b] -= c * (q0 * grad[i, 1, b] - q1 * grad[i, 0, b])
+    q[i, 0, b] = q0
+    q[i, 1, b] = q1
+    q[i, 2, b] = q2
+
+
 def explicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
     """One step of Lee–Leok–McClamroch eqs. (29)–(30); ∂V/∂q_{k+1} is kept for the next step."""
     q_next, grad, torque, half_h_over_mass, margin = work
@@ -47,36 +89,11 @@ def explicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
         margin[b] = 1.0
     for i in range(n):
         for b in range(lanes):
-            c = half_h_over_mass[i, b]
-            q0, q1, q2 = q[i, 0, b], q[i, 1, b], q[i, 2, b]
-            t0 = q1 * grad[i, 2, b] - q2 * grad[i, 1, b]
-            t1 = q2 * grad[i, 0, b] - q0 * grad[i, 2, b]
-            t2 = q0 * grad[i, 1, b] - q1 * grad[i, 0, b]
-            # half kick of (30): ω − (h/2M_ii) q_k × ∂V_k/∂q ; a_i = h × that, eq. (29)
-            w0 = omega[i, 0, b] - c * t0
-            w1 = omega[i, 1, b] - c * t1
-            w2 = omega[i, 2, b] - c * t2
-            a0, a1, a2 = h * w0, h * w1, h * w2
-            s = 1.0 - (a0 * a0 + a1 * a1 + a2 * a2)
-            margin[b] = min(margin[b], s)
-            r = np.sqrt(s)  # NaN when ‖a_i‖ > 1: the member is flagged below
-            q_next[i, 0, b] = a1 * q2 - a2 * q1 + r * q0
-            q_next[i, 1, b] = a2 * q0 - a0 * q2 + r * q1
-            q_next[i, 2, b] = a0 * q1 - a1 * q0 + r * q2
-            omega[i, 0, b] = w0
-            omega[i, 1, b] = w1
-            omega[i, 2, b] = w2
+            margin[b] = min(margin[b], explicit_vi_drift(q, omega, grad, half_h_over_mass, h, q_next, i, b))
     system_gradient(q_next, coef, topology, grad)  # noqa: F821
     for i in range(n):
         for b in range(lanes):
-            c = half_h_over_mass[i, b]
-            q0, q1, q2 = q_next[i, 0, b], q_next[i, 1, b], q_next[i, 2, b]
-            omega[i, 0, b] -= c * (q1 * grad[i, 2, b] - q2 * grad[i, 1, b])
-            omega[i, 1, b] -= c * (q2 * grad[i, 0, b] - q0 * grad[i, 2, b])
-            omega[i, 2, b] -= c * (q0 * grad[i, 1, b] - q1 * grad[i, 0, b])
-            q[i, 0, b] = q0
-            q[i, 1, b] = q1
-            q[i, 2, b] = q2
+            explicit_vi_kick(q_next, omega, grad, half_h_over_mass, q, i, b)
     for b in range(lanes):
         code[b] = VI_STEP_INFEASIBLE if margin[b] < 0.0 else 0
         iterations[b] = 0

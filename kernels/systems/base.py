@@ -66,6 +66,23 @@ class Preset:
 
 
 @dataclass(frozen=True)
+class PairPotential:
+    """A potential V = Σ_{i<j} φ(r_ij²) of chords r_ij = ‖q_i − q_j‖ that vanishes beyond a cutoff, so
+    that a neighbour list (:mod:`kernels.neighbours`) can evaluate it in O(n).
+
+    ``energy(r2, coef, b)`` → φ (J) and ``gradient_factor(r2, coef, b)`` → g (J/m²) with
+    ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j), both jitted, lane b of ``coef``, zero for r2 ≥ r_c²;
+    ``cutoff(params)`` → r_c (m, inf for none) and ``default_skin(params)`` → Verlet skin (m), from
+    parameters broadcast to one member.
+    """
+
+    energy: Any
+    gradient_factor: Any
+    cutoff: Callable[[dict], float]
+    default_skin: Callable[[dict], float]
+
+
+@dataclass(frozen=True)
 class SystemDefinition:
     """The physics of one system.  It never knows which integrator will step it."""
 
@@ -82,6 +99,7 @@ class SystemDefinition:
     topology: Callable[[dict, int], np.ndarray] = lambda params, n: np.zeros(1, np.int64)
     symmetry_axis: Callable[[dict], np.ndarray | None] | None = None  # rotation axis V is invariant about
     full_rotation_symmetry: bool = False  # V invariant under every rotation (total angular momentum)
+    pair: PairPotential | None = None  # V is a short-range pair sum (enables the system-parallel mode)
 
     def parameter(self, name: str) -> Parameter:
         for p in self.parameters:

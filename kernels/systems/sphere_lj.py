@@ -9,14 +9,16 @@ The number of particles is the second dimension of the initial state.
 import numpy as np
 
 from ..geometry import icosphere, mesh_edges, vortex_velocities
-from ..lanes import lane_function
-from .base import SCALAR, Parameter, Preset, SystemDefinition
+from ..lanes import chord, lane_function
+from .base import SCALAR, PairPotential, Parameter, Preset, SystemDefinition
 
 #: Example 6's initial velocity field (the paper gives none): two co-rotating Gaussian vortices with
 #: centres 30° apart, each turning at 0.5 rad/s at its centre, angular radius 20°.
 VORTEX_SEPARATION_DEG = 30.0
 VORTEX_STRENGTH = 0.5  # rad/s
 VORTEX_RADIUS_DEG = 20.0
+#: default Verlet skin of the neighbour list, in units of σ (LAMMPS' default for LJ units)
+SKIN_SIGMAS = 0.3
 
 
 def _coefficients(params, n):
@@ -29,12 +31,23 @@ def _coefficients(params, n):
 
 
 @lane_function
-def chord(q, i, j, b):
-    """q_i − q_j and its squared length (chord², m²) for lane b."""
-    d0 = q[i, 0, b] - q[j, 0, b]
-    d1 = q[i, 1, b] - q[j, 1, b]
-    d2 = q[i, 2, b] - q[j, 2, b]
-    return d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2
+def pair_energy(r2, coef, b):
+    """φ(r²) = 4ε[(σ²/r²)⁶ − (σ²/r²)³] − V_c for a chord² r2 < r_c², else 0 (J), lane b.
+
+    The one LJ pair formula: the all-pairs lane functions below and the neighbour-list kernels of
+    :mod:`kernels.neighbours` both call it (so both give the same pair terms bit for bit)."""
+    inv6 = 1.0 / (r2 * r2 * r2)
+    inside = 1.0 if r2 < coef[3, b] else 0.0
+    return inside * (coef[0, b] * (coef[2, b] * inv6 * inv6 - coef[1, b] * inv6) - coef[4, b])
+
+
+@lane_function
+def pair_gradient_factor(r2, coef, b):
+    """g(r²) = 4ε(6σ⁶/r⁸ − 12σ¹²/r¹⁴) for r2 < r_c², else 0 (J/m²): ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j)."""
+    inv2 = 1.0 / r2
+    inv6 = inv2 * inv2 * inv2
+    inside = 1.0 if r2 < coef[3, b] else 0.0
+    return inside * coef[0, b] * inv2 * inv6 * (6.0 * coef[1, b] - 12.0 * coef[2, b] * inv6)
 
 
 @lane_function
@@ -46,9 +59,7 @@ def potential(q, coef, topology, out):
         for j in range(i + 1, n):
             for b in range(q.shape[2]):
                 d0, d1, d2, r2 = chord(q, i, j, b)
-                inv6 = 1.0 / (r2 * r2 * r2)
-                inside = 1.0 if r2 < coef[3, b] else 0.0
-                out[b] += inside * (coef[0, b] * (coef[2, b] * inv6 * inv6 - coef[1, b] * inv6) - coef[4, b])
+                out[b] += pair_energy(r2, coef, b)
 
 
 @lane_function
@@ -59,10 +70,7 @@ def gradient(q, coef, topology, out):
         for j in range(i + 1, n):
             for b in range(q.shape[2]):
                 d0, d1, d2, r2 = chord(q, i, j, b)
-                inv2 = 1.0 / r2
-                inv6 = inv2 * inv2 * inv2
-                inside = 1.0 if r2 < coef[3, b] else 0.0
-                f = inside * coef[0, b] * inv2 * inv6 * (6.0 * coef[1, b] - 12.0 * coef[2, b] * inv6)
+                f = pair_gradient_factor(r2, coef, b)
                 out[i, 0, b] += f * d0
                 out[i, 1, b] += f * d1
                 out[i, 2, b] += f * d2
@@ -109,4 +117,6 @@ DEFINITION = SystemDefinition(
     potential=potential,
     gradient=gradient,
     full_rotation_symmetry=True,
+    pair=PairPotential(pair_energy, pair_gradient_factor, cutoff=lambda params: params["cutoff"][0],
+                       default_skin=lambda params: SKIN_SIGMAS * params["sigma"][0]),
 )

