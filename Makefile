@@ -28,6 +28,7 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/kernels.py
 	$(BIN)/python benchmarks/ensemble.py
+	$(BIN)/python benchmarks/report.py
 	$(BIN)/python benchmarks/md.py
 
 clean:

@@ -187,7 +187,10 @@ def write_template(plan: Plan) -> None:
     """Create the store (the caller holds its lock and removed any previous one): coordinates, empty (NaN-filled) data arrays with the run's chunking, the
     progress group and the attributes.  Data chunks are never written here."""
     spec, n = plan.spec, plan.n_bodies
-    members, samples, chunk, per_segment = spec.members, plan.samples, spec.chunk, plan.samples_per_segment
+    members, samples, chunk = spec.members, plan.samples, spec.chunk
+    # a run shorter than one segment has one time chunk of its own length, not a segment's worth of
+    # fill that every read and write would decompress
+    per_segment = min(plan.samples_per_segment, samples)
     shapes = {"q": (members, samples, n, 3), "omega": (members, samples, n, 3), "energy": (members, samples),
               "unit_error": (members, samples), "tangency_error": (members, samples),
               "q0": (members, n, 3), "omega0": (members, n, 3), "status": (members,), "failed_step": (members,),
