@@ -12,7 +12,9 @@ import numpy as np
 
 from jobs.spec import Spec
 from kernels import InvalidInput, get_system
+from kernels.geometry import fibonacci_sphere, icosphere, random_uniform_separated, thermal_velocities
 from kernels.lyapunov import Shadow, displaced_shadow
+from kernels.system_parallel import choose_mode
 
 from .initial import perturbed_members, shadow_directions, uniform_members
 
@@ -26,6 +28,23 @@ def _npz_state(path: str) -> tuple[np.ndarray, np.ndarray]:
             return data["q0"], data["omega0"]
     except (OSError, KeyError, ValueError) as error:
         raise InvalidInput("ensemble.path", f"cannot read q0 and omega0 from {path!r}: {error}") from None
+
+
+@lru_cache(maxsize=1)
+def _placed_particles(placement: str, count: int, min_separation: float, seed: int) -> np.ndarray:
+    """Particle positions (count, 3) for ``initial = "particles"``, computed once per process (read-only)."""
+    if placement == "fibonacci":
+        q = fibonacci_sphere(count)
+    elif placement == "icosphere":
+        q = icosphere(((count - 2) // 10).bit_length() // 2)[0]
+    else:
+        q = random_uniform_separated(count, min_separation, np.random.SeedSequence(seed, spawn_key=(PLACEMENT_STREAM,)))
+    q.setflags(write=False)
+    return q
+
+
+#: random streams of ``initial = "particles"`` (disjoint from ensemble.initial's streams)
+PLACEMENT_STREAM, VELOCITY_STREAM = 2, 3
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,8 @@ class Plan:
 
     @cached_property
     def n_bodies(self) -> int:
+        if self.spec.initial == "particles":
+            return self.spec.particles["particles"]
         if self.spec.initial == "file":
             return self.file_state(0, 1)[0].shape[1]
         if self.system.preset is not None:
@@ -77,6 +98,19 @@ class Plan:
                                f"these parameters has {self.system.n_bodies}")
         if q.shape[1] != n:
             raise InvalidInput("ensemble.path", f"initial state has {q.shape[1]} bodies, expected {n}")
+        if "temperature" in self.spec.variables and self.mode != "system":
+            raise InvalidInput("output.variables", "temperature is measured by the system-parallel mode only: one "
+                               "member of a pair system with a finite cutoff, method vi, no [analysis] lyapunov")
+
+    @cached_property
+    def mode(self) -> str:
+        """How the kernels run each chunk: "system" (one large member, parallel inside each step, on all
+        of its worker's cores) or "ensemble" (members in parallel, one core per worker)."""
+        system = self.chunk_system(0, 1)
+        params = system.broadcast(1, self.n_bodies)
+        implicit = bool(self.spec.options.get("implicit"))
+        return choose_mode(None, system, self.spec.method, implicit, self.spec.members, self.n_bodies, params,
+                           self.spec.lyapunov is not None)
 
     @property
     def samples(self) -> int:
@@ -143,6 +177,8 @@ class Plan:
             return self.file_state(first, stop)
         if spec.initial == "uniform":
             return uniform_members(self.n_bodies, ids, spec.omega_scale, spec.seed)
+        if spec.initial == "particles":
+            return self.particle_state(ids)
         q, omega = self.system.initial_state()
         if spec.initial == "perturb":
             return perturbed_members(q, omega, ids, spec.scale, spec.seed)
@@ -154,6 +190,17 @@ class Plan:
         lyapunov = self.spec.lyapunov
         directions = shadow_directions(q.shape[1], np.arange(first, stop), self.spec.seed)
         return displaced_shadow(q, omega, directions, lyapunov["d0"], lyapunov["renormalise_every"])
+
+    def particle_state(self, member_ids) -> tuple[np.ndarray, np.ndarray]:
+        """``initial = "particles"``: the placement (shared by all members) and each member's thermal
+        velocities at the spec's temperature, drawn from (seed, member id)."""
+        particles, seed = self.spec.particles, self.spec.seed
+        q = _placed_particles(particles["placement"], particles["particles"], particles["min_separation"], seed)
+        mass = self.system.params["m"]
+        omega = [thermal_velocities(q, mass, particles["temperature"],
+                                    np.random.SeedSequence(seed, spawn_key=(VELOCITY_STREAM, int(i))))
+                 if particles["temperature"] > 0 else np.zeros_like(q) for i in member_ids]
+        return np.repeat(q[np.newaxis], len(omega), axis=0), np.stack(omega)
 
     def file_state(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Members [first, stop) of ``ensemble.path``: a .npz with q0 and omega0 ((members, n, 3), or

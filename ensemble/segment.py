@@ -68,7 +68,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
                                                             ("reference", shadow.reference))})
     outputs = tuple(name for name in spec.variables if name in STATE_VARIABLES) or ("energy",)
     result = integrate(plan.chunk_system(first, stop), spec.method, q, omega, spec.dt, seg.stop - seg.start,
-                       spec.save_every, outputs=outputs, threads=1, restart=segment > 0, shadow=shadow, **options)
+                       spec.save_every, outputs=outputs, threads=None if plan.mode == "system" else 1,
+                       restart=segment > 0, shadow=shadow, mode=plan.mode, **options)
 
     writing = time.perf_counter()
     samples = seg.last_sample - seg.first_sample + 1

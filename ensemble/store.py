@@ -42,6 +42,7 @@ VARIABLE_ATTRS = {
     "q": ("1", "unit vector of each body (a point of S²)"),
     "omega": ("rad/s", "angular velocity of each body"),
     "energy": ("J", "total energy"),
+    "temperature": ("J", "kinetic temperature: kinetic energy per body (k_B = 1, 2 degrees of freedom)"),
     "unit_error": ("1", "max over bodies of | |q_i| - 1 |"),
     "tangency_error": ("rad/s", "max over bodies of |q_i · omega_i|"),
     "q0": ("1", "initial unit vectors"),
@@ -192,11 +193,12 @@ def write_template(plan: Plan) -> None:
     # fill that every read and write would decompress
     per_segment = min(plan.samples_per_segment, samples)
     shapes = {"q": (members, samples, n, 3), "omega": (members, samples, n, 3), "energy": (members, samples),
+              "temperature": (members, samples),
               "unit_error": (members, samples), "tangency_error": (members, samples),
               "q0": (members, n, 3), "omega0": (members, n, 3), "status": (members,), "failed_step": (members,),
               "lyapunov": (members,), "lyapunov_estimate": (members, samples)}
     dims = {"q": ("member", "time", "body", "xyz"), "omega": ("member", "time", "body", "xyz"),
-            "energy": ("member", "time"), "unit_error": ("member", "time"), "tangency_error": ("member", "time"),
+            "energy": ("member", "time"), "temperature": ("member", "time"), "unit_error": ("member", "time"), "tangency_error": ("member", "time"),
             "q0": ("member", "body", "xyz"), "omega0": ("member", "body", "xyz"), "status": ("member",),
             "failed_step": ("member",), "lyapunov": ("member",), "lyapunov_estimate": ("member", "time")}
     names = list(spec.variables) + ["q0", "omega0", "status", "failed_step"]

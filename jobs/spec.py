@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass, field, replace
 
 from kernels import METHODS, SYSTEMS, InvalidInput
 
-INITIAL_KINDS = ("preset", "perturb", "uniform", "file")
+INITIAL_KINDS = ("preset", "perturb", "uniform", "file", "particles")
+PLACEMENTS = ("fibonacci", "icosphere", "random")
 CLUSTER_KINDS = ("local", "address", "slurm")
-VARIABLES = ("q", "omega", "energy", "unit_error", "tangency_error")
+VARIABLES = ("q", "omega", "energy", "unit_error", "tangency_error", "temperature")
 DEFAULT_VARIABLES = ("energy", "unit_error", "tangency_error")
 #: steps per task segment when the spec does not say (rounded to whole save intervals)
 DEFAULT_CHECKPOINT_STEPS = 10_000
@@ -57,6 +58,7 @@ class Spec:
     variables: tuple[str, ...]
     cluster: dict = field(default_factory=dict)
     lyapunov: dict | None = None  # {"d0": …, "renormalise_every": …} when Benettin shadows are carried
+    particles: dict | None = None  # initial = "particles": {"count", "placement", "min_separation", "temperature"}
 
     @property
     def sweep_points(self) -> int:
@@ -79,7 +81,8 @@ class Spec:
             "integrator": {"method": self.method, "dt": self.dt, "t_end": self.t_end, "save_every": self.save_every,
                            "checkpoint_every": self.checkpoint_every, **self.options},
             "ensemble": {"members": self.members, "seed": self.seed, "initial": self.initial, "scale": self.scale,
-                         "omega_scale": self.omega_scale, "path": self.initial_path, "chunk": self.chunk},
+                         "omega_scale": self.omega_scale, "path": self.initial_path, "chunk": self.chunk,
+                         **(self.particles or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
             "analysis": {"lyapunov": self.lyapunov},
@@ -255,9 +258,35 @@ def _ensemble_section(section: _Section) -> dict:
     if path is not None and "://" not in path:
         path = os.path.abspath(path)
     chunk = section.positive("chunk", "int", min(members, DEFAULT_CHUNK), minimum=1, strict=False)
+    particles = _particles(section, initial == "particles")
     section.finish()
     return dict(members=members, seed=seed, initial=initial, scale=scale, omega_scale=omega_scale,
-                initial_path=path, chunk=min(chunk, members))
+                initial_path=path, chunk=min(chunk, members), particles=particles)
+
+
+def _particles(section: _Section, used: bool) -> dict | None:
+    """``initial = "particles"``: ``count`` particles placed on the sphere (``placement``: fibonacci
+    lattice, icosphere vertices (count = 10·4^k + 2) or random with chords ≥ ``min_separation``), with
+    thermal velocities at kinetic ``temperature`` (J per particle, k_B = 1; 0: at rest)."""
+    keys = ("particles", "placement", "min_separation", "temperature")
+    if not used:
+        for key in keys:
+            if key in section.table:
+                raise InvalidInput(section.field(key), 'is only used with initial = "particles"')
+        return None
+    count = section.positive("particles", "int", required=True, minimum=2, strict=False)
+    placement = section.choice("placement", PLACEMENTS, "fibonacci")
+    min_separation = section.positive("min_separation", "float", 0.0, strict=False)
+    temperature = section.positive("temperature", "float", 0.0, strict=False)
+    faces_per_ten = (count - 2) // 10  # 4^k for an icosphere of level k
+    power_of_four = faces_per_ten > 0 and faces_per_ten & (faces_per_ten - 1) == 0 and faces_per_ten.bit_length() % 2
+    if placement == "icosphere" and ((count - 2) % 10 or not power_of_four):
+        levels = ", ".join(str(10 * 4**k + 2) for k in range(7))
+        raise InvalidInput("ensemble.particles", f"icosphere placement needs 10·4^k + 2 particles ({levels}, …), "
+                           f"got {count}")
+    if placement != "random" and min_separation:
+        raise InvalidInput("ensemble.min_separation", 'is only used with placement = "random"')
+    return {"particles": count, "placement": placement, "min_separation": min_separation, "temperature": temperature}
 
 
 def _output_section(section: _Section) -> dict:

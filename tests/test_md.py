@@ -226,3 +226,75 @@ def test_fibonacci_lattice_spacing():
     q = fibonacci_sphere(2000)
     expected = np.sqrt(8 * np.pi / (np.sqrt(3) * 2000))
     assert 0.8 * expected < _min_chord(q) < 1.1 * expected
+
+
+MD_SPEC = """
+[system]
+name = "sphere_lj"
+params = {{ epsilon = 1.0, sigma = {sigma!r}, cutoff = {cutoff!r} }}
+[integrator]
+method = "vi"
+dt = {dt!r}
+t_end = {t_end!r}
+save_every = 5
+checkpoint_every = 20
+[ensemble]
+members = {members}
+initial = "particles"
+particles = 2000
+placement = "{placement}"
+temperature = 0.5
+seed = 3
+[output]
+store = "{store}"
+variables = {variables}
+[cluster]
+workers = 1
+"""
+
+
+def md_spec(tmp_path, members=1, placement="fibonacci", variables='["energy", "temperature", "unit_error"]'):
+    import ensemble
+
+    sigma = float(np.sqrt(DENSITY * 4.0 * np.pi / 2000))
+    dt = 0.005 * sigma
+    return ensemble.parse_spec(MD_SPEC.format(sigma=sigma, cutoff=2.5 * sigma, dt=dt, t_end=60 * dt,
+                                              members=members, placement=placement, store=tmp_path / "md.zarr",
+                                              variables=variables))
+
+
+def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(tmp_path):
+    """A one-member sphere_lj spec runs system-parallel in 3 segments; energy and temperature equal
+    one uninterrupted kernel call bit for bit, and the velocities are at the spec's temperature."""
+    import io
+
+    import xarray as xr
+
+    import ensemble
+    from ensemble.plan import Plan
+
+    spec = md_spec(tmp_path)
+    plan = Plan(spec)
+    assert plan.mode == "system"
+    ds = ensemble.run(spec, stream=io.StringIO())
+    q, omega = plan.initial_state(0, 1)
+    np.testing.assert_allclose(kinetic_temperature(q[0], omega[0], 1.0), 0.5, rtol=1e-12)
+    np.testing.assert_array_equal(q[0], fibonacci_sphere(2000))
+    direct = integrate(plan.system, "vi", q, omega, spec.dt, spec.n_steps, 5, outputs=("energy",))
+    assert direct.mode == "system"
+    np.testing.assert_array_equal(ds.energy.values, direct.energy)
+    np.testing.assert_array_equal(ds.temperature.values, direct.temperature)
+    assert ds.temperature.attrs["units"] == "J" and "q" not in ds
+    assert xr.open_zarr(spec.store).unit_error.max() < 1e-14
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(members=2), "output.variables: temperature is measured by the system-parallel mode only"),
+    (dict(placement="icosphere"), "ensemble.particles: icosphere placement needs 10·4^k + 2 particles"),
+])
+def test_md_spec_errors(tmp_path, change, message):
+    from ensemble.plan import Plan
+
+    with pytest.raises(InvalidInput) as error:
+        Plan(md_spec(tmp_path, **change)).validate()
+    assert str(error.value).startswith(message), str(error.value)
