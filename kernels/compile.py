@@ -17,6 +17,7 @@ from numba import njit
 
 from .integrators import FULL, METHODS
 from .lanes import kinetic_energy_diagonal, kinetic_energy_full
+from .lyapunov import SHADOW_STAGES
 from .systems import SYSTEMS
 
 _KERNEL_FLAGS = {"error_model": "numpy", "nogil": True}
@@ -44,18 +45,20 @@ def _bind(template, name: str, bindings: dict):
 
 
 @functools.cache
-def compiled_kernel(method: str, system: str, inertia_kind: str):
-    """The jitted driver of ``method`` for ``system`` (cached in memory and on disk)."""
+def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool = False):
+    """The jitted driver of ``method`` for ``system`` (cached in memory and on disk); with ``shadows``
+    it steps Benettin shadows too (:mod:`kernels.lyapunov`), a separate kernel so that the common one
+    keeps its size."""
     recipe = METHODS[method].recipe(inertia_kind)
     definition = SYSTEMS[system]
-    tag = f"{method}__{system}__{inertia_kind}__{SOURCE_HASH}"
+    tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{SOURCE_HASH}"
     bindings = {
         "system_gradient": definition.gradient,
         "system_potential": definition.potential,
         "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
         **recipe.constants,
     }
-    for name, template in recipe.helpers:
+    for name, template in recipe.helpers + SHADOW_STAGES[shadows]:
         bindings[name] = njit(**_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
     driver = _bind(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)
     return njit(cache=True, **_KERNEL_FLAGS)(driver)

@@ -10,7 +10,7 @@ in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and relea
 import numpy as np
 
 from .lanes import constraint_errors_into, lane_function
-from .lyapunov import forget_failed_shadows, record_log_growth, renormalise_shadow
+from .lyapunov import record_log_growth
 from .status import NON_FINITE, OK
 
 
@@ -118,7 +118,9 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
     stepped alongside it and renormalised to distance ``d0`` at every global step
     (``step_offset`` + k) divisible by ``renormalise_every``; otherwise the shadow arrays have no
-    bodies and are ignored.  The member's own arithmetic is the same either way.
+    bodies and are ignored.  The member's own arithmetic is the same either way.  ``shadow_begin``
+    and ``shadow_step`` are bound at specialisation to the shadow's stages, or to nothing in kernels
+    compiled without shadows (a second inlined step would double a kernel's code and compile time).
     """
     n_blocks, n, _, lanes = q_blocks.shape
     tracking = renormalise_every > 0
@@ -147,23 +149,17 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         shadow_code = np.zeros(lanes, np.int64)
         shadow_iterations = np.zeros(lanes, np.int64)
         integrator_begin(q, omega, md, mf, c, topology, h, options, work)  # noqa: F821
+        shadow_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options, shadow_work)  # noqa: F821
         record_sample(0, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
         if tracking:
-            integrator_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options, shadow_work)  # noqa: F821
             record_log_growth(0, q, omega, shadow_q, shadow_omega, first, members, log_growth, reference,
                               log_growth_out, scratch[0])
         for k in range(1, n_steps + 1):
             integrator_step(q, omega, md, mf, c, topology, h, options, work, active, code, step_iterations)  # noqa: F821
-            if tracking:
-                integrator_step(shadow_q, shadow_omega, md, mf, c, topology, h, options,  # noqa: F821
-                                shadow_work, active, shadow_code, shadow_iterations)
-                forget_failed_shadows(shadow_code, log_growth)
-                if (step_offset + k) % renormalise_every == 0:
-                    renormalise_shadow(q, omega, shadow_q, shadow_omega, d0, log_growth, reference, scratch[0])
-                    # the step's cached state (∂V/∂q at the shadow's q) must follow the moved shadow
-                    integrator_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options,  # noqa: F821
-                                     shadow_work)
+            shadow_step(step_offset + k, q, omega, shadow_q, shadow_omega, md, mf, c, topology, h,  # noqa: F821
+                        options, shadow_work, active, shadow_code, shadow_iterations, d0, renormalise_every,
+                        log_growth, reference, scratch[0])
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
             if k % save_every == 0:
                 record_sample(k // save_every, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821

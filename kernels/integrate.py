@@ -291,7 +291,7 @@ def integrate(system: System, method: str, q0, omega0, dt: float, n_steps: int, 
         result["log_growth"] = np.full((members, samples), np.nan)
     shadow_end = {"q": np.empty(shadow_in[0].shape), "omega": np.empty(shadow_in[0].shape),
                   "log_growth": np.empty(members), "reference": np.empty(members)}
-    kernel = compiled_kernel(method, system.name, inertia_kind)
+    kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None)
     blocks = {"q": q, "omega": omega, "mass_diag": mass_diag, "mass_full": mass_full, "coef": coef,
               "shadow_q": shadow_in[0], "shadow_omega": shadow_in[1], "log_growth": shadow_in[2],
               "reference": shadow_in[3]}

@@ -139,3 +139,42 @@ def forget_failed_shadows(shadow_code, log_growth):
     for b in range(log_growth.shape[0]):
         if shadow_code[b] != OK:
             log_growth[b] = np.nan
+
+
+# Templates bound by kernels.compile into the fixed-step driver (``shadow_begin``, ``shadow_step``):
+# the real stages for kernels that carry shadows, the empty ones otherwise.  They call the method's
+# ``integrator_begin`` / ``integrator_step``, bound at specialisation.
+
+def shadow_begin_template(shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h, options, work):
+    """Start the shadows' integrator (its cached state, e.g. ∂V/∂q, at the shadow's q)."""
+    integrator_begin(shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h, options, work)  # noqa: F821
+
+
+def shadow_step_template(step, q, omega, shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h, options,
+                         work, active, shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference,
+                         distance):
+    """Step the shadows with the members' integrator, forget failed ones, and renormalise at every
+    global ``step`` divisible by ``renormalise_every``."""
+    integrator_step(shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h, options,  # noqa: F821
+                    work, active, shadow_code, shadow_iterations)
+    forget_failed_shadows(shadow_code, log_growth)
+    if step % renormalise_every == 0:
+        renormalise_shadow(q, omega, shadow_q, shadow_omega, d0, log_growth, reference, distance)
+        # the integrator's cached state must follow the moved shadow
+        integrator_begin(shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h, options,  # noqa: F821
+                         work)
+
+
+def no_shadow_begin(shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h, options, work):
+    """Kernels without shadows: nothing to start."""
+
+
+def no_shadow_step(step, q, omega, shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h, options,
+                   work, active, shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference,
+                   distance):
+    """Kernels without shadows: nothing to step."""
+
+
+#: (bound name, template) of the driver's shadow stages, with and without shadows
+SHADOW_STAGES = {True: (("shadow_begin", shadow_begin_template), ("shadow_step", shadow_step_template)),
+                 False: (("shadow_begin", no_shadow_begin), ("shadow_step", no_shadow_step))}
