@@ -22,6 +22,8 @@ DEFAULT_VARIABLES = ("energy", "unit_error", "tangency_error")
 #: steps per task segment when the spec does not say (rounded to whole save intervals)
 DEFAULT_CHECKPOINT_STEPS = 10_000
 DEFAULT_CHUNK = 1_000
+#: spec fields added after stores already existed: left out of the identity while unused
+OPTIONAL_FIELDS = ("lyapunov", "particles")
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ class Spec:
         fields = asdict(self)
         for name in ("store", "cluster", "t_end"):
             fields.pop(name)
+        for name in OPTIONAL_FIELDS:  # absent when unused, so stores made before they existed still match
+            if fields[name] is None:
+                fields.pop(name)
         return json.dumps(fields, sort_keys=True)
 
     def to_toml(self) -> str:
