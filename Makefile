@@ -23,7 +23,7 @@ run: $(VENV)/.installed
 	$(BIN)/armillary report runs/demo-vi.zarr runs/demo-rk45.zarr --out runs/report
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2 --dist loadgroup tests
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15 tests
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/kernels.py
