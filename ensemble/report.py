@@ -60,14 +60,32 @@ def markdown_table(labels, summaries) -> str:
     return "\n".join(lines)
 
 
-def _envelope_figure(path, series, ylabel, title):
-    """Median and 5–95 % band over members, log scale, one colour per store."""
+def _histogram_figure(path, panels, xlabel):
+    """One histogram of per-member values per store, side by side; ``panels`` holds (title, values,
+    threshold or None, drawn dashed).  Non-finite values (failed members) are left out."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
+    for ax, (title, values, threshold) in zip(axes[0], panels):
+        values = values[np.isfinite(values)]
+        ax.hist(values, bins=min(50, max(5, values.size // 10)))
+        if threshold is not None:
+            ax.axvline(threshold, color="k", linestyle="--", linewidth=1)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("members")
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _envelope_figure(path, series, ylabel, title, log=True):
+    """Median and 5–95 % band over members, log scale unless ``log`` is False, one colour per store."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for label, envelope in series:
         t = envelope.time.values
         ax.fill_between(t, envelope.sel(quantile=0.05), envelope.sel(quantile=0.95), alpha=0.25)
         ax.plot(t, envelope.sel(quantile=0.5), label=f"{label} (median, 5–95 %)")
-    ax.set_yscale("log")
+    if log:
+        ax.set_yscale("log")
     ax.set_xlabel("time t (s)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -111,17 +129,9 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     plt.close(fig)
     figures.append(("growth_law.png", "Growth law of the ensemble RMS energy error"))
 
-    fig, axes = plt.subplots(1, len(stores), figsize=(4 * len(stores), 3.5), squeeze=False)
-    for ax, label, analysis in zip(axes[0], labels, analyses):
-        rates = analysis["stats"].drift_rate.values
-        rates = rates[np.isfinite(rates)]
-        ax.hist(rates, bins=min(50, max(5, rates.size // 10)))
-        ax.set_xlabel("energy drift rate (1/s)")
-        ax.set_ylabel("members")
-        ax.set_title(label, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "drift_rates.png"), dpi=120)
-    plt.close(fig)
+    _histogram_figure(os.path.join(out, "drift_rates.png"),
+                      [(label, a["stats"].drift_rate.values, None) for label, a in zip(labels, analyses)],
+                      "energy drift rate (1/s)")
     figures.append(("drift_rates.png", "Distribution of per-member energy drift rates"))
 
     units = [(label, quantile_envelope(ds.unit_error)) for label, ds in zip(labels, datasets) if "unit_error" in ds]
@@ -169,33 +179,16 @@ def lyapunov_figures(stores: list[tuple[str, xr.Dataset, dict]], out: str) -> li
     """Histogram of the members' λ per store (threshold dashed), the running estimate's median and
     5–95 % band over time, and for swept stores the λ map over the sweep grid."""
     figures = []
-    fig, axes = plt.subplots(1, len(stores), figsize=(4 * len(stores), 3.5), squeeze=False)
-    for ax, (label, ds, summary) in zip(axes[0], stores):
-        values = ds.lyapunov.values
-        values = values[np.isfinite(values)]
-        ax.hist(values, bins=min(50, max(5, values.size // 10)))
-        ax.axvline(summary["chaos_threshold"], color="k", linestyle="--", linewidth=1)
-        ax.set_xlabel("finite-time maximal Lyapunov exponent λ (1/s)")
-        ax.set_ylabel("members")
-        ax.set_title(f"{label}: chaotic {summary['chaotic_fraction']:.1%}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lyapunov.png"), dpi=120)
-    plt.close(fig)
+    _histogram_figure(os.path.join(out, "lyapunov.png"),
+                      [(f"{label}: chaotic {summary['chaotic_fraction']:.1%}", ds.lyapunov.values,
+                        summary["chaos_threshold"]) for label, ds, summary in stores],
+                      "finite-time maximal Lyapunov exponent λ (1/s)")
     figures.append(("lyapunov.png", "Distribution of finite-time maximal Lyapunov exponents (dashed: chaos threshold)"))
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for label, ds, _ in stores:
-        envelope = quantile_envelope(ds.lyapunov_estimate.isel(time=slice(1, None)))
-        t = envelope.time.values
-        ax.fill_between(t, envelope.sel(quantile=0.05), envelope.sel(quantile=0.95), alpha=0.25)
-        ax.plot(t, envelope.sel(quantile=0.5), label=f"{label} (median, 5–95 %)")
-    ax.set_xlabel("time t (s)")
-    ax.set_ylabel("running estimate of λ (1/s)")
-    ax.set_title("Convergence of the finite-time Lyapunov exponent")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lyapunov_running.png"), dpi=120)
-    plt.close(fig)
+    _envelope_figure(os.path.join(out, "lyapunov_running.png"),
+                     [(label, quantile_envelope(ds.lyapunov_estimate.isel(time=slice(1, None))))
+                      for label, ds, _ in stores],
+                     "running estimate of λ (1/s)", "Convergence of the finite-time Lyapunov exponent", log=False)
     figures.append(("lyapunov_running.png", "Running Lyapunov estimate: median and 5–95 % envelope over members"))
 
     for label, ds, _ in stores:
