@@ -75,11 +75,13 @@ def member_statistics(error: xr.DataArray) -> xr.Dataset:
                        "rms": np.sqrt((error ** 2).mean("time")), "final": error.isel(time=-1)})
 
 
-def quantile_envelope(error: xr.DataArray, quantiles=QUANTILES) -> xr.DataArray:
-    """Quantiles of |error| over members at each time, (quantile, time).  Members are gathered per
-    block of a few time samples, so memory stays near QUANTILE_BLOCK_BYTES whatever the ensemble size."""
+def quantile_envelope(error: xr.DataArray, quantiles=QUANTILES, magnitude: bool = True) -> xr.DataArray:
+    """Quantiles of |error| (of the signed values when ``magnitude`` is False) over members at each
+    time, (quantile, time).  Members are gathered per block of a few time samples, so memory stays
+    near QUANTILE_BLOCK_BYTES whatever the ensemble size."""
     block = max(1, QUANTILE_BLOCK_BYTES // (8 * error.sizes["member"]))
-    return abs(error).chunk(member=-1, time=block).quantile(list(quantiles), dim="member").compute()
+    values = abs(error) if magnitude else error
+    return values.chunk(member=-1, time=block).quantile(list(quantiles), dim="member").compute()
 
 
 def _log_log_slope(rms: np.ndarray, time: np.ndarray) -> float:

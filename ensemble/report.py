@@ -186,7 +186,7 @@ def lyapunov_figures(stores: list[tuple[str, xr.Dataset, dict]], out: str) -> li
     figures.append(("lyapunov.png", "Distribution of finite-time maximal Lyapunov exponents (dashed: chaos threshold)"))
 
     _envelope_figure(os.path.join(out, "lyapunov_running.png"),
-                     [(label, quantile_envelope(ds.lyapunov_estimate.isel(time=slice(1, None))))
+                     [(label, quantile_envelope(ds.lyapunov_estimate.isel(time=slice(1, None)), magnitude=False))
                       for label, ds, _ in stores],
                      "running estimate of λ (1/s)", "Convergence of the finite-time Lyapunov exponent", log=False)
     figures.append(("lyapunov_running.png", "Running Lyapunov estimate: median and 5–95 % envelope over members"))
