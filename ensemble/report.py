@@ -60,6 +60,15 @@ def markdown_table(labels, summaries) -> str:
     return "\n".join(lines)
 
 
+def _save(fig, path, tight=True):
+    """Write ``fig`` as a PNG (120 dpi) and free it; ``tight`` lays it out first (figures made with
+    constrained layout pass False)."""
+    if tight:
+        fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def _histogram_figure(path, panels, xlabel):
     """One histogram of per-member values per store, side by side; ``panels`` holds (title, values,
     threshold or None, drawn dashed).  Non-finite values (failed members) are left out."""
@@ -72,9 +81,7 @@ def _histogram_figure(path, panels, xlabel):
         ax.set_xlabel(xlabel)
         ax.set_ylabel("members")
         ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _envelope_figure(path, series, ylabel, title, log=True):
@@ -90,9 +97,7 @@ def _envelope_figure(path, series, ylabel, title, log=True):
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
@@ -124,9 +129,7 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     ax.set_ylabel("ensemble RMS of dE/|E0|")
     ax.set_title("Growth law: RMS ∝ t^α fitted over the second half (dashed)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "growth_law.png"), dpi=120)
-    plt.close(fig)
+    _save(fig, os.path.join(out, "growth_law.png"))
     figures.append(("growth_law.png", "Growth law of the ensemble RMS energy error"))
 
     _histogram_figure(os.path.join(out, "drift_rates.png"),
@@ -204,10 +207,8 @@ def lyapunov_figures(stores: list[tuple[str, xr.Dataset, dict]], out: str) -> li
         else:
             grid.plot(ax=ax, x=sweeps[1], y=sweeps[0], cbar_kwargs={"label": "median λ (1/s)"})
         ax.set_title(f"{label}: λ over the sweep")
-        fig.tight_layout()
         name = f"{label}_lyapunov_map.png"
-        fig.savefig(os.path.join(out, name), dpi=120)
-        plt.close(fig)
+        _save(fig, os.path.join(out, name))
         figures.append((name, f"{label}: median Lyapunov exponent over the swept parameters"))
     return figures
 
@@ -224,10 +225,8 @@ def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[st
     ax.set_xlabel("time t (s)")
     ax.set_ylabel("kinetic temperature KE/N (J, k_B = 1)")
     ax.set_title(f"{label}: kinetic temperature (member 0)")
-    fig.tight_layout()
     name = f"{label}_temperature.png"
-    fig.savefig(os.path.join(out, name), dpi=120)
-    plt.close(fig)
+    _save(fig, os.path.join(out, name))
     figures.append((name, f"{label}: kinetic temperature"))
 
     centroids = face_mesh(4).centroids
@@ -244,8 +243,7 @@ def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[st
         ax.set_ylabel("latitude (°)")
     fig.colorbar(shown, ax=axes[0].tolist(), label="kinetic energy (J), face + neighbours mean")
     name = f"{label}_kinetic_energy_map.png"
-    fig.savefig(os.path.join(out, name), dpi=120)
-    plt.close(fig)
+    _save(fig, os.path.join(out, name), tight=False)
     figures.append((name, f"{label}: kinetic-energy map on the 5120-face icosphere (member 0)"))
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -256,9 +254,7 @@ def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[st
     ax.set_ylabel("g(θ)")
     ax.set_title(f"{label}: pair-distribution function (member 0)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
     name = f"{label}_pair_distribution.png"
-    fig.savefig(os.path.join(out, name), dpi=120)
-    plt.close(fig)
+    _save(fig, os.path.join(out, name))
     figures.append((name, f"{label}: geodesic pair-distribution function g(θ)"))
     return figures
