@@ -42,7 +42,8 @@ def explicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options
 def explicit_vi_drift(q, omega, grad, half_h_over_mass, h, q_next, i, b):
     """Body i, lane b: the first half kick of Lee–Leok–McClamroch eq. (30) and the drift (29).
 
-    ω_i ← ω_i − (h/2M_ii) q_i × ∂V_k/∂q_i; a_i = h ω_i; q_{k+1} = a_i × q_i + √(1 − ‖a_i‖²) q_i.
+    ω_i ← ω_i − (h/2M_ii) q_i × ∂V_k/∂q_i; a_i = h ω_i; q_{k+1} = a_i × q_i + √(1 − ‖a_i‖²) q_i
+    (evaluated as an increment of q_i, see below).
     Returns 1 − ‖a_i‖² (negative: no real q_{k+1}, the step is infeasible).  Shared by the ensemble
     step below and the system-parallel driver (:mod:`kernels.system_parallel`).
     """
@@ -56,11 +57,15 @@ def explicit_vi_drift(q, omega, grad, half_h_over_mass, h, q_next, i, b):
     w1 = omega[i, 1, b] - c * t1
     w2 = omega[i, 2, b] - c * t2
     a0, a1, a2 = h * w0, h * w1, h * w2
-    s = 1.0 - (a0 * a0 + a1 * a1 + a2 * a2)
-    r = np.sqrt(s)  # NaN when ‖a_i‖ > 1: the caller flags the member
-    q_next[i, 0, b] = a1 * q2 - a2 * q1 + r * q0
-    q_next[i, 1, b] = a2 * q0 - a0 * q2 + r * q1
-    q_next[i, 2, b] = a0 * q1 - a1 * q0 + r * q2
+    squared = a0 * a0 + a1 * a1 + a2 * a2
+    s = 1.0 - squared
+    # q_{k+1} = q_k + (a_i × q_i + (r − 1) q_i) with r − 1 = −‖a_i‖²/(1 + r), r = √(1 − ‖a_i‖²): the
+    # same point as (29), but the rounding of 1 − ‖a_i‖² (the same for many steps while |ω_i| changes
+    # slowly) no longer enters q at full size, where it drifted ‖q_i‖ by ~3e-17 per step.
+    shrink = -squared / (1.0 + np.sqrt(s))  # NaN when ‖a_i‖ > 1: the caller flags the member
+    q_next[i, 0, b] = q0 + ((a1 * q2 - a2 * q1) + shrink * q0)
+    q_next[i, 1, b] = q1 + ((a2 * q0 - a0 * q2) + shrink * q1)
+    q_next[i, 2, b] = q2 + ((a0 * q1 - a1 * q0) + shrink * q2)
     omega[i, 0, b] = w0
     omega[i, 1, b] = w1
     omega[i, 2, b] = w2
