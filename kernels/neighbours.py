@@ -11,7 +11,8 @@ list: each pair appears twice).  It stays valid while no particle has moved more
 since then (triangle inequality: a pair now within r_c was within r_c + skin at the build).
 
 Memory order and sum order are kept apart.  Callers store particles cell by cell
-(:func:`sort_by_cell`, redone at every rebuild) so that neighbours sit close in memory, and carry
+(:func:`sort_by_cell`, redone at every rebuild) so that neighbours sit close in memory and each
+(x, y) column of cells is one run of storage indices for the row build to scan, and carry
 ``ids``, the original index of each stored particle.  Rows are sorted by ``ids``, and forces and
 energies are gathered: particle i sums over its own row in increasing original index.  So the
 parallel loops (``numba.prange``) write disjoint rows and need no atomics; the result is bitwise the
@@ -82,47 +83,59 @@ def bin_particles(q, per_axis, particle_cell, cell_start, cell_particles):
 
 
 @_parallel
-def build_rows(q, ids, list_range_squared, per_axis, particle_cell, cell_start, cell_particles, neighbours, counts,
-               reference):
+def build_rows(q, ids, list_range_squared, per_axis, particle_cell, cell_start, neighbours, counts, reference):
     """Verlet rows: every j ≠ i with chord² < r_list², sorted by ``ids[j]`` (the particle's original
-    index: see :func:`sort_by_cell`), from the 27 cells around i's cell.
+    index), from the 27 cells around i's cell.  The particles must be stored in cell order (as
+    :func:`sort_by_cell` leaves them), so that the three cells (x, y, z−1 … z+1) of each of the nine
+    (x, y) columns are one contiguous run of storage indices: the scan reads positions in sequence,
+    with no cell-membership lookup.  Candidates are appended branch-free (the slot is always
+    written, the count advances only for a neighbour) and each row is insertion-sorted on its keys
+    in a scratch buffer, away from the shared array.
 
     Rows longer than the capacity are counted but truncated; returns the longest row so that the
     caller can rebuild with a larger capacity.  Also stores the positions of this build (``reference``).
     """
     n = q.shape[0]
     capacity = neighbours.shape[1]
-    for i in prange(n):
-        cell = particle_cell[i]
-        iz = cell % per_axis
-        iy = (cell // per_axis) % per_axis
-        ix = cell // (per_axis * per_axis)
-        count = 0
-        for x in range(max(ix - 1, 0), min(ix + 2, per_axis)):
-            for y in range(max(iy - 1, 0), min(iy + 2, per_axis)):
-                for z in range(max(iz - 1, 0), min(iz + 2, per_axis)):
-                    c = (x * per_axis + y) * per_axis + z
-                    for s in range(cell_start[c], cell_start[c + 1]):
-                        j = cell_particles[s]
-                        if j == i:
-                            continue
-                        d0, d1, d2, r2 = chord(q, i, j, 0)
-                        if r2 < list_range_squared:
-                            if count < capacity:
-                                neighbours[i, count] = j
-                            count += 1
-        counts[i] = count
-        # insertion sort of the (short) row: forces are then summed in increasing original index
-        for a in range(1, min(count, capacity)):
-            value = neighbours[i, a]
-            key = ids[value]
-            b = a - 1
-            while b >= 0 and ids[neighbours[i, b]] > key:
-                neighbours[i, b + 1] = neighbours[i, b]
-                b -= 1
-            neighbours[i, b + 1] = value
-        for k in range(3):
-            reference[i, k] = q[i, k, 0]
+    for chunk in prange(REDUCTION_CHUNKS):
+        keys = np.empty(capacity + 1, np.int64)  # slot ``capacity`` takes the candidates of a full row
+        slots = np.empty(capacity + 1, np.int32)
+        for i in range(chunk * n // REDUCTION_CHUNKS, (chunk + 1) * n // REDUCTION_CHUNKS):
+            cell = particle_cell[i]
+            iz = cell % per_axis
+            iy = (cell // per_axis) % per_axis
+            ix = cell // (per_axis * per_axis)
+            z_low = max(iz - 1, 0)
+            z_high = min(iz + 1, per_axis - 1)
+            x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
+            count = 0
+            for x in range(max(ix - 1, 0), min(ix + 2, per_axis)):
+                for y in range(max(iy - 1, 0), min(iy + 2, per_axis)):
+                    column = (x * per_axis + y) * per_axis
+                    for j in range(cell_start[column + z_low], cell_start[column + z_high + 1]):
+                        d0 = x0 - q[j, 0, 0]
+                        d1 = x1 - q[j, 1, 0]
+                        d2 = x2 - q[j, 2, 0]
+                        slot = min(count, capacity)
+                        keys[slot] = ids[j]
+                        slots[slot] = j
+                        count += (d0 * d0 + d1 * d1 + d2 * d2 < list_range_squared) & (j != i)
+            counts[i] = count
+            kept = min(count, capacity)
+            for a in range(1, kept):
+                key = keys[a]
+                value = slots[a]
+                b = a - 1
+                while b >= 0 and keys[b] > key:
+                    keys[b + 1] = keys[b]
+                    slots[b + 1] = slots[b]
+                    b -= 1
+                keys[b + 1] = key
+                slots[b + 1] = value
+            for a in range(kept):
+                neighbours[i, a] = slots[a]
+            for k in range(3):
+                reference[i, k] = q[i, k, 0]
     longest = 0
     for i in range(n):
         longest = max(longest, counts[i])
@@ -185,14 +198,18 @@ def allocate(n, per_axis, capacity):
 
 @_serial
 def rebuild(q, ids, list_range, per_axis, lists):
-    """Bin the particles and build every Verlet row at positions q; grows the rows' capacity (new
-    arrays) until no row overflows.  Returns the lists (the same arrays unless they grew)."""
+    """Bin the particles and build every Verlet row at positions q, which must be in cell order (just
+    permuted by :func:`sort_by_cell`); grows the rows' capacity (new arrays) until no row overflows.
+    Returns the lists (the same arrays unless they grew)."""
     particle_cell, cell_start, cell_particles, neighbours, counts, reference, chunk_max = lists
     n = q.shape[0]
     bin_particles(q, per_axis, particle_cell, cell_start, cell_particles)
+    for i in range(1, n):
+        if particle_cell[i] < particle_cell[i - 1]:
+            raise ValueError("neighbour rows need the particles in cell order: permute them by sort_by_cell first")
     while True:
-        longest = build_rows(q, ids, list_range * list_range, per_axis, particle_cell, cell_start, cell_particles,
-                             neighbours, counts, reference)
+        longest = build_rows(q, ids, list_range * list_range, per_axis, particle_cell, cell_start, neighbours, counts,
+                             reference)
         if longest <= neighbours.shape[1]:
             return particle_cell, cell_start, cell_particles, neighbours, counts, reference, chunk_max
         neighbours = np.empty((n, longest + NEIGHBOUR_SLACK), np.int32)
