@@ -43,6 +43,10 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+# A one-node test cluster: a requeued job may start again after 10 s, not the 120 s default credential
+# lifetime (which also sets that wait), and the scheduler looks at pending jobs every 2 s, not 60 / 30.
+AuthInfo=cred_expire=10
+SchedulerParameters=sched_interval=2,bf_interval=2
 ReturnToService=2
 MpiDefault=none
 JobCompType=jobcomp/none
