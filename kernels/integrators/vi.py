@@ -60,8 +60,9 @@ def explicit_vi_drift(q, omega, grad, half_h_over_mass, h, q_next, i, b):
     squared = a0 * a0 + a1 * a1 + a2 * a2
     s = 1.0 - squared
     # q_{k+1} = q_k + (a_i × q_i + (r − 1) q_i) with r − 1 = −‖a_i‖²/(1 + r), r = √(1 − ‖a_i‖²): the
-    # same point as (29), but the rounding of 1 − ‖a_i‖² (the same for many steps while |ω_i| changes
-    # slowly) no longer enters q at full size, where it drifted ‖q_i‖ by ~3e-17 per step.
+    # same point as (29) without forming r itself.  For ‖a_i‖ < 2e-4 (small steps), √ of the float
+    # 1 − k·2⁻⁵³ lies just below a midpoint of the float grid whenever k is odd and rounds down, so r
+    # came out 2⁻⁵⁵ ≈ 2.8e-17 too small on average and ‖q_i‖ shrank by that much every step.
     shrink = -squared / (1.0 + np.sqrt(s))  # NaN when ‖a_i‖ > 1: the caller flags the member
     q_next[i, 0, b] = q0 + ((a1 * q2 - a2 * q1) + shrink * q0)
     q_next[i, 1, b] = q1 + ((a2 * q0 - a0 * q2) + shrink * q1)
