@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 
 from .plan import Plan
-from .segment import run_segment
+from .segment import load_kernel, run_segment
 from .store import RunStore
 
 #: environment of local workers: kernels run single-threaded, one worker process per core
@@ -175,6 +175,10 @@ def execute(plan: Plan, stream) -> None:
           f"{len(segments)} segments; {done.size - pending} segments already done, {pending} to run", file=stream)
     if pending == 0:
         return
+    if plan.spec.cluster["kind"] == "local" and plan.mode == "ensemble":
+        print(f"armillary: loading the {plan.spec.method} kernel for {plan.spec.system} (the first run of a "
+              "method and system compiles it, about 30 s)", file=stream, flush=True)
+        load_kernel(plan)
     run_id = uuid.uuid4().hex[:8]
     with dask_client(plan.spec.cluster) as client:
         print(f"armillary: dashboard {client.dashboard_link}", file=stream, flush=True)

@@ -21,6 +21,17 @@ from .plan import Plan
 from .store import CHECKPOINT_STATE, SHADOW_STATE, STATE_VARIABLES, RunStore
 
 
+def load_kernel(plan: Plan) -> None:
+    """Compile ``plan``'s kernel in this process, or load it from Numba's disk cache, by stepping its
+    first member once.  Called before local workers start, so that they all load the cached kernel
+    instead of each compiling the same one at once (on a fresh machine: one compile, not one per core)."""
+    spec = plan.spec
+    q, omega = plan.initial_state(0, 1)
+    shadow = plan.initial_shadow(0, 1, q, omega) if spec.lyapunov else None
+    integrate(plan.chunk_system(0, 1), spec.method, q, omega, spec.dt, 1, 1, outputs=("energy",), threads=1,
+              shadow=shadow, mode=plan.mode, **spec.options)
+
+
 def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, float, float]:
     """Compute (chunk, segment) of ``plan`` into its store; returns (member-steps done, seconds,
     seconds spent writing the store).
