@@ -77,6 +77,20 @@ def test_cell_list_with_a_coarse_grid():
         assert np.abs(gradient - reference).max() <= 1e-12 * np.abs(reference).max()
 
 
+def test_rows_are_built_only_from_particles_in_cell_order():
+    """The row build scans each column of cells as one run of storage indices, so rebuild() refuses
+    particles that sort_by_cell has not put in cell order, and accepts them once it has."""
+    q = np.ascontiguousarray(random_uniform_separated(2000, 0.03, 2)[:, :, np.newaxis])
+    per_axis = nb.grid_cells_per_axis(2000, 0.1)
+    lists = nb.allocate(2000, per_axis, nb.initial_capacity(2000, 0.1))
+    with pytest.raises(ValueError, match="cell order"):
+        nb.rebuild(q, np.arange(2000), 0.1, per_axis, lists)
+    order = nb.sort_by_cell(q, per_axis, lists)
+    lists = nb.rebuild(np.ascontiguousarray(q[order]), order, 0.1, per_axis, lists)
+    chords = np.linalg.norm(q[order, :, 0][:, np.newaxis] - q[order, :, 0][np.newaxis], axis=-1)
+    np.testing.assert_array_equal(lists[4], (chords < 0.1).sum(axis=1) - 1)  # row lengths, self excluded
+
+
 def test_energy_and_unit_length_n10k():
     """vi with the cutoff potential, N = 10⁴ particles at ρ* = 0.8, T = 0.5 ε, h = 0.001 τ
     (τ = σ√(m/ε); the usual LJ range is 0.001–0.005τ), from a Fibonacci lattice:
