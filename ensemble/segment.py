@@ -21,15 +21,23 @@ from .plan import Plan
 from .store import CHECKPOINT_STATE, SHADOW_STATE, STATE_VARIABLES, RunStore
 
 
+def integrate_members(plan: Plan, first: int, stop: int, q, omega, n_steps: int, save_every: int, *,
+                      outputs=("energy",), options=None, shadow=None, restart=False):
+    """The plan's kernel on members [first, stop) from (q, ω): the one call of every task, and of
+    :func:`load_kernel`, so both use the same compiled kernel (mode, threads, method options)."""
+    spec = plan.spec
+    return integrate(plan.chunk_system(first, stop), spec.method, q, omega, spec.dt, n_steps, save_every,
+                     outputs=outputs, threads=None if plan.mode == "system" else 1, restart=restart, shadow=shadow,
+                     mode=plan.mode, **(spec.options if options is None else options))
+
+
 def load_kernel(plan: Plan) -> None:
     """Compile ``plan``'s kernel in this process, or load it from Numba's disk cache, by stepping its
     first member once.  Called before local workers start, so that they all load the cached kernel
     instead of each compiling the same one at once (on a fresh machine: one compile, not one per core)."""
-    spec = plan.spec
     q, omega = plan.initial_state(0, 1)
-    shadow = plan.initial_shadow(0, 1, q, omega) if spec.lyapunov else None
-    integrate(plan.chunk_system(0, 1), spec.method, q, omega, spec.dt, 1, 1, outputs=("energy",), threads=1,
-              shadow=shadow, mode=plan.mode, **spec.options)
+    shadow = plan.initial_shadow(0, 1, q, omega) if plan.spec.lyapunov else None
+    integrate_members(plan, 0, 1, q, omega, 1, 1, shadow=shadow)
 
 
 def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, float, float]:
@@ -78,9 +86,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
                                                             ("log_growth", shadow.log_growth),
                                                             ("reference", shadow.reference))})
     outputs = tuple(name for name in spec.variables if name in STATE_VARIABLES) or ("energy",)
-    result = integrate(plan.chunk_system(first, stop), spec.method, q, omega, spec.dt, seg.stop - seg.start,
-                       spec.save_every, outputs=outputs, threads=None if plan.mode == "system" else 1,
-                       restart=segment > 0, shadow=shadow, mode=plan.mode, **options)
+    result = integrate_members(plan, first, stop, q, omega, seg.stop - seg.start, spec.save_every, outputs=outputs,
+                               options=options, shadow=shadow, restart=segment > 0)
 
     writing = time.perf_counter()
     samples = seg.last_sample - seg.first_sample + 1
