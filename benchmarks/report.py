@@ -57,9 +57,11 @@ def main() -> None:
         print(f"store: {args.members:.0e} members x {args.samples} samples, "
               f"{args.members * args.samples * 8 / 1e6:.0f} MB of energy, run in {time.perf_counter() - started:.1f} s")
         started = time.perf_counter()
-        # the report's own peak (RUSAGE_CHILDREN would also count the run's worker processes)
-        code = ("import resource, sys; from jobs.cli import main; code = main(); "
-                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(code)")
+        # the report's own peak: VmHWM (RUSAGE_CHILDREN would count the run's worker processes, and a
+        # child's ru_maxrss starts from this process's peak at the fork)
+        code = ("import sys; from jobs.cli import main; code = main(); "
+                "print(next(line for line in open('/proc/self/status') if line.startswith('VmHWM:')).split()[1]); "
+                "sys.exit(code)")
         output = subprocess.run([sys.executable, "-c", code, "report", store, "--out", os.path.join(scratch, "report")],
                                 check=True, stdout=subprocess.PIPE, text=True).stdout  # errors (stderr) stay visible
         wall = time.perf_counter() - started

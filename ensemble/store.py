@@ -238,13 +238,18 @@ def write_template(plan: Plan) -> None:
     grid = (len(plan.chunks), len(plan.segments))
     for name in ("done", "seconds", "write_seconds"):
         progress.create_array(name, shape=grid, chunks=(1, 1), dtype="f8", fill_value=np.nan)
+    # Checkpoint slots are rewritten by every segment and read once: uncompressed, because
+    # compressing full-precision state spends the task's time and saves almost no space.
+    slot = {"compressors": None}
     for name in ("q", "omega") + (("shadow_q", "shadow_omega") if spec.lyapunov else ()):
         progress.create_array(f"slot_{name}", shape=(2, members, n, 3), chunks=(1, chunk, n, 3), dtype="f8",
-                              fill_value=np.nan)
+                              fill_value=np.nan, **slot)
     for name in ("step_size",) + (("log_growth", "reference") if spec.lyapunov else ()):
-        progress.create_array(f"slot_{name}", shape=(2, members), chunks=(1, chunk), dtype="f8", fill_value=np.nan)
-    progress.create_array("slot_status", shape=(2, members), chunks=(1, chunk), dtype="i8", fill_value=0)
-    progress.create_array("slot_failed_step", shape=(2, members), chunks=(1, chunk), dtype="i8", fill_value=-1)
+        progress.create_array(f"slot_{name}", shape=(2, members), chunks=(1, chunk), dtype="f8", fill_value=np.nan,
+                              **slot)
+    progress.create_array("slot_status", shape=(2, members), chunks=(1, chunk), dtype="i8", fill_value=0, **slot)
+    progress.create_array("slot_failed_step", shape=(2, members), chunks=(1, chunk), dtype="i8", fill_value=-1,
+                          **slot)
     group.attrs["identity"] = spec.identity()  # last: a store with an identity has a complete template
     _quiet(zarr.consolidate_metadata, spec.store)
 
@@ -267,11 +272,16 @@ class RunStore:
 
     def __init__(self, url: str):
         self.url = url
+        self._group: zarr.Group | None = None
         self._arrays: dict[str, zarr.Array] = {}
 
     def array(self, name: str) -> zarr.Array:
         if name not in self._arrays:
-            self._arrays[name] = zarr.open_array(self.url, path=name, mode="r+")
+            # One read of the consolidated metadata serves every array a task touches (opening each
+            # array on its own read its metadata file: ~20 ms a task).
+            if self._group is None:
+                self._group = zarr.open_group(self.url, mode="r+")
+            self._arrays[name] = self._group[name]
         return self._arrays[name]
 
     def progress(self, name: str) -> zarr.Array:

@@ -177,3 +177,4 @@ def test_uniform_and_continuation_from_a_finished_store(tmp_path):
     second = run_quietly(write_spec(tmp_path, "continued.toml", text=text.replace("spec.zarr", "continued.zarr")))
     assert np.array_equal(second.q0.values, first.q.values[:, -1])
     assert np.array_equal(second.omega0.values, first.omega.values[:, -1])
+

@@ -302,6 +302,47 @@ def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(t
     assert xr.open_zarr(spec.store).unit_error.max() < 1e-14
 
 
+def test_md_run_from_a_process_that_launched_openmp_spawns_its_worker(tmp_path):
+    """Local workers fork from the running process (inheriting its imports and compiled kernels)
+    unless a system-parallel kernel already launched Numba's threading layer there: a forked GNU
+    OpenMP runtime aborts the worker at its first parallel loop, so the worker is spawned instead.
+    The run (system-parallel in its worker) then gives the uninterrupted kernel's energies."""
+    import subprocess
+    import sys
+
+    import xarray as xr
+
+    from ensemble.plan import Plan
+
+    spec = md_spec(tmp_path)
+    path = tmp_path / "md.toml"
+    path.write_text(spec.to_toml())
+    code = f"""
+import io
+import numba
+import ensemble
+from ensemble.execute import worker_start_method
+from kernels import get_system, integrate
+from kernels.geometry import fibonacci_sphere, thermal_velocities
+
+assert worker_start_method() == "fork", worker_start_method()
+q = fibonacci_sphere(500)
+system = get_system("sphere_lj", epsilon=1.0, sigma=0.1, cutoff=0.25)
+integrate(system, "vi", q[None], thermal_velocities(q, 1.0, 1.0, seed=0)[None], 1e-4, 2, 1, mode="system")
+print(numba.threading_layer(), worker_start_method())
+ensemble.run({str(path)!r}, stream=io.StringIO())
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    layer, method = run.stdout.split()
+    assert method == ("fork" if layer in ("workqueue", "tbb") else "spawn")
+    assert "Terminating" not in run.stderr, run.stderr  # what a forked GNU OpenMP runtime prints as it dies
+    plan = Plan(spec)
+    q, omega = plan.initial_state(0, 1)
+    direct = integrate(plan.system, "vi", q, omega, spec.dt, spec.n_steps, 5, outputs=("energy",))
+    np.testing.assert_array_equal(xr.open_zarr(spec.store).energy.values, direct.energy)
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(members=2), "output.variables: temperature is measured by the system-parallel mode only"),
     (dict(placement="icosphere"), "ensemble.particles: icosphere placement needs 10·4^k + 2 particles"),

@@ -29,9 +29,10 @@ def reference(tmp_path_factory):
 
 
 def worker_processes(pid):
-    """The Dask worker processes a run started (spawned interpreters, not the resource tracker)."""
+    """The Dask worker processes a run started (forked from it, or spawned interpreters when it had
+    to spawn; not a multiprocessing resource tracker)."""
     return [child for child in psutil.Process(pid).children(recursive=True)
-            if "spawn_main" in " ".join(child.cmdline())]
+            if "resource_tracker" not in " ".join(child.cmdline())]
 
 
 def test_kill_9_of_the_run_then_same_command_resumes_bitwise(tmp_path, reference):
