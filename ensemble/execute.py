@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import signal
 import sys
 import time
@@ -19,8 +20,6 @@ from .plan import Plan
 from .segment import load_kernel, run_segment
 from .store import RunStore
 
-#: environment of local workers: kernels run single-threaded, one worker process per core
-WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 class RunFailed(Exception):
@@ -63,6 +62,18 @@ def slurm_cluster(cluster: dict):
     return jobs
 
 
+def kernel_threads(plan: Plan) -> int:
+    """Kernel threads of each local worker: 1 when members run in parallel (one worker per core),
+    every CPU when the plan is system-parallel (its one member runs on one worker, the others idle)."""
+    return 1 if plan.mode == "ensemble" else len(os.sched_getaffinity(0))
+
+
+def worker_environment(threads: int) -> dict:
+    """Environment of local worker processes: ``threads`` Numba threads, BLAS single-threaded."""
+    return {"NUMBA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1"}
+
+
 def worker_start_method() -> str:
     """How local worker processes start: forked from this process when that is safe, so they inherit
     its imports and the kernel :func:`load_kernel` compiled (about 3 s less per run than spawning
@@ -76,9 +87,10 @@ def worker_start_method() -> str:
 
 
 @contextmanager
-def dask_client(cluster: dict):
-    """A client for the spec's ``[cluster]``: an embedded LocalCluster (one single-threaded worker
-    process per core), a running scheduler, or SLURM worker jobs through dask-jobqueue."""
+def dask_client(cluster: dict, threads: int = 1):
+    """A client for the spec's ``[cluster]``: an embedded LocalCluster (worker processes with one
+    task thread each, whose kernels use ``threads`` threads), a running scheduler, or SLURM worker
+    jobs through dask-jobqueue."""
     if cluster["kind"] == "slurm":
         with slurm_cluster(cluster) as jobs, Client(jobs) as client:
             timeout = cluster.get("worker_timeout", 300.0)
@@ -97,7 +109,8 @@ def dask_client(cluster: dict):
             # Task errors are reported once by execute(); the workers' own log lines would repeat them.
             with dask.config.set({"distributed.worker.multiprocessing-method": worker_start_method()}):
                 local = LocalCluster(n_workers=cluster["workers"], threads_per_worker=1, processes=True,
-                                     dashboard_address=":0", silence_logs=logging.CRITICAL, env=WORKER_ENV)
+                                     dashboard_address=":0", silence_logs=logging.CRITICAL,
+                                     env=worker_environment(threads))
             client = Client(local)
             client.register_plugin(DieWithParent())
     except (OSError, RuntimeError, TimeoutError) as error:
@@ -195,7 +208,7 @@ def execute(plan: Plan, stream) -> None:
               "method and system compiles it, about 30 s)", file=stream, flush=True)
         load_kernel(plan)
     run_id = uuid.uuid4().hex[:8]
-    with dask_client(plan.spec.cluster) as client:
+    with dask_client(plan.spec.cluster, kernel_threads(plan)) as client:
         print(f"armillary: dashboard {client.dashboard_link}", file=stream, flush=True)
         futures = []
         for c in range(len(plan.chunks)):

@@ -302,6 +302,22 @@ def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(t
     assert xr.open_zarr(spec.store).unit_error.max() < 1e-14
 
 
+def test_local_workers_of_a_system_parallel_run_use_every_cpu(tmp_path):
+    """The worker that runs a system-parallel plan's member gets every CPU for its kernel threads;
+    workers of an ensemble-mode plan get one each (one worker per core)."""
+    import os
+
+    from ensemble.execute import dask_client, kernel_threads
+    from ensemble.plan import Plan
+    from kernels.integrate import default_threads
+
+    md, members = Plan(md_spec(tmp_path)), Plan(md_spec(tmp_path, members=2, variables='["energy"]'))
+    assert (md.mode, members.mode) == ("system", "ensemble")
+    for plan, expected in ((md, len(os.sched_getaffinity(0))), (members, 1)):
+        with dask_client({"kind": "local", "workers": 1}, kernel_threads(plan)) as client:
+            assert list(client.run(default_threads).values()) == [expected]
+
+
 def test_md_run_from_a_process_that_launched_openmp_spawns_its_worker(tmp_path):
     """Local workers fork from the running process (inheriting its imports and compiled kernels)
     unless a system-parallel kernel already launched Numba's threading layer there: a forked GNU
