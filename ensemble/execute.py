@@ -183,7 +183,7 @@ def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
         for c, j in mine:
             if stop:
                 return False
-            progress.advance(run_segment(plan, c, j)[0])
+            progress.advance(run_segment(plan, c, j, threads=None)[0])  # on the task's CPUs (NUMBA_NUM_THREADS)
     finally:
         for number, handler in handlers.items():
             signal.signal(number, handler)

@@ -22,13 +22,15 @@ from .store import CHECKPOINT_STATE, SHADOW_STATE, STATE_VARIABLES, RunStore
 
 
 def integrate_members(plan: Plan, first: int, stop: int, q, omega, n_steps: int, save_every: int, *,
-                      outputs=("energy",), options=None, shadow=None, restart=False):
+                      outputs=("energy",), options=None, shadow=None, restart=False, threads: int | None = 1):
     """The plan's kernel on members [first, stop) from (q, ω): the one call of every task, and of
-    :func:`load_kernel`, so both use the same compiled kernel (mode, threads, method options)."""
+    :func:`load_kernel`, so both use the same compiled kernel (mode, method options).
+    ``threads``: kernel threads of an ensemble-mode plan (None: the process's, NUMBA_NUM_THREADS);
+    a system-parallel plan always uses the process's."""
     spec = plan.spec
     return integrate(plan.chunk_system(first, stop), spec.method, q, omega, spec.dt, n_steps, save_every,
-                     outputs=outputs, threads=None if plan.mode == "system" else 1, restart=restart, shadow=shadow,
-                     mode=plan.mode, **(spec.options if options is None else options))
+                     outputs=outputs, threads=None if plan.mode == "system" else threads, restart=restart,
+                     shadow=shadow, mode=plan.mode, **(spec.options if options is None else options))
 
 
 def load_kernel(plan: Plan) -> None:
@@ -40,10 +42,12 @@ def load_kernel(plan: Plan) -> None:
     integrate_members(plan, 0, 1, q, omega, 1, 1, shadow=shadow)
 
 
-def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, float, float]:
+def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int | None = 1) -> tuple[int, float, float]:
     """Compute (chunk, segment) of ``plan`` into its store; returns (member-steps done, seconds,
     seconds spent writing the store).
-    ``after`` is the previous segment's result, passed only so the scheduler orders the two."""
+    ``after`` is the previous segment's result, passed only so the scheduler orders the two.
+    ``threads`` as for :func:`integrate_members`: 1 in a Dask worker (one per core), None in a SLURM
+    array task (its CPUs)."""
     store = RunStore(plan.spec.store)
     if store.is_done(chunk, segment):
         return 0, 0.0, 0.0
@@ -87,7 +91,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None) -> tuple[int, 
                                                             ("reference", shadow.reference))})
     outputs = tuple(name for name in spec.variables if name in STATE_VARIABLES) or ("energy",)
     result = integrate_members(plan, first, stop, q, omega, seg.stop - seg.start, spec.save_every, outputs=outputs,
-                               options=options, shadow=shadow, restart=segment > 0)
+                               options=options, shadow=shadow, restart=segment > 0, threads=threads)
 
     writing = time.perf_counter()
     samples = seg.last_sample - seg.first_sample + 1
