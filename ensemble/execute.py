@@ -62,6 +62,12 @@ def slurm_cluster(cluster: dict):
     return jobs
 
 
+#: Dask settings of the embedded cluster, whose workers share the CPUs with the kernels: no stack
+#: sampling of the task thread every 10 ms (a Numba kernel is one opaque frame to it) and an event-loop
+#: health check every second instead of every 20 ms.  Together ~3 % more kernel time per worker.
+LOCAL_CLUSTER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+
+
 def kernel_threads(plan: Plan) -> int:
     """Kernel threads of each local worker: 1 when members run in parallel (one worker per core),
     every CPU when the plan is system-parallel (its one member runs on one worker, the others idle)."""
@@ -107,7 +113,8 @@ def dask_client(cluster: dict, threads: int = 1):
             local = None
         else:
             # Task errors are reported once by execute(); the workers' own log lines would repeat them.
-            with dask.config.set({"distributed.worker.multiprocessing-method": worker_start_method()}):
+            start_method = {"distributed.worker.multiprocessing-method": worker_start_method()}
+            with dask.config.set(LOCAL_CLUSTER_CONFIG | start_method):
                 local = LocalCluster(n_workers=cluster["workers"], threads_per_worker=1, processes=True,
                                      dashboard_address=":0", silence_logs=logging.CRITICAL,
                                      env=worker_environment(threads))

@@ -57,10 +57,10 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     seg = plan.segments[segment]
     options = dict(spec.options)
     shadow = None
+    writes = []  # (array, region, value): all written together after the kernel, then the record
     if segment == 0:
         q, omega = plan.initial_state(first, stop)
-        store.write("q0", slice(first, stop), q)
-        store.write("omega0", slice(first, stop), omega)
+        writes += [("q0", slice(first, stop), q), ("omega0", slice(first, stop), omega)]
         status = np.zeros(stop - first, np.int64)
         failed_step = np.full(stop - first, -1, np.int64)
         if spec.lyapunov:
@@ -102,7 +102,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     for name in spec.variables:
         values = getattr(result, name)[:, :samples].copy()
         values[failed] = np.nan
-        store.write(name, region, values)
+        writes.append((name, region, values))
     q_end, omega_end = result.q_final.copy(), result.omega_final.copy()
     q_end[failed] = np.nan
     omega_end[failed] = np.nan
@@ -112,14 +112,14 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         elapsed = plan.sample_steps[seg.first_sample:seg.last_sample + 1] * spec.dt
         estimate = result.lyapunov(elapsed)
         estimate[failed] = np.nan
-        store.write("lyapunov_estimate", region, estimate)
+        writes.append(("lyapunov_estimate", region, estimate))
         if seg.stop == spec.n_steps:
-            store.write("lyapunov", slice(first, stop), estimate[:, -1])
+            writes.append(("lyapunov", slice(first, stop), estimate[:, -1]))
         end = result.shadow_final
         checkpoint.update(shadow_q=end.q, shadow_omega=end.omega, log_growth=end.log_growth, reference=end.reference)
-    store.write_checkpoint(segment % 2, first, stop, checkpoint)
-    store.write("status", slice(first, stop), status)
-    store.write("failed_step", slice(first, stop), failed_step)
+    writes += store.checkpoint_writes(segment % 2, first, stop, checkpoint)
+    writes += [("status", slice(first, stop), status), ("failed_step", slice(first, stop), failed_step)]
+    store.write_all(writes)
     finished = time.perf_counter()
     store.mark_done(chunk, segment, finished - started, finished - writing)
     return int(plan.work[chunk, segment]), finished - started, finished - writing
