@@ -178,3 +178,22 @@ def test_uniform_and_continuation_from_a_finished_store(tmp_path):
     assert np.array_equal(second.q0.values, first.q.values[:, -1])
     assert np.array_equal(second.omega0.values, first.omega.values[:, -1])
 
+
+
+def test_perturbed_members_lie_on_the_spheres_at_the_spec_scale_whatever_the_chunk():
+    """perturb: ‖q_i‖ = 1 and ω_i ⟂ q_i to round-off, geodesic displacements with rms √2·scale (a
+    2-D tangent Gaussian), standard normal draws, and each member's numbers depend on its id only."""
+    from ensemble.initial import member_normals, perturbed_members
+
+    q = np.array([[0.0, 0.0, 1.0], [0.6, 0.8, 0.0], [0.0, -1.0, 0.0]])
+    omega = np.array([[0.3, -0.2, 0.0], [0.8, -0.6, 0.5], [1.0, 0.0, 0.0]])
+    members, scale = 20_000, 1e-3
+    moved, moved_omega = perturbed_members(q, omega, np.arange(members), scale, 5)
+    assert np.abs(np.linalg.norm(moved, axis=-1) - 1).max() <= 2.3e-16
+    assert np.abs(np.sum(moved * moved_omega, axis=-1)).max() <= 1e-15
+    angle = np.arccos(np.clip(np.sum(moved * q, axis=-1), -1, 1))
+    assert abs(np.sqrt(np.mean(angle ** 2)) / (np.sqrt(2) * scale) - 1) < 0.02
+    normals = member_normals(5, np.arange(members), 18)
+    assert abs(normals.mean()) < 0.01 and abs(normals.std() - 1) < 0.005
+    part = perturbed_members(q, omega, np.arange(700, 900), scale, 5)
+    assert np.array_equal(part[0], moved[700:900]) and np.array_equal(part[1], moved_omega[700:900])
