@@ -21,7 +21,6 @@ from .segment import load_kernel, run_segment
 from .store import RunStore
 
 
-
 class RunFailed(Exception):
     """A task failed for a reason other than bad input (exit code 1)."""
 
