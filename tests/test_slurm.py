@@ -112,7 +112,8 @@ def test_bad_submit_options_are_refused_before_submitting(tmp_path, capsys, args
     assert not (tmp_path / "spec.zarr").exists() and not (tmp_path / "spec.zarr.slurm").exists()
 
 
-def test_dask_jobqueue_cluster_on_slurm_equals_the_local_run(tmp_path):
+def test_dask_jobqueue_cluster_on_slurm_equals_the_local_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the worker jobs write their slurm-<job>.out logs into the submit directory
     text = open(write_spec(tmp_path, "local.toml", workers=2)).read().replace(
         'kind = "local"\nworkers = 2', 'kind = "slurm"\npartition = "debug"\nwalltime = "00:20:00"\nmemory = "1GB"\n'
         'maximum_jobs = 2\nworker_timeout = 120')
