@@ -10,6 +10,8 @@ others.  That is what makes a store bitwise independent of chunking, worker coun
 import numpy as np
 from numba import njit
 
+from kernels.geometry import tangent_rows
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -61,11 +63,6 @@ def member_normals(seed: int, member_ids, count: int, stream: int = INITIAL_STRE
     out = np.empty((np.size(member_ids), count))
     _fill_normals(key, np.asarray(member_ids, dtype=np.uint64).reshape(-1), out)
     return out
-
-
-def _tangent(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """v with its component along the unit vector q removed."""
-    return v - np.sum(v * q, axis=-1, keepdims=True) * q
 
 
 @njit(cache=True)
@@ -125,4 +122,4 @@ def uniform_members(n: int, member_ids, omega_scale: float, seed: int) -> tuple[
     ``omega_scale`` (rad/s).  Returns (members, n, 3) arrays."""
     normals = member_normals(seed, member_ids, 6 * n).reshape(-1, 2, n, 3)
     q = normals[:, 0] / np.linalg.norm(normals[:, 0], axis=-1, keepdims=True)
-    return q, _tangent(q, omega_scale * normals[:, 1])
+    return q, tangent_rows(q, omega_scale * normals[:, 1])

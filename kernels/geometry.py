@@ -8,6 +8,13 @@ import numpy as np
 from .errors import InvalidInput
 
 
+def tangent_rows(q: np.ndarray, omega) -> np.ndarray:
+    """ω with its component along the unit vectors q removed (rows, any leading axes), so that
+    q·ω = 0 exactly up to round-off."""
+    omega = np.asarray(omega, dtype=np.float64)
+    return omega - np.sum(q * omega, axis=-1, keepdims=True) * q
+
+
 def icosphere(level: int) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (10·4^level + 2, 3) and faces (20·4^level, 3) of a subdivided icosahedron.
 
@@ -170,7 +177,7 @@ def thermal_velocities(q: np.ndarray, mass, temperature: float, seed: int) -> np
     rng = np.random.default_rng(seed)
     m = np.broadcast_to(np.asarray(mass, dtype=np.float64), (len(q),))
     qdot = rng.standard_normal(q.shape) / np.sqrt(m)[:, np.newaxis]
-    qdot -= np.sum(qdot * q, axis=1, keepdims=True) * q
+    qdot = tangent_rows(q, qdot)
     omega = np.cross(q, qdot)  # ω_i = q_i × q̇_i for tangent q̇_i
     # remove the rigid rotation Ω (ω_i → ω_i − (Ω − (Ω·q_i) q_i)) with the system's net angular momentum
     inertia = np.einsum("i,ij,ik->jk", m, q, q)

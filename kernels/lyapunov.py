@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InvalidInput
+from .geometry import tangent_rows
 from .lanes import lane_function
 from .status import OK
 
@@ -44,10 +45,6 @@ class Shadow:
     step_offset: int = 0
 
 
-def _tangent(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return v - np.sum(v * q, axis=-1, keepdims=True) * q
-
-
 def phase_distance_of(q, omega, shadow_q, shadow_omega) -> np.ndarray:
     """‖(q_s − q, ω_s − ω)‖ per member for (members, n, 3) arrays (see the module docstring)."""
     return np.sqrt(np.sum((shadow_q - q) ** 2 + (shadow_omega - omega) ** 2, axis=(-2, -1)))
@@ -68,12 +65,12 @@ def displaced_shadow(q, omega, directions, d0: float, renormalise_every: int) ->
     q = np.asarray(q, dtype=np.float64)
     omega = np.asarray(omega, dtype=np.float64)
     directions = np.asarray(directions, dtype=np.float64)
-    dq = _tangent(q, directions[:, 0])
-    domega = _tangent(q, directions[:, 1]) - np.sum(dq * omega, axis=-1, keepdims=True) * q
+    dq = tangent_rows(q, directions[:, 0])
+    domega = tangent_rows(q, directions[:, 1]) - np.sum(dq * omega, axis=-1, keepdims=True) * q
     length = np.sqrt(np.sum(dq**2 + domega**2, axis=(-2, -1)))[:, np.newaxis, np.newaxis]
     shadow_q = q + d0 / length * dq
     shadow_q /= np.linalg.norm(shadow_q, axis=-1, keepdims=True)
-    shadow_omega = _tangent(shadow_q, omega + d0 / length * domega)
+    shadow_omega = tangent_rows(shadow_q, omega + d0 / length * domega)
     return Shadow(shadow_q, shadow_omega, np.zeros(len(q)), phase_distance_of(q, omega, shadow_q, shadow_omega),
                   float(d0), int(renormalise_every))
 

@@ -288,7 +288,3 @@ def unit_rows(vectors) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
 
 
-def tangent_rows(q: np.ndarray, omega) -> np.ndarray:
-    """ω with its component along q removed, so that q·ω = 0 exactly up to round-off."""
-    omega = np.asarray(omega, dtype=np.float64)
-    return omega - np.sum(q * omega, axis=-1, keepdims=True) * q

@@ -11,8 +11,9 @@ pivot of (row, col) at (col·spacing, row·spacing, 0).
 import numpy as np
 
 from ..errors import InvalidInput
+from ..geometry import tangent_rows
 from ..lanes import lane_function
-from .base import SCALAR, Parameter, Preset, SystemDefinition, tangent_rows, unit_rows
+from .base import SCALAR, Parameter, Preset, SystemDefinition, unit_rows
 
 MU_OVER_4PI = 1e-7  # N/A², vacuum permeability / 4π
 

@@ -11,8 +11,9 @@ V = Σ_{i=1}^n [ −m_e g (Σ_{j<i} l_e q_j + ½ l_e q_i)·e + ½ κ (1 − q_{i
 import numpy as np
 
 from ..errors import InvalidInput
+from ..geometry import tangent_rows
 from ..lanes import lane_function
-from .base import SCALAR, VECTOR3, Parameter, Preset, SystemDefinition, gravity_parameters, tangent_rows
+from .base import SCALAR, VECTOR3, Parameter, Preset, SystemDefinition, gravity_parameters
 
 
 def _element_count(value):

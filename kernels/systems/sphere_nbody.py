@@ -7,8 +7,9 @@ the member diverge, which is recorded, not raised).
 
 import numpy as np
 
+from ..geometry import tangent_rows
 from ..lanes import lane_function
-from .base import PER_BODY, SCALAR, Parameter, Preset, SystemDefinition, tangent_rows, unit_rows
+from .base import PER_BODY, SCALAR, Parameter, Preset, SystemDefinition, unit_rows
 
 
 @lane_function

@@ -7,8 +7,9 @@ where e is the unit direction of gravity (the paper's e3 = [0, 0, 1], "the direc
 
 import numpy as np
 
+from ..geometry import tangent_rows
 from ..lanes import lane_function
-from .base import PER_BODY, Parameter, Preset, SystemDefinition, gravity_parameters, tangent_rows, unit_rows
+from .base import PER_BODY, Parameter, Preset, SystemDefinition, gravity_parameters, unit_rows
 
 
 def _tail_masses(params):

@@ -9,9 +9,10 @@ V = −Σ_i m_i g l_i e·q_i + Σ_{(i,j) springs} ½ κ_ij (‖d_ij‖ − ‖r_
 import numpy as np
 
 from ..errors import InvalidInput
+from ..geometry import tangent_rows
 from ..lanes import lane_function
-from .base import (PER_BODY, PER_BODY_VECTOR3, PER_SPRING, SCALAR, Parameter, Preset, SystemDefinition,
-                   gravity_parameters, tangent_rows, unit_rows)
+from .base import (PER_BODY, PER_BODY_VECTOR3, PER_SPRING, SCALAR, Parameter,
+                   Preset, SystemDefinition, gravity_parameters, unit_rows)
 
 SPRING_COEFFICIENTS = 5  # κ, r_ij (3), ‖r_ij‖
 
