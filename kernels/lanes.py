@@ -34,14 +34,18 @@ def solve_in_lanes(a, x):
 
     Gaussian elimination without pivoting, lanes innermost.  Used only for the symmetric
     positive-definite (or nearly so) block systems of Lee–Leok–McClamroch eqs. (9), (25) and the
-    Newton matrix of (28) near f = 0, for which pivoting is unnecessary.  ``a`` is destroyed.
+    Newton matrix of (28) near f = 0, for which pivoting is unnecessary.  ``a`` is destroyed; its
+    diagonal ends up holding the pivots' reciprocals, one division per pivot instead of one per
+    eliminated entry (divisions share one slow unit per core: 21 → 6 per 6×6 solve).
     """
     size = a.shape[0]
     lanes = a.shape[2]
     for k in range(size):
+        for b in range(lanes):
+            a[k, k, b] = 1.0 / a[k, k, b]
         for i in range(k + 1, size):
             for b in range(lanes):
-                factor = a[i, k, b] / a[k, k, b]
+                factor = a[i, k, b] * a[k, k, b]
                 a[i, k, b] = factor
             for j in range(k + 1, size):
                 for b in range(lanes):
@@ -53,7 +57,7 @@ def solve_in_lanes(a, x):
             for b in range(lanes):
                 x[k, b] -= a[k, j, b] * x[j, b]
         for b in range(lanes):
-            x[k, b] /= a[k, k, b]
+            x[k, b] *= a[k, k, b]
 
 
 @lane_function

@@ -106,10 +106,10 @@ def explicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
 
 
 def implicit_vi_allocate(n, lanes):
-    """Work: ∂V/∂q, d (22), f, y = F q − q, u, D_j = ∂y_j/∂f_j, Newton matrix and vector,
-    q_i × Σ_j M_ij y_j and its inner sums, per-lane norms (see NORM_ROWS), done."""
+    """Work: ∂V/∂q, d (22), f, y = F q − q, 2/(1 + ‖f_j‖²), u, D_j = ∂y_j/∂f_j, Newton matrix and
+    vector, q_i × Σ_j M_ij y_j and its inner sums, per-lane norms (see NORM_ROWS), done."""
     return (np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)),
-            np.empty((n, 3, lanes)), np.empty((n, 3, 3, lanes)), np.empty((3 * n, 3 * n, lanes)),
+            np.empty((n, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, 3, lanes)), np.empty((3 * n, 3 * n, lanes)),
             np.empty((3 * n, lanes)), np.empty((n, 3, lanes)), np.empty((3, lanes)), np.empty((NORM_ROWS, lanes)),
             np.empty(lanes, np.bool_))
 
@@ -119,12 +119,17 @@ def implicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options
 
 
 @lane_function
-def cayley_displacement(q, f, y):
-    """y_j = F_j q_j − q_j = 2(f_j × q_j − ‖f_j‖² q_j)/(1 + ‖f_j‖²), eq. (27), without cancellation."""
+def cayley_displacement(q, f, y, cayley_scale):
+    """y_j = F_j q_j − q_j = 2(f_j × q_j − ‖f_j‖² q_j)/(1 + ‖f_j‖²), eq. (27), without cancellation.
+
+    Also keeps 2/(1 + ‖f_j‖²) in ``cayley_scale``: the residual and Jacobian of (28) reuse it, so a
+    Newton iteration divides once per body.
+    """
     for j in range(q.shape[0]):
         for b in range(q.shape[2]):
             ss = f[j, 0, b] ** 2 + f[j, 1, b] ** 2 + f[j, 2, b] ** 2
             scale = 2.0 / (1.0 + ss)
+            cayley_scale[j, b] = scale
             y[j, 0, b] = scale * (f[j, 1, b] * q[j, 2, b] - f[j, 2, b] * q[j, 1, b] - ss * q[j, 0, b])
             y[j, 1, b] = scale * (f[j, 2, b] * q[j, 0, b] - f[j, 0, b] * q[j, 2, b] - ss * q[j, 1, b])
             y[j, 2, b] = scale * (f[j, 0, b] * q[j, 1, b] - f[j, 1, b] * q[j, 0, b] - ss * q[j, 2, b])
@@ -184,7 +189,7 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
     block; only the bookkeeping is per lane, and a lane stops changing once it is done, so its result
     does not depend on which other members share its block.
     """
-    grad, d, f, y, u, dy, jac, vec, cross, sums, norms, done = work
+    grad, d, f, y, cayley_scale, u, dy, jac, vec, cross, sums, norms, done = work
     n = q.shape[0]
     lanes = q.shape[2]
     tol = options[NEWTON_TOLERANCE]
@@ -220,17 +225,16 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
             f[i, 1, b] = half_h * omega[i, 1, b]
             f[i, 2, b] = half_h * omega[i, 2, b]
     for iteration in range(max_iterations + 1):
-        cayley_displacement(q, f, y)
+        cayley_displacement(q, f, y, cayley_scale)
         cross_with_mass_sums(q, mass_full, y, True, sums, cross)
         for b in range(lanes):
             norms[RESIDUAL, b] = 0.0
         for i in range(n):
             for b in range(lanes):
-                ss = f[i, 0, b] ** 2 + f[i, 1, b] ** 2 + f[i, 2, b] ** 2
+                scaled_mass = mass_full[i, i, b] * cayley_scale[i, b]
                 normal = q[i, 0, b] * f[i, 0, b] + q[i, 1, b] * f[i, 1, b] + q[i, 2, b] * f[i, 2, b]
                 for k in range(3):
-                    r = 2.0 * mass_full[i, i, b] * f[i, k, b] / (1.0 + ss) + cross[i, k, b] - d[i, k, b] \
-                        + q[i, k, b] * normal
+                    r = scaled_mass * f[i, k, b] + cross[i, k, b] - d[i, k, b] + q[i, k, b] * normal
                     vec[3 * i + k, b] = r
                     norms[RESIDUAL, b] = max(norms[RESIDUAL, b], abs(r))
         remaining = 0
@@ -259,8 +263,7 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
                 r1 = (r + 1) % 3
                 r2 = (r + 2) % 3
                 for b in range(lanes):
-                    ss = f[j, 0, b] ** 2 + f[j, 1, b] ** 2 + f[j, 2, b] ** 2
-                    scale = -2.0 / (1.0 + ss)
+                    scale = -cayley_scale[j, b]
                     g = y[j, r, b] + 2.0 * q[j, r, b]
                     dy[j, r, r, b] = scale * (0.0 + g * f[j, r, b])  # q̂_j has a zero diagonal
                     dy[j, r, r1, b] = scale * (-q[j, r2, b] + g * f[j, r1, b])
@@ -270,8 +273,7 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
                 for r in range(3):
                     if i == j:
                         for b in range(lanes):
-                            ss = f[i, 0, b] ** 2 + f[i, 1, b] ** 2 + f[i, 2, b] ** 2
-                            inv = 1.0 / (1.0 + ss)
+                            inv = 0.5 * cayley_scale[i, b]  # 1/(1 + ‖f_i‖²), exactly
                             m2 = 2.0 * mass_full[i, i, b]
                             for c in range(3):
                                 value = -2.0 * m2 * inv * inv * f[i, r, b] * f[i, c, b] + q[i, r, b] * q[i, c, b]
@@ -312,11 +314,12 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
     system_gradient(q, coef, topology, grad)  # noqa: F821
     assemble_velocity_matrix(q, mass_full, jac)
     cross_with_mass_sums(q, mass_full, y, False, sums, cross)
+    inverse_h = 1.0 / h
     for i in range(n):
         for b in range(lanes):
-            vec[3 * i, b] = cross[i, 0, b] / h - 0.5 * h * (q[i, 1, b] * grad[i, 2, b] - q[i, 2, b] * grad[i, 1, b])
-            vec[3 * i + 1, b] = cross[i, 1, b] / h - 0.5 * h * (q[i, 2, b] * grad[i, 0, b] - q[i, 0, b] * grad[i, 2, b])
-            vec[3 * i + 2, b] = cross[i, 2, b] / h - 0.5 * h * (q[i, 0, b] * grad[i, 1, b] - q[i, 1, b] * grad[i, 0, b])
+            vec[3 * i, b] = cross[i, 0, b] * inverse_h - 0.5 * h * (q[i, 1, b] * grad[i, 2, b] - q[i, 2, b] * grad[i, 1, b])
+            vec[3 * i + 1, b] = cross[i, 1, b] * inverse_h - 0.5 * h * (q[i, 2, b] * grad[i, 0, b] - q[i, 0, b] * grad[i, 2, b])
+            vec[3 * i + 2, b] = cross[i, 2, b] * inverse_h - 0.5 * h * (q[i, 0, b] * grad[i, 1, b] - q[i, 1, b] * grad[i, 0, b])
     solve_in_lanes(jac, vec)
     for i in range(n):
         for k in range(3):
