@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from machine import cpu_ticks, peak_memory_megabytes, reset_peak_memory, steal_since
+
 # This script shares its name with the package it measures: keep its own folder off the import path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
@@ -56,27 +58,6 @@ workers = {workers}
 """
 
 
-def reset_peak_memory() -> None:
-    """Start this process's peak-RSS count afresh (Linux: clear_refs 5 resets VmHWM to the current RSS)."""
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")
-
-
-def peak_memory_megabytes() -> float:
-    """This process's peak RSS since the last :func:`reset_peak_memory` (VmHWM)."""
-    with open("/proc/self/status") as status:
-        line = next(line for line in status if line.startswith("VmHWM:"))
-    return int(line.split()[1]) / 1024
-
-
-def cpu_ticks() -> tuple[int, int]:
-    """(steal, total) jiffies of all CPUs so far, from /proc/stat (steal: time the hypervisor gave
-    this VM's CPUs to someone else; it slows both sides of a comparison, by different amounts)."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:9]]
-    return fields[7], sum(fields)
-
-
 def measure(directory, label, members, steps, save_every, checkpoint_every, chunk, repeats, extra=""):
     """``repeats`` alternating pairs (ensemble run, bare kernel), so slow spells of the machine hit
     both; the ratio is of the fastest of each, with every pair's own ratio shown too."""
@@ -87,7 +68,7 @@ def measure(directory, label, members, steps, save_every, checkpoint_every, chun
     plan = Plan(spec)
     integrate(plan.system, "vi", *plan.initial_state(0, min(256, members)), 1e-3, 10, 10)  # compile / load from cache
     walls, bares, client_mb = [], [], 0.0
-    steal_before = cpu_ticks()
+    ticks = cpu_ticks()
     for _ in range(repeats):
         reset_peak_memory()
         start = time.perf_counter()
@@ -101,8 +82,7 @@ def measure(directory, label, members, steps, save_every, checkpoint_every, chun
         integrate(plan.system, "vi", q, omega, 1e-3, steps, save_every, outputs=("energy",), threads=workers)
         bares.append(time.perf_counter() - start)
         del q, omega
-    steal_after = cpu_ticks()
-    steal = (steal_after[0] - steal_before[0]) / max(1, steal_after[1] - steal_before[1])
+    steal = steal_since(ticks)
     wall, bare = min(walls), min(bares)
     write_share = status["write_seconds"] / workers / walls[-1]
     pairs = " ".join(f"{w / b:.2f}" for w, b in zip(walls, bares))

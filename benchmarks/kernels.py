@@ -1,10 +1,12 @@
 """Member-steps per second of the kernels on all cores, against scipy's solve_ivp (RK45) stepping
 the same system member by member in the same run.
 
-    .venv/bin/python benchmarks/kernels.py [--members 20000] [--steps 2000]
+    .venv/bin/python benchmarks/kernels.py [--members 20000] [--steps 2000] [--repeats 3]
 
 Targets (2 cores): explicit vi 3-body ≥ 1e8 member-steps/s, implicit vi double pendulum ≥ 1e7,
-both ≥ 3000× scipy per step.
+both ≥ 3000× scipy per step.  Each kernel is timed ``--repeats`` times and the fastest counts (every
+rate is printed), because this kind of VM's speed drifts by up to 2× within minutes; the hypervisor's
+steal over the run is printed too.
 """
 
 import argparse
@@ -12,6 +14,7 @@ import sys
 import time
 
 import numpy as np
+from machine import cpu_ticks, steal_since
 from scipy.integrate import solve_ivp
 
 # This script shares its name with the package it measures: keep its own folder off the import path.
@@ -22,11 +25,15 @@ from kernels import get_system, integrate  # noqa: E402
 from kernels.integrate import default_threads  # noqa: E402
 
 
-def kernel_rate(system, method, q, omega, dt, steps, **options):
+def kernel_rates(system, method, q, omega, dt, steps, repeats, **options):
+    """Member-steps per second of ``repeats`` timed calls on all cores (after one compiling call)."""
     integrate(system, method, q[:256], omega[:256], dt, 10, 10, **options)  # compile / load from cache
-    start = time.perf_counter()
-    integrate(system, method, q, omega, dt, steps, 100, outputs=("energy",), **options)
-    return len(q) * steps / (time.perf_counter() - start)
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        integrate(system, method, q, omega, dt, steps, 100, outputs=("energy",), **options)
+        rates.append(len(q) * steps / (time.perf_counter() - start))
+    return rates
 
 
 def scipy_rate(system, q, omega, dt, steps, members=4):
@@ -58,19 +65,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--members", type=int, default=20_000)
     parser.add_argument("--steps", type=int, default=2_000)
+    parser.add_argument("--repeats", type=int, default=3, help="timed kernel calls per case (the fastest counts)")
     args = parser.parse_args()
-    print(f"{default_threads()} threads, {args.members} members, {args.steps} steps")
+    print(f"{default_threads()} threads, {args.members} members, {args.steps} steps, fastest of {args.repeats}")
     print(f"{'case':<40}{'member-steps/s':>16}{'scipy':>12}{'ratio':>10}{'target':>10}")
     cases = [("vi explicit, Example 2 (3-body)", "sphere_nbody", "vi", 1e-3, {}, 1e8),
              ("vi implicit, Example 1 (double pend.)", "spherical_chain", "vi", 0.01, {}, 1e7),
              ("rk4, Example 2 (3-body)", "sphere_nbody", "rk4", 1e-3, {}, None)]
+    ticks = cpu_ticks()
     for label, name, method, dt, options, target in cases:
         system = get_system(name, "paper")
         q, omega = perturbed_ensemble(*system.initial_state(), args.members, 1e-3, 0)
-        rate = kernel_rate(system, method, q, omega, dt, args.steps, **options)
+        rates = kernel_rates(system, method, q, omega, dt, args.steps, args.repeats, **options)
+        rate = max(rates)
         reference = scipy_rate(system, q, omega, dt, 1000)
         print(f"{label:<40}{rate:>16.3e}{reference:>12.3e}{rate / reference:>10.0f}"
-              f"{(f'{target:.0e}' if target else '-'):>10}", flush=True)
+              f"{(f'{target:.0e}' if target else '-'):>10}   each {' '.join(f'{r:.2e}' for r in rates)}", flush=True)
+    print(f"hypervisor steal over the run: {steal_since(ticks):.1%}")
 
 
 if __name__ == "__main__":
