@@ -55,7 +55,8 @@ def measure(kind: str, n: int, steps: int) -> dict:
     warm = fibonacci_sphere(1200)
     sigma = np.sqrt(DENSITY * 4 * np.pi / 1200)
     system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
-    integrate(system, "vi", warm[None], thermal_velocities(warm, 1.0, 1.0, 0)[None], 0.005 * sigma, 2, 1, mode=mode)
+    warm_state = {"q": warm[None], "omega": thermal_velocities(warm, 1.0, 1.0, 0)[None]}
+    integrate(system, "vi", warm_state, 0.005 * sigma, 2, 1, mode=mode)
     baseline = _rss_bytes()
     temperature, step = (0.5, 0.001) if kind == "conservation" else (TEMPERATURE, STEP)
     sigma = np.sqrt(DENSITY * 4 * np.pi / n)
@@ -63,8 +64,9 @@ def measure(kind: str, n: int, steps: int) -> dict:
     q = fibonacci_sphere(n)
     omega = thermal_velocities(q, 1.0, temperature, 0)
     start = time.perf_counter()
-    trajectory = integrate(system, "vi", q[None], omega[None], step * sigma, steps, max(1, steps // 10),
-                           outputs=("energy",), mode=mode, skin=SKIN * sigma if mode == "system" else None)
+    trajectory = integrate(system, "vi", {"q": q[None], "omega": omega[None]}, step * sigma, steps,
+                           max(1, steps // 10), outputs=("energy",), mode=mode,
+                           skin=SKIN * sigma if mode == "system" else None)
     elapsed = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     energy = trajectory.energy[0]

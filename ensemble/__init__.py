@@ -1,5 +1,5 @@
-"""Ensembles: planning, per-member seeding and initial conditions, Dask execution, the Zarr store.
-No physics here.  The way in: :func:`run` (and :func:`load_spec`)."""
+"""Ensembles: the spec, planning, per-member seeding and initial states, Dask execution, the Zarr store,
+analysis.  No physics here: what a state is comes from the kernels' declarations.  The way in: :func:`run` (and :func:`load_spec`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ import sys
 
 import xarray as xr
 
-from jobs.spec import Spec, load_spec, parse_spec
 from kernels import InvalidInput
 
-from .execute import RunFailed, execute, execute_array_task
+from .clusters import RunFailed
+from .execute import execute, execute_array_task
+from .lock import StoreError, run_lock
 from .plan import Plan
-from .store import StoreError, check_writable, existing_identity, remove_store, run_lock, write_template
+from .spec import Spec, load_spec, parse_spec
+from .store import check_writable, existing_identity, remove_store, write_template
 
 __all__ = ["run", "run_array_task", "load_spec", "parse_spec", "Spec", "Plan", "RunFailed", "prepare"]
 

@@ -10,6 +10,7 @@ members (see :func:`growth_law`).
 
 from __future__ import annotations
 
+import dask.array as da
 import numpy as np
 import xarray as xr
 
@@ -148,13 +149,37 @@ def analyse_store(ds: xr.Dataset) -> dict:
         "median_drift_rate": float(np.nanmedian(stats.drift_rate.values)),
         "significant_drift_fraction": float(stats.significant_drift.values[ok].mean()) if ok.any() else np.nan,
         "alpha": law["alpha"], "alpha_low": law["alpha_low"], "alpha_high": law["alpha_high"],
-        "max_unit_error": float(ds.unit_error.max().compute()) if "unit_error" in ds else np.nan,
-        "max_tangency_error": float(ds.tangency_error.max().compute()) if "tangency_error" in ds else np.nan,
+        "constraint_diagnostic": _constraint_name(ds),
+        **{f"max_{name}": float(ds[name].max().compute()) if name in ds else np.nan for name in diagnostic_names(ds)},
         "failed_members": int(np.count_nonzero(ds.status.values)),
         "max_momentum_error": float(momentum.max().compute()) if momentum is not None else np.nan,
     }
     summary.update(lyapunov_summary(ds))
     return {"error": error, "stats": stats, "growth_law": law, "momentum": momentum, "summary": summary}
+
+
+def store_space(ds: xr.Dataset):
+    """The state space of a store's system (stores written before spaces were declared are (S²)ⁿ)."""
+    from kernels import SPACES, SYSTEMS
+
+    name = ds.attrs.get("space")
+    return SPACES[name] if name in SPACES else SYSTEMS[ds.attrs["system"]].space
+
+
+def diagnostic_names(ds: xr.Dataset) -> list[str]:
+    """The constraint diagnostics of the store's space, in declaration order."""
+    return [d.name for d in store_space(ds).diagnostics]
+
+
+def _constraint_name(ds: xr.Dataset) -> str:
+    """The space's first (headline) constraint diagnostic."""
+    return diagnostic_names(ds)[0]
+
+
+def state_of(ds: xr.Dataset) -> dict | None:
+    """The store's state variables by name (lazy), or None when the store did not keep all of them."""
+    names = store_space(ds).names
+    return {name: ds[name] for name in names} if all(name in ds for name in names) else None
 
 
 def chaos_threshold(ds: xr.Dataset) -> float:
@@ -201,68 +226,67 @@ def lyapunov_map(ds: xr.Dataset) -> xr.Dataset:
 
 
 def store_summary(ds: xr.Dataset) -> dict:
-    """The headline numbers of one store: energy error (member statistics, drift, growth law),
-    unit-length and tangency errors, the conserved momentum's error (NaN without q, ω or symmetry),
-    failures.  Values are plain floats."""
+    """The headline numbers of one store: energy error (member statistics, drift, growth law), the
+    maxima of the space's constraint diagnostics, the conserved momentum's error (NaN without the
+    state or a symmetry), failures.  Values are plain floats."""
     return analyse_store(ds)["summary"]
 
 
 def store_plan(ds: xr.Dataset):
     """The run's plan, rebuilt from the spec stored in the store (for per-member parameters)."""
-    from jobs.spec import parse_spec  # analysis of synthetic stores needs no spec
-
     from .plan import Plan
+    from .spec import parse_spec
 
-    return Plan(parse_spec(ds.attrs["spec"]))
+    return Plan(parse_spec(ds.attrs["spec"], stored=True))
 
 
-def _per_member_blocks(ds: xr.Dataset, plan, function, drop_body: bool) -> xr.DataArray:
-    """Apply ``function(system, q, omega)`` to each member chunk of q, ω (member, time, body, xyz),
-    with the system carrying those members' parameters; returns (member, time[, body]) lazily."""
+def _per_member_blocks(ds: xr.Dataset, plan, function) -> xr.DataArray:
+    """Apply ``function(system, state)`` → (members, time, k) to each member chunk of the store's state
+    variables, with the system carrying those members' parameters; returns (member, time, component)
+    lazily.  Every variable must share the member and time chunks, with its own axes whole."""
+    names = plan.space.names
+    arrays = [ds[name].data for name in names]
+    first = arrays[0]
+    k = function(plan.chunk_system(0, 1), {name: ds[name][:1, :1].values for name in names}).shape[-1]
+    ids = da.from_array(np.arange(first.shape[0]), chunks=(first.chunks[0],))
+    letters = iter("abcdefghijlnopqrsuvwxyz")
+    args = [ids, "m"]
+    for array in arrays:
+        args += [array, "mt" + "".join(next(letters) for _ in range(array.ndim - 2))]
 
-    def block(q, omega, block_info=None):
-        first, stop = block_info[0]["array-location"][0]
-        return function(plan.chunk_system(first, stop), q, omega)
+    def block(members, *values):
+        return function(plan.chunk_system(int(members[0]), int(members[-1]) + 1), dict(zip(names, values)))
 
-    data = ds.q.data.map_blocks(block, ds.omega.data, dtype=np.float64, drop_axis=[2, 3] if drop_body else [3])
-    dims = ("member", "time") if drop_body else ("member", "time", "body")
-    return xr.DataArray(data, dims=dims, coords={"member": ds.member, "time": ds.time})
+    data = da.blockwise(block, "mtk", *args, new_axes={"k": k}, dtype=np.float64, concatenate=True)
+    return xr.DataArray(data, dims=("member", "time", "component"), coords={"member": ds.member, "time": ds.time})
 
 
 def momentum_error(ds: xr.Dataset) -> xr.DataArray | None:
-    """Error of the conserved momentum map (kg·m²/s): |L(t) − L(0)| of the total angular momentum
-    when V is invariant under every rotation (sphere_nbody, sphere_lj), its component along the
-    symmetry axis when V is invariant about one axis (spherical_chain: e3).  None when the store has
-    no q, ω or the system no symmetry."""
-    if "q" not in ds or "omega" not in ds or "spec" not in ds.attrs:
+    """Error of the system's conserved momentum map (kg·m²/s; see its ``momentum_doc``): |L(t) − L(0)|
+    of the total angular momentum when V is invariant under every rotation (sphere_nbody, sphere_lj,
+    free_rigid_body), its component along the symmetry axis when V is invariant about one axis
+    (spherical_chain, heavy_top: the direction of gravity).  None when the store has no state or the
+    system no symmetry."""
+    if "spec" not in ds.attrs or state_of(ds) is None:
         return None
     plan = store_plan(ds)
-    definition = plan.system.definition
-    if definition.full_rotation_symmetry:
-        def conserved(system, q, omega):
-            return system.angular_momentum(q, omega)
-    elif definition.symmetry_axis is not None:
-        def conserved(system, q, omega):
-            axis = np.asarray(definition.symmetry_axis(system.broadcast(q.shape[0], q.shape[-2])))
-            return np.sum(system.angular_momentum(q, omega) * axis[:, np.newaxis, :], axis=-1, keepdims=True)
-    else:
+    if plan.system.definition.momentum is None:
         return None
 
-    def change(system, q, omega):
-        momentum = conserved(system, q, omega)
-        return np.linalg.norm(momentum - momentum[:, :1], axis=-1)
+    def change(system, state):
+        momentum = system.momentum(state)
+        return np.linalg.norm(momentum - momentum[:, :1], axis=-1, keepdims=True)
 
     # L(0) must come from the first sample of each member, so time is one chunk per block here.
-    error = _per_member_blocks(ds[["q", "omega"]].chunk(time=-1), plan, change, drop_body=True)
+    error = _per_member_blocks(ds[list(plan.space.names)].chunk(time=-1), plan, change).isel(component=0)
     return error.assign_attrs(units="kg m2/s", long_name="change of the conserved momentum map")
 
 
 def kinetic_temperature(ds: xr.Dataset) -> xr.DataArray:
     """Kinetic temperature T = 2 KE / (k_B · 2N) = KE / N per member over time (J, k_B = 1: each of
     the N particles has two degrees of freedom on S²)."""
-    energies = _per_member_blocks(ds, store_plan(ds), lambda system, q, omega: system.body_kinetic_energies(q, omega),
-                                  drop_body=False)
-    return energies.mean("body").assign_attrs(units="J", long_name="kinetic temperature (k_B = 1)")
+    energies = _per_member_blocks(ds, store_plan(ds), lambda system, state: system.body_kinetic_energies(state))
+    return energies.mean("component").assign_attrs(units="J", long_name="kinetic temperature (k_B = 1)")
 
 
 def face_kinetic_energy(ds: xr.Dataset, time_index: int, member: int = 0, level: int = 4) -> np.ndarray:
@@ -271,20 +295,27 @@ def face_kinetic_energy(ds: xr.Dataset, time_index: int, member: int = 0, level:
     edge neighbours.  Faces without particles count as 0."""
     from kernels.geometry import face_map
 
-    system = store_plan(ds).chunk_system(member, member + 1)
-    q = ds.q.isel(member=[member], time=[time_index]).values
-    energies = system.body_kinetic_energies(q, ds.omega.isel(member=[member], time=[time_index]).values)[0, 0]
-    return face_map(q[0, 0], energies, level)
+    plan = store_plan(ds)
+    system = plan.chunk_system(member, member + 1)
+    state = {name: ds[name].isel(member=[member], time=[time_index]).values for name in plan.space.names}
+    energies = system.body_kinetic_energies(state)[0, 0]
+    return face_map(plan.space.points(state)[0, 0], energies, level)
 
 
-def pair_distribution(q: np.ndarray, bins: int = 90, max_particles: int = 4000, seed: int = 0):
-    """Geodesic pair-distribution function g(θ) of unit vectors ``q`` (N, 3): the histogram of pair
+def particle_points(ds: xr.Dataset, member: int, time_index: int) -> np.ndarray:
+    """The particles' unit vectors (N, 3) of one member at one sample (its space's ``points``)."""
+    space = store_space(ds)
+    return space.points({name: ds[name].isel(member=member, time=time_index).values for name in space.names})
+
+
+def pair_distribution(points: np.ndarray, bins: int = 90, max_particles: int = 4000, seed: int = 0):
+    """Geodesic pair-distribution function g(θ) of unit vectors ``points`` (N, 3): the histogram of pair
     angles over what a uniform distribution would give, ∝ sin θ (so g = 1 for an ideal gas).  Above
     ``max_particles`` a seeded random subset is used.  Returns (bin centres (rad), g)."""
-    if len(q) > max_particles:
-        q = q[np.random.default_rng(seed).choice(len(q), max_particles, replace=False)]
-    upper = np.triu_indices(len(q), k=1)
-    angles = np.arccos(np.clip((q @ q.T)[upper], -1.0, 1.0))
+    if len(points) > max_particles:
+        points = points[np.random.default_rng(seed).choice(len(points), max_particles, replace=False)]
+    upper = np.triu_indices(len(points), k=1)
+    angles = np.arccos(np.clip((points @ points.T)[upper], -1.0, 1.0))
     edges = np.linspace(0.0, np.pi, bins + 1)
     counts, _ = np.histogram(angles, edges)
     expected = len(angles) * (np.cos(edges[:-1]) - np.cos(edges[1:])) / 2

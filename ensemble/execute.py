@@ -3,131 +3,23 @@ store (never through the client), progress on the terminal."""
 
 from __future__ import annotations
 
-import ctypes
-import logging
 import os
 import signal
-import sys
 import time
 import uuid
-from contextlib import contextmanager
 
-import dask
-import numba
-from distributed import Client, LocalCluster, WorkerPlugin, as_completed
+from distributed import as_completed
 
+from .clusters import RunFailed, dask_client
 from .plan import Plan
 from .segment import load_kernel, run_segment
 from .store import RunStore
-
-
-class RunFailed(Exception):
-    """A task failed for a reason other than bad input (exit code 1)."""
-
-
-class DieWithParent(WorkerPlugin):
-    """Have the kernel kill a local worker process when the process that started it dies, so a
-    ``kill -9`` of ``armillary run`` leaves no orphan writing into the store the next run resumes."""
-
-    name = "armillary-die-with-parent"
-
-    def setup(self, worker):
-        if sys.platform.startswith("linux"):
-            PR_SET_PDEATHSIG = 1
-            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def slurm_cluster(cluster: dict):
-    """A dask-jobqueue SLURMCluster for a spec's ``[cluster]`` (kind = "slurm"): one single-threaded
-    worker process per job, adapting between minimum_jobs and maximum_jobs.  Workers retire (with a
-    stagger) before their walltime so the scheduler moves their work elsewhere instead of losing it
-    (dask-jobqueue #691), and compile into node-local NUMBA_CACHE_DIR (numba #7952)."""
-    from dask_jobqueue import SLURMCluster
-
-    from jobs.slurm import seconds, site_for_cluster
-
-    site = site_for_cluster(cluster)
-    walltime = seconds(site.time)
-    lifetime = max(60, walltime - max(120, walltime // 10))
-    stagger = max(1, min(300, lifetime // 10))
-    prologue = list(site.setup) + ['export NUMBA_CACHE_DIR="${TMPDIR:-/tmp}/armillary-numba-$(id -un)"',
-                                   "export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1"]
-    jobs = SLURMCluster(
-        cores=site.cores, processes=site.cores, memory=site.memory, walltime=site.time, queue=site.partition,
-        account=site.account, job_extra_directives=list(site.directives), job_script_prologue=prologue,
-        python=sys.executable, worker_extra_args=["--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{stagger}s"],
-        silence_logs="error")
-    jobs.adapt(minimum_jobs=site.minimum_jobs, maximum_jobs=site.maximum_jobs)
-    return jobs
-
-
-#: Dask settings of the embedded cluster, whose workers share the CPUs with the kernels: no stack
-#: sampling of the task thread every 10 ms (a Numba kernel is one opaque frame to it) and an event-loop
-#: health check every second instead of every 20 ms.  Together ~3 % more kernel time per worker.
-LOCAL_CLUSTER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
 
 
 def kernel_threads(plan: Plan) -> int:
     """Kernel threads of each local worker: 1 when members run in parallel (one worker per core),
     every CPU when the plan is system-parallel (its one member runs on one worker, the others idle)."""
     return 1 if plan.mode == "ensemble" else len(os.sched_getaffinity(0))
-
-
-def worker_environment(threads: int) -> dict:
-    """Environment of local worker processes: ``threads`` Numba threads, BLAS single-threaded."""
-    return {"NUMBA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1"}
-
-
-def worker_start_method() -> str:
-    """How local worker processes start: forked from this process when that is safe, so they inherit
-    its imports and the kernel :func:`load_kernel` compiled (about 3 s less per run than spawning
-    fresh interpreters); spawned once this process has launched Numba's threading layer (a
-    system-parallel kernel ran here), because a forked GNU OpenMP runtime aborts the child."""
-    try:
-        layer = numba.threading_layer()
-    except ValueError:  # not launched in this process
-        return "fork"
-    return "fork" if layer in ("workqueue", "tbb") else "spawn"
-
-
-@contextmanager
-def dask_client(cluster: dict, threads: int = 1):
-    """A client for the spec's ``[cluster]``: an embedded LocalCluster (worker processes with one
-    task thread each, whose kernels use ``threads`` threads), a running scheduler, or SLURM worker
-    jobs through dask-jobqueue."""
-    if cluster["kind"] == "slurm":
-        with slurm_cluster(cluster) as jobs, Client(jobs) as client:
-            timeout = cluster.get("worker_timeout", 300.0)
-            try:
-                client.wait_for_workers(1, timeout=timeout)
-            except TimeoutError:
-                raise RunFailed(f"no SLURM worker joined within {timeout:g} s (is the partition up? see squeue; "
-                                "cluster.worker_timeout sets the wait)") from None
-            yield client
-        return
-    try:
-        if cluster["kind"] == "address":
-            client = Client(cluster["scheduler"], timeout="30s")
-            local = None
-        else:
-            # Task errors are reported once by execute(); the workers' own log lines would repeat them.
-            start_method = {"distributed.worker.multiprocessing-method": worker_start_method()}
-            with dask.config.set(LOCAL_CLUSTER_CONFIG | start_method):
-                local = LocalCluster(n_workers=cluster["workers"], threads_per_worker=1, processes=True,
-                                     dashboard_address=":0", silence_logs=logging.CRITICAL,
-                                     env=worker_environment(threads))
-            client = Client(local)
-            client.register_plugin(DieWithParent())
-    except (OSError, RuntimeError, TimeoutError) as error:
-        where = cluster.get("scheduler", "a local cluster")
-        raise RunFailed(f"could not start or reach the Dask cluster ({where}): {error}") from None
-    try:
-        yield client
-    finally:
-        client.close()
-        if local is not None:
-            local.close()
 
 
 class Progress:

@@ -1,4 +1,5 @@
-"""Initial conditions of ensemble members (geometry on (S²)ⁿ only, no physics).
+"""Random numbers of ensemble members, per member (the space's samplers and retraction turn them into
+states; no geometry or physics here).
 
 Member i's random numbers depend only on (seed, i): they come from a counter-based generator
 (SplitMix64 of the global member id and draw index, keyed by the seed through ``SeedSequence``,
@@ -10,7 +11,6 @@ others.  That is what makes a store bitwise independent of chunking, worker coun
 import numpy as np
 from numba import njit
 
-from kernels.geometry import tangent_rows
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -65,61 +65,7 @@ def member_normals(seed: int, member_ids, count: int, stream: int = INITIAL_STRE
     return out
 
 
-@njit(cache=True)
-def _perturb(q, omega, normals, moved, moved_omega):
-    """The loop of :func:`perturbed_members` (normals: (members, 2, n, 3), already scaled)."""
-    for m in range(normals.shape[0]):
-        for i in range(q.shape[0]):
-            qx, qy, qz = q[i, 0], q[i, 1], q[i, 2]
-            gx, gy, gz = normals[m, 0, i, 0], normals[m, 0, i, 1], normals[m, 0, i, 2]
-            along = gx * qx + gy * qy + gz * qz
-            dx, dy, dz = gx - along * qx, gy - along * qy, gz - along * qz  # δ, tangent at q
-            angle = np.sqrt(dx * dx + dy * dy + dz * dz)
-            c, s = np.cos(angle), (np.sin(angle) / angle if angle > 0.0 else 0.0)
-            px, py, pz = c * qx + s * dx, c * qy + s * dy, c * qz + s * dz
-            length = np.sqrt(px * px + py * py + pz * pz)
-            px, py, pz = px / length, py / length, pz / length
-            # ω plus its perturbation, made tangent at the moved q
-            wx = omega[i, 0] + normals[m, 1, i, 0]
-            wy = omega[i, 1] + normals[m, 1, i, 1]
-            wz = omega[i, 2] + normals[m, 1, i, 2]
-            along = wx * px + wy * py + wz * pz
-            moved[m, i, 0], moved[m, i, 1], moved[m, i, 2] = px, py, pz
-            moved_omega[m, i, 0] = wx - along * px
-            moved_omega[m, i, 1] = wy - along * py
-            moved_omega[m, i, 2] = wz - along * pz
-
-
-def perturbed_members(q, omega, member_ids, scale: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """States around (q, ω) (each (n, 3)) for the given global member ids.
-
-    Each q_i moves along a tangent Gaussian δ of std ``scale`` by the exponential map of S²,
-    q_i' = cos‖δ‖ q_i + sin‖δ‖ δ/‖δ‖ (so ‖q_i'‖ = 1 up to round-off); ω_i gets a Gaussian of the same
-    std and is projected tangent to q_i'.  Returns (members, n, 3) arrays.
-    """
-    q = np.ascontiguousarray(q, dtype=np.float64)
-    omega = np.ascontiguousarray(omega, dtype=np.float64)
-    n = q.shape[0]
-    normals = scale * member_normals(seed, member_ids, 6 * n).reshape(-1, 2, n, 3)
-    moved, moved_omega = np.empty((normals.shape[0], n, 3)), np.empty((normals.shape[0], n, 3))
-    _perturb(q, omega, normals, moved, moved_omega)
-    return moved, moved_omega
-
-
-def shadow_directions(n: int, member_ids, seed: int) -> np.ndarray:
-    """(members, 2, n, 3) standard normals for each member's Benettin shadow displacement (q and ω
-    parts), from the member's own seed in a stream of their own."""
-    return member_normals(seed, member_ids, 6 * n, SHADOW_STREAM).reshape(-1, 2, n, 3)
-
-
-def perturbed_ensemble(q, omega, members: int, scale: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Members 0 … members−1 of :func:`perturbed_members`."""
-    return perturbed_members(q, omega, np.arange(members), scale, seed)
-
-
-def uniform_members(n: int, member_ids, omega_scale: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each q_i uniform on S² (a normalised 3-D Gaussian), ω_i a tangent Gaussian of std
-    ``omega_scale`` (rad/s).  Returns (members, n, 3) arrays."""
-    normals = member_normals(seed, member_ids, 6 * n).reshape(-1, 2, n, 3)
-    q = normals[:, 0] / np.linalg.norm(normals[:, 0], axis=-1, keepdims=True)
-    return q, tangent_rows(q, omega_scale * normals[:, 1])
+def shadow_directions(count: int, member_ids, seed: int) -> np.ndarray:
+    """(members, count) standard normals for each member's Benettin shadow displacement, from the
+    member's own seed in a stream of its own."""
+    return member_normals(seed, member_ids, count, SHADOW_STREAM)

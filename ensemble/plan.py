@@ -1,6 +1,7 @@
 """From a validated spec to work: member chunks × step segments, per-member parameters and initial
-conditions.  A plan holds no per-member arrays, so it is cheap to send to every task; each task
-derives what it needs for its own members from (spec, member ids)."""
+states.  A plan holds no per-member arrays, so it is cheap to send to every task; each task derives
+what it needs for its own members from (spec, member ids).  What a state is comes from the system's
+space (:mod:`kernels.spaces`): its variables, samplers and retraction."""
 
 from __future__ import annotations
 
@@ -10,41 +11,23 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from jobs.spec import Spec
-from kernels import InvalidInput, get_system
-from kernels.geometry import fibonacci_sphere, icosphere, random_uniform_separated, thermal_velocities
+from kernels import InvalidInput, execution_mode, get_system
 from kernels.lyapunov import Shadow, displaced_shadow
-from kernels.system_parallel import choose_mode
 
-from .initial import perturbed_members, shadow_directions, uniform_members
+from .initial import member_normals, shadow_directions
+from .spec import Spec
 
 
 @lru_cache(maxsize=1)
-def _npz_state(path: str) -> tuple[np.ndarray, np.ndarray]:
-    """q0 and omega0 of a .npz, read once per process (every chunk task of a worker needs them, and
-    a .npz cannot be memory-mapped)."""
+def _npz_state(path: str, names: tuple[str, ...]) -> dict:
+    """The initial state ``<name>0`` of each state variable in a .npz, read once per process (every
+    chunk task of a worker needs it, and a .npz cannot be memory-mapped)."""
     try:
         with np.load(path) as data:
-            return data["q0"], data["omega0"]
+            return {name: data[name + "0"] for name in names}
     except (OSError, KeyError, ValueError) as error:
-        raise InvalidInput("ensemble.path", f"cannot read q0 and omega0 from {path!r}: {error}") from None
-
-
-@lru_cache(maxsize=1)
-def _placed_particles(placement: str, count: int, min_separation: float, seed: int) -> np.ndarray:
-    """Particle positions (count, 3) for ``initial = "particles"``, computed once per process (read-only)."""
-    if placement == "fibonacci":
-        q = fibonacci_sphere(count)
-    elif placement == "icosphere":
-        q = icosphere(((count - 2) // 10).bit_length() // 2)[0]
-    else:
-        q = random_uniform_separated(count, min_separation, np.random.SeedSequence(seed, spawn_key=(PLACEMENT_STREAM,)))
-    q.setflags(write=False)
-    return q
-
-
-#: random streams of ``initial = "particles"`` (disjoint from ensemble.initial's streams)
-PLACEMENT_STREAM, VELOCITY_STREAM = 2, 3
+        expected = ", ".join(name + "0" for name in names)
+        raise InvalidInput("ensemble.path", f"cannot read {expected} from {path!r}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -72,14 +55,22 @@ class Plan:
         """The system with the spec's preset and fixed parameters (sweeps applied per chunk)."""
         return get_system(self.spec.system, self.spec.preset, **self.spec.params)
 
+    @property
+    def space(self):
+        """The state space of the system (its variables, samplers, retraction)."""
+        return self.system.space
+
     @cached_property
     def n_bodies(self) -> int:
-        if self.spec.initial == "particles":
-            return self.spec.particles["particles"]
+        """n of the state variables' shapes: fixed by the sampler, the file, the preset or the system."""
+        sampler = self.space.samplers.get(self.spec.initial)
+        if sampler is not None and sampler.bodies(self.spec.sampler) is not None:
+            return sampler.bodies(self.spec.sampler)
         if self.spec.initial == "file":
-            return self.file_state(0, 1)[0].shape[1]
+            return self.space.body_count(self.file_state(0, 1))
         if self.system.preset is not None:
-            return self.system.initial_state()[0].shape[0]
+            first = self.space.names[0]
+            return int(self.system.initial_state()[first].shape[0])
         if self.system.n_bodies is not None:
             return self.system.n_bodies
         raise InvalidInput("system.preset", f"{self.spec.system} needs a preset (or initial = \"file\") to fix the "
@@ -92,25 +83,26 @@ class Plan:
         points = self.spec.sweep_points
         for member in range(0, self.spec.members, self.spec.members // points):
             self.chunk_system(member, member + 1)
-        q, _ = self.initial_state(0, 1)
-        if self.system.n_bodies is not None and q.shape[1] != self.system.n_bodies:
-            raise InvalidInput("ensemble.path", f"initial state has {q.shape[1]} bodies, {self.spec.system} with "
+        state = self.initial_state(0, 1)
+        found = self.space.body_count(state)
+        if self.system.n_bodies is not None and found != self.system.n_bodies:
+            raise InvalidInput("ensemble.path", f"initial state has {found} bodies, {self.spec.system} with "
                                f"these parameters has {self.system.n_bodies}")
-        if q.shape[1] != n:
-            raise InvalidInput("ensemble.path", f"initial state has {q.shape[1]} bodies, expected {n}")
-        if "temperature" in self.spec.variables and self.mode != "system":
-            raise InvalidInput("output.variables", "temperature is measured by the system-parallel mode only: one "
-                               "member of a pair system with a finite cutoff, method vi, no [analysis] lyapunov")
+        if found != n:
+            raise InvalidInput("ensemble.path", f"initial state has {found} bodies, expected {n}")
+        self.space.admit(state, n)  # refuses a state off the manifold now, naming the variable
+        optional = {d.name for d in self.space.optional_diagnostics}
+        if optional & set(self.spec.variables) and self.mode != "system":
+            raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "
+                               "measured by the system-parallel mode only: one member of a pair system with a finite "
+                               "cutoff, method vi, no [analysis] lyapunov")
 
     @cached_property
     def mode(self) -> str:
         """How the kernels run each chunk: "system" (one large member, parallel inside each step, on all
         of its worker's cores) or "ensemble" (members in parallel, one core per worker)."""
-        system = self.chunk_system(0, 1)
-        params = system.broadcast(1, self.n_bodies)
-        implicit = bool(self.spec.options.get("implicit"))
-        return choose_mode(None, system, self.spec.method, implicit, self.spec.members, self.n_bodies, params,
-                           self.spec.lyapunov is not None)
+        return execution_mode(self.chunk_system(0, 1), self.spec.method, self.spec.members, self.n_bodies,
+                              self.spec.lyapunov is not None, **self.spec.options)
 
     @property
     def samples(self) -> int:
@@ -170,54 +162,51 @@ class Plan:
             shaped[name] = np.broadcast_to(per_member.reshape((-1,) + (1,) * len(base)), (stop - first,) + base)
         return self.system.with_params(**shaped)
 
-    def initial_state(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        """(q0, ω0) of members [first, stop), each (members, n, 3); depends only on (seed, member id)."""
+    def initial_state(self, first: int, stop: int) -> dict:
+        """The initial state of members [first, stop): each state variable with a leading member axis;
+        depends only on (seed, member id)."""
         spec, ids = self.spec, np.arange(first, stop)
         if spec.initial == "file":
             return self.file_state(first, stop)
-        if spec.initial == "uniform":
-            return uniform_members(self.n_bodies, ids, spec.omega_scale, spec.seed)
-        if spec.initial == "particles":
-            return self.particle_state(ids)
-        q, omega = self.system.initial_state()
+        sampler = self.space.samplers.get(spec.initial)
+        if sampler is not None:
+            return sampler.draw(self.system, self.n_bodies, ids, spec.seed, spec.sampler,
+                                lambda count: member_normals(spec.seed, ids, count))
+        state = self.system.initial_state()
         if spec.initial == "perturb":
-            return perturbed_members(q, omega, ids, spec.scale, spec.seed)
-        return np.repeat(q[np.newaxis], stop - first, axis=0), np.repeat(omega[np.newaxis], stop - first, axis=0)
+            normals = member_normals(spec.seed, ids, self.space.normal_count(self.n_bodies))
+            return self.space.perturb(state, normals, spec.scale)
+        return {name: np.repeat(value[np.newaxis], stop - first, axis=0) for name, value in state.items()}
 
-    def initial_shadow(self, first: int, stop: int, q: np.ndarray, omega: np.ndarray) -> Shadow:
-        """Benettin shadows of members [first, stop) at states (q, ω), displaced by the spec's d0 along
-        directions drawn from each member's seed (``[analysis] lyapunov``)."""
+    def initial_shadow(self, first: int, stop: int, state: dict) -> Shadow:
+        """Benettin shadows of members [first, stop) at ``state``, displaced by the spec's d0 along
+        directions drawn from each member's seed (``[analysis] lyapunov``), by the space's retraction."""
         lyapunov = self.spec.lyapunov
-        directions = shadow_directions(q.shape[1], np.arange(first, stop), self.spec.seed)
-        return displaced_shadow(q, omega, directions, lyapunov["d0"], lyapunov["renormalise_every"])
+        directions = shadow_directions(self.space.normal_count(self.n_bodies), np.arange(first, stop), self.spec.seed)
+        return displaced_shadow(self.space, state, directions, lyapunov["d0"], lyapunov["renormalise_every"])
 
-    def particle_state(self, member_ids) -> tuple[np.ndarray, np.ndarray]:
-        """``initial = "particles"``: the placement (shared by all members) and each member's thermal
-        velocities at the spec's temperature, drawn from (seed, member id)."""
-        particles, seed = self.spec.particles, self.spec.seed
-        q = _placed_particles(particles["placement"], particles["particles"], particles["min_separation"], seed)
-        mass = self.system.params["m"]
-        omega = [thermal_velocities(q, mass, particles["temperature"],
-                                    np.random.SeedSequence(seed, spawn_key=(VELOCITY_STREAM, int(i))))
-                 if particles["temperature"] > 0 else np.zeros_like(q) for i in member_ids]
-        return np.repeat(q[np.newaxis], len(omega), axis=0), np.stack(omega)
-
-    def file_state(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        """Members [first, stop) of ``ensemble.path``: a .npz with q0 and omega0 ((members, n, 3), or
-        (n, 3) for every member), or a finished store, whose final state is taken."""
-        path = self.spec.initial_path
+    def file_state(self, first: int, stop: int) -> dict:
+        """Members [first, stop) of ``ensemble.path``: a .npz with ``<name>0`` for each state variable
+        (with a leading member axis, or one state for every member), or a finished store, whose final
+        state is taken."""
+        path, names = self.spec.initial_path, self.space.names
         if path.endswith(".npz"):
-            q, omega = _npz_state(path)
-            if q.ndim == 2:
-                q, omega = q[np.newaxis], omega[np.newaxis]
-            if q.shape[0] not in (1, self.spec.members) or q.ndim != 3 or q.shape != omega.shape:
-                raise InvalidInput("ensemble.path", f"q0 and omega0 in {path!r} must have shape (members = "
-                                   f"{self.spec.members}, n, 3) or (n, 3); got {q.shape} and {omega.shape}")
-            rows = slice(0, 1) if q.shape[0] == 1 else slice(first, stop)
-            return (np.broadcast_to(q[rows], (stop - first,) + q.shape[1:]).copy(),
-                    np.broadcast_to(omega[rows], (stop - first,) + q.shape[1:]).copy())
+            state = _npz_state(path, names)
+            first_name = names[0]
+            base = len(self.space.variable(first_name).dims)
+            single = state[first_name].ndim == base
+            if single:
+                state = {name: value[np.newaxis] for name, value in state.items()}
+            count = state[first_name].shape[0]
+            if count not in (1, self.spec.members) or any(value.shape[0] != count for value in state.values()):
+                shapes = ", ".join(f"{name}0 {value.shape}" for name, value in state.items())
+                raise InvalidInput("ensemble.path", f"{path!r} must hold one state or one per member (members = "
+                                   f"{self.spec.members}) for each of {', '.join(n + '0' for n in names)}; got {shapes}")
+            rows = slice(0, 1) if count == 1 else slice(first, stop)
+            return {name: np.broadcast_to(value[rows], (stop - first,) + value.shape[1:]).copy()
+                    for name, value in state.items()}
         from .store import final_state  # the store module needs the plan; import late to avoid a cycle
 
         if "://" not in path and not os.path.isdir(path):
             raise InvalidInput("ensemble.path", f"{path!r} is neither a .npz file nor a store directory")
-        return final_state(path, first, stop, self.spec.members)
+        return final_state(path, names, first, stop, self.spec.members)

@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from .analysis import (  # noqa: E402
-    analyse_store, face_kinetic_energy, kinetic_temperature, lyapunov_map, pair_distribution, quantile_envelope,
-    sweep_coordinates,
+    analyse_store, diagnostic_names, face_kinetic_energy, kinetic_temperature, lyapunov_map, pair_distribution,
+    particle_points, quantile_envelope, store_plan, sweep_coordinates,
 )
 
 #: (column heading, summary key, format) of the headline table
@@ -26,12 +26,28 @@ COLUMNS = (
     ("drift > 3 SE", "significant_drift_fraction", "{:.1%}"),
     ("alpha", "alpha", "{:.3f}"),
     ("alpha 95% CI", ("alpha_low", "alpha_high"), "[{:.3f}, {:.3f}]"),
-    ("max unit err", "max_unit_error", "{:.2e}"),
+    ("max constraint err", "max_constraint_error", "{:.2e}"),
     ("max momentum err", "max_momentum_error", "{:.2e}"),
     ("median λ (1/s)", "median_lyapunov", "{:.3g}"),
     ("chaotic", "chaotic_fraction", "{:.1%}"),
     ("failed", "failed_members", "{}"),
 )
+
+
+def _with_constraint(summary: dict) -> dict:
+    """The summary with ``max_constraint_error``: the maximum of its space's headline diagnostic."""
+    return summary | {"max_constraint_error": summary[f"max_{summary['constraint_diagnostic']}"]}
+
+
+def _constraint_heading(summaries: list[dict]) -> str:
+    """The constraint column's heading: the diagnostic's name when every store shares it."""
+    names = {s["constraint_diagnostic"] for s in summaries}
+    return f"max {names.pop()}" if len(names) == 1 else "max constraint err (see below)"
+
+
+def _headings(summaries: list[dict]) -> list[str]:
+    return ["store"] + [_constraint_heading(summaries) if key == "max_constraint_error" else heading
+                        for heading, key, _ in COLUMNS]
 
 
 def _cell(summary: dict, key, fmt: str) -> str:
@@ -42,11 +58,12 @@ def _cell(summary: dict, key, fmt: str) -> str:
 
 
 def headline_rows(labels: list[str], summaries: list[dict]) -> list[list[str]]:
-    return [[label] + [_cell(s, key, fmt) for _, key, fmt in COLUMNS] for label, s in zip(labels, summaries)]
+    return [[label] + [_cell(_with_constraint(s), key, fmt) for _, key, fmt in COLUMNS]
+            for label, s in zip(labels, summaries)]
 
 
 def text_table(labels, summaries) -> str:
-    header = ["store"] + [c[0] for c in COLUMNS]
+    header = _headings(summaries)
     rows = [header] + headline_rows(labels, summaries)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
@@ -54,7 +71,7 @@ def text_table(labels, summaries) -> str:
 
 
 def markdown_table(labels, summaries) -> str:
-    header = ["store"] + [c[0] for c in COLUMNS]
+    header = _headings(summaries)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in headline_rows(labels, summaries)]
     return "\n".join(lines)
@@ -137,11 +154,13 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
                       "energy drift rate (1/s)")
     figures.append(("drift_rates.png", "Distribution of per-member energy drift rates"))
 
-    units = [(label, quantile_envelope(ds.unit_error)) for label, ds in zip(labels, datasets) if "unit_error" in ds]
-    if units:
-        _envelope_figure(os.path.join(out, "unit_error.png"), units, "max_i | |q_i| − 1 |",
-                         "Unit-length error over the ensemble")
-        figures.append(("unit_error.png", "Unit-length error: median and 5–95 % envelope over members"))
+    for name in dict.fromkeys(diagnostic_names(ds)[0] for ds in datasets):  # each space's headline diagnostic
+        series = [(label, quantile_envelope(ds[name])) for label, ds in zip(labels, datasets) if name in ds]
+        if series:
+            long_name = next(ds[name].attrs.get("long_name", name) for ds in datasets if name in ds)
+            _envelope_figure(os.path.join(out, f"{name}.png"), series, long_name, f"Constraint error {name} over "
+                             "the ensemble")
+            figures.append((f"{name}.png", f"{name} ({long_name}): median and 5–95 % envelope over members"))
 
     momenta = [(label, quantile_envelope(a["momentum"])) for label, a in zip(labels, analyses)
                if a["momentum"] is not None]
@@ -152,9 +171,10 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     chaotic = [(label, ds, s) for label, ds, s in zip(labels, datasets, summaries) if "lyapunov" in ds]
     if chaotic:
         figures += lyapunov_figures(chaotic, out)
-    for label, ds in zip(labels, datasets):
-        if ds.attrs.get("system") == "sphere_lj" and "q" in ds and "omega" in ds:
-            figures += lennard_jones_figures(ds, label, out)
+    for label, ds in zip(labels, datasets):  # particle systems (a pair potential), with their state kept
+        if getattr(store_plan(ds).system.definition, "pair", None) is not None \
+                and all(name in ds for name in store_plan(ds).space.names):
+            figures += particle_figures(ds, label, out)
 
     table = text_table(labels, summaries)
     lines = ["# Armillary report", "", markdown_table(labels, summaries), "",
@@ -166,10 +186,11 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
              "second half of the run (≈ 0 bounded, ≈ 0.5 random walk, ≈ 1 systematic drift), 95 % interval "
              "from batch means over 20 member groups (none below 40 members). λ: finite-time maximal Lyapunov "
              "exponent at the end of the run (Benettin shadows, 1/s); a member is chaotic when λ > 10 / T.", ""]
-    for label, s, store in zip(labels, summaries, stores):
+    for label, s, store, ds in zip(labels, summaries, stores, datasets):
         lines.append(f"- **{label}** (`{store}`): {s['system']}, {s['method']}, h = {s['dt']:g} s, "
-                     f"T = {s['t_end']:g} s; max |dE|/|E0| over all members {s['max_energy_error']:.3e}; "
-                     f"max tangency error {_cell(s, 'max_tangency_error', '{:.2e}')} rad/s")
+                     f"T = {s['t_end']:g} s; max |dE|/|E0| over all members {s['max_energy_error']:.3e}"
+                     + "; " + ", ".join(f"max {name} {_cell(s, f'max_{name}', '{:.2e}')}"
+                                        for name in diagnostic_names(ds)))
     lines.append("")
     for name, caption in figures:
         lines += [f"## {caption}", "", f"![{caption}]({name})", ""]
@@ -213,9 +234,10 @@ def lyapunov_figures(stores: list[tuple[str, xr.Dataset, dict]], out: str) -> li
     return figures
 
 
-def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:
+def particle_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:
     """Kinetic temperature over time, the kinetic-energy map on the 5120-face mesh at five times,
-    and g(θ) at the first and last sample, for member 0 of a sphere_lj store."""
+    and g(θ) at the first and last sample, for member 0 of a store of particles on the sphere (a pair
+    potential, e.g. sphere_lj)."""
     from kernels.geometry import face_mesh
 
     figures = []
@@ -248,7 +270,7 @@ def lennard_jones_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[st
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for index in (0, ds.sizes["time"] - 1):
-        theta, g = pair_distribution(ds.q.isel(member=0, time=index).values)
+        theta, g = pair_distribution(particle_points(ds, 0, index))
         ax.plot(np.degrees(theta), g, label=f"t = {float(ds.time[index]):g} s")
     ax.set_xlabel("geodesic angle θ (°)")
     ax.set_ylabel("g(θ)")

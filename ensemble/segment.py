@@ -1,9 +1,10 @@
 """One task of a run: integrate one chunk of members over one segment of steps and record it.
 
 A segment task is idempotent: if its completion record exists it does nothing; otherwise it reads
-its start state (the members' initial conditions for the first segment, else the checkpoint slot
-the previous segment wrote), integrates with the kernels, writes its own regions, then its record.
-Re-running a task that died half-way rewrites the same regions with the same bits.
+its start state (the members' initial states for the first segment, else the checkpoint slot the
+previous segment wrote), integrates with the kernels, writes its own regions, then its record.
+Re-running a task that died half-way rewrites the same regions with the same bits.  The state's
+variables, the method's carried solver state and the shadows are whatever the kernels declare.
 """
 
 from __future__ import annotations
@@ -13,33 +14,38 @@ from dataclasses import replace
 
 import numpy as np
 
-from kernels import integrate
+from kernels import METHODS, integrate
 from kernels.lyapunov import Shadow
 from kernels.status import OK
 
 from .plan import Plan
-from .store import CHECKPOINT_STATE, SHADOW_STATE, STATE_VARIABLES, RunStore
+from .store import RunStore, checkpoint_names
 
 
-def integrate_members(plan: Plan, first: int, stop: int, q, omega, n_steps: int, save_every: int, *,
-                      outputs=("energy",), options=None, shadow=None, restart=False, threads: int | None = 1):
-    """The plan's kernel on members [first, stop) from (q, ω): the one call of every task, and of
+def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: int, save_every: int, *,
+                      outputs=(), shadow=None, restart=False, carry=None, threads: int | None = 1):
+    """The plan's kernel on members [first, stop) from ``state``: the one call of every task, and of
     :func:`load_kernel`, so both use the same compiled kernel (mode, method options).
     ``threads``: kernel threads of an ensemble-mode plan (None: the process's, NUMBA_NUM_THREADS);
     a system-parallel plan always uses the process's."""
     spec = plan.spec
-    return integrate(plan.chunk_system(first, stop), spec.method, q, omega, spec.dt, n_steps, save_every,
+    return integrate(plan.chunk_system(first, stop), spec.method, state, spec.dt, n_steps, save_every,
                      outputs=outputs, threads=None if plan.mode == "system" else threads, restart=restart,
-                     shadow=shadow, mode=plan.mode, **(spec.options if options is None else options))
+                     shadow=shadow, mode=plan.mode, carry=carry, **spec.options)
 
 
 def load_kernel(plan: Plan) -> None:
     """Compile ``plan``'s kernel in this process, or load it from Numba's disk cache, by stepping its
     first member once.  Called before local workers start, so that they all load the cached kernel
     instead of each compiling the same one at once (on a fresh machine: one compile, not one per core)."""
-    q, omega = plan.initial_state(0, 1)
-    shadow = plan.initial_shadow(0, 1, q, omega) if plan.spec.lyapunov else None
-    integrate_members(plan, 0, 1, q, omega, 1, 1, shadow=shadow)
+    state = plan.initial_state(0, 1)
+    shadow = plan.initial_shadow(0, 1, state) if plan.spec.lyapunov else None
+    integrate_members(plan, 0, 1, state, 1, 1, shadow=shadow)
+
+
+def _member_rows(mask: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``mask`` (members,) shaped to broadcast against ``value`` (members, ...)."""
+    return mask.reshape((-1,) + (1,) * (np.ndim(value) - 1))
 
 
 def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int | None = 1) -> tuple[int, float, float]:
@@ -52,73 +58,72 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     if store.is_done(chunk, segment):
         return 0, 0.0, 0.0
     started = time.perf_counter()
-    spec = plan.spec
+    spec, names = plan.spec, plan.space.names
+    carried = METHODS[spec.method].carry
     first, stop = plan.chunks[chunk]
+    members = slice(first, stop)
     seg = plan.segments[segment]
-    options = dict(spec.options)
-    shadow = None
+    shadow, carry = None, None
     writes = []  # (array, region, value): all written together after the kernel, then the record
     if segment == 0:
-        q, omega = plan.initial_state(first, stop)
-        writes += [("q0", slice(first, stop), q), ("omega0", slice(first, stop), omega)]
+        state = plan.initial_state(first, stop)
+        writes += [(name + "0", members, state[name]) for name in names]
         status = np.zeros(stop - first, np.int64)
         failed_step = np.full(stop - first, -1, np.int64)
         if spec.lyapunov:
-            shadow = plan.initial_shadow(first, stop, q, omega)
+            shadow = plan.initial_shadow(first, stop, state)
     else:
-        state = store.read_checkpoint((segment - 1) % 2, first, stop,
-                                      CHECKPOINT_STATE + (SHADOW_STATE if spec.lyapunov else ()))
-        q, omega, status, failed_step = state["q"], state["omega"], state["status"], state["failed_step"]
-        if spec.method == "rk45":  # continue with the step size the controller proposed
-            options["first_step"] = np.where(np.isfinite(state["step_size"]), state["step_size"], spec.dt)
+        saved = store.read_checkpoint((segment - 1) % 2, first, stop, checkpoint_names(plan))
+        state = {name: saved[name] for name in names}
+        status, failed_step = saved["status"], saved["failed_step"]
+        carry = {name: saved[name] for name in carried}  # e.g. rk45 continues with its proposed step
         if spec.lyapunov:
-            shadow = Shadow(state["shadow_q"], state["shadow_omega"], state["log_growth"], state["reference"],
-                            spec.lyapunov["d0"], spec.lyapunov["renormalise_every"], seg.start)
+            shadow = Shadow({name: saved["shadow_" + name] for name in names}, saved["log_growth"],
+                            saved["reference"], spec.lyapunov["d0"], spec.lyapunov["renormalise_every"], seg.start)
     failed = status != OK
     if failed.any():
         # Failed members ride along from their (valid) initial state so that the kernel sees only
         # finite input; their results are discarded.  Members are independent, so the others' bits
         # do not depend on this.
-        q, omega = q.copy(), omega.copy()
-        q[failed] = store.array("q0")[first:stop][failed]
-        omega[failed] = store.array("omega0")[first:stop][failed]
+        state = {name: np.where(_member_rows(failed, value), store.array(name + "0")[members], value)
+                 for name, value in state.items()}
         if shadow is not None:
-            fresh = plan.initial_shadow(first, stop, q, omega)
-            shadow = replace(shadow, **{name: np.where(failed.reshape((-1,) + (1,) * (np.ndim(value) - 1)),
-                                                       getattr(fresh, name), value)
-                                        for name, value in (("q", shadow.q), ("omega", shadow.omega),
-                                                            ("log_growth", shadow.log_growth),
-                                                            ("reference", shadow.reference))})
-    outputs = tuple(name for name in spec.variables if name in STATE_VARIABLES) or ("energy",)
-    result = integrate_members(plan, first, stop, q, omega, seg.stop - seg.start, spec.save_every, outputs=outputs,
-                               options=options, shadow=shadow, restart=segment > 0, threads=threads)
+            fresh = plan.initial_shadow(first, stop, state)
+            shadow = replace(
+                shadow, state={name: np.where(_member_rows(failed, value), fresh.state[name], value)
+                               for name, value in shadow.state.items()},
+                log_growth=np.where(failed, fresh.log_growth, shadow.log_growth),
+                reference=np.where(failed, fresh.reference, shadow.reference))
+    outputs = tuple(name for name in spec.variables if name in names)
+    result = integrate_members(plan, first, stop, state, seg.stop - seg.start, spec.save_every, outputs=outputs,
+                               shadow=shadow, restart=segment > 0, carry=carry, threads=threads)
 
     writing = time.perf_counter()
     samples = seg.last_sample - seg.first_sample + 1
     new_failure = ~failed & (result.status != OK)
     status = np.where(failed, status, result.status)
     failed_step = np.where(new_failure, seg.start + result.failed_step, failed_step)
-    region = (slice(first, stop), slice(seg.first_sample, seg.last_sample + 1))
+    region = (members, slice(seg.first_sample, seg.last_sample + 1))
     for name in spec.variables:
-        values = getattr(result, name)[:, :samples].copy()
+        source = result.state if name in names else result.diagnostics if name != "energy" else {name: result.energy}
+        values = source[name][:, :samples].copy()
         values[failed] = np.nan
         writes.append((name, region, values))
-    q_end, omega_end = result.q_final.copy(), result.omega_final.copy()
-    q_end[failed] = np.nan
-    omega_end[failed] = np.nan
-    checkpoint = {"q": q_end, "omega": omega_end, "step_size": result.step_size, "status": status,
-                  "failed_step": failed_step}
+    checkpoint = {"status": status, "failed_step": failed_step, **result.carry}
+    for name, value in result.final.items():
+        checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
     if shadow is not None:
         elapsed = plan.sample_steps[seg.first_sample:seg.last_sample + 1] * spec.dt
         estimate = result.lyapunov(elapsed)
         estimate[failed] = np.nan
         writes.append(("lyapunov_estimate", region, estimate))
         if seg.stop == spec.n_steps:
-            writes.append(("lyapunov", slice(first, stop), estimate[:, -1]))
+            writes.append(("lyapunov", members, estimate[:, -1]))
         end = result.shadow_final
-        checkpoint.update(shadow_q=end.q, shadow_omega=end.omega, log_growth=end.log_growth, reference=end.reference)
+        checkpoint.update({"shadow_" + name: value for name, value in end.state.items()},
+                          log_growth=end.log_growth, reference=end.reference)
     writes += store.checkpoint_writes(segment % 2, first, stop, checkpoint)
-    writes += [("status", slice(first, stop), status), ("failed_step", slice(first, stop), failed_step)]
+    writes += [("status", members, status), ("failed_step", members, failed_step)]
     store.write_all(writes)
     finished = time.perf_counter()
     store.mark_done(chunk, segment, finished - started, finished - writing)

@@ -1,11 +1,13 @@
-"""The Zarr v3 store of a run: template, chunk-aligned region writes, checkpoints, completion
-records and the lock.
+"""The Zarr v3 store of a run: template, chunk-aligned region writes, checkpoints and completion
+records (its lock: :mod:`ensemble.lock`).
 
-Layout (``xarray.open_zarr(path)`` opens it as is): dims ``member``, ``time``, ``body``, ``xyz``;
-coords ``member``, ``time`` (s), ``step`` (on ``time``) and one per swept parameter (on ``member``);
-data ``q``, ``omega``, ``energy``, ``unit_error``, ``tangency_error`` (those requested), ``q0``,
-``omega0``, ``status``, ``failed_step``.  Zarr chunks are (spec chunk members) × (samples per
-segment), so every task writes whole chunks and each chunk has exactly one writer.
+Layout (``xarray.open_zarr(path)`` opens it as is), all following from the system's space
+(:mod:`kernels.spaces`): dims ``member``, ``time`` and the space's own (``body``, ``xyz``; ``row``,
+``col``); coords ``member``, ``time`` (s), ``step`` (on ``time``) and one per swept parameter (on
+``member``); data: the state variables requested in ``output.variables`` (e.g. ``q``, ``omega`` or
+``R``, ``Omega``), ``energy`` and the space's diagnostics, the initial values ``<name>0``,
+``status``, ``failed_step``.  Zarr chunks are (spec chunk members) × (samples per segment), so every
+task writes whole chunks and each chunk has exactly one writer.
 
 The group ``_progress`` (invisible to xarray) holds per (chunk, segment) completion records
 (``done``: Unix time, ``seconds``: task time, ``write_seconds``: of which writing), written only after the data they vouch for, and
@@ -19,10 +21,8 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import time
 import warnings
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from importlib.metadata import version
 
@@ -32,41 +32,53 @@ import xarray as xr
 import zarr
 from zarr.core.sync import sync as zarr_sync
 
-from jobs.spec import parse_spec
-from kernels import InvalidInput, METHODS
+from kernels import METHODS, STATUS_MEANINGS, InvalidInput
 
+from .lock import StoreError, _is_local, lock_path, read_lock, run_lock  # noqa: F401 (the store's lock)
 from .plan import Plan
+from .spec import parse_spec
 
-LOCK_SUFFIX = ".lock"  # the lock sits next to the store (inside, Zarr would take it for a broken node)
 PROGRESS = "_progress"
-STATE_VARIABLES = ("q", "omega")
-VARIABLE_ATTRS = {
-    "q": ("1", "unit vector of each body (a point of S²)"),
-    "omega": ("rad/s", "angular velocity of each body"),
+#: attributes of the variables every store has, whatever its space
+COMMON_ATTRS = {
     "energy": ("J", "total energy"),
-    "temperature": ("J", "kinetic temperature: kinetic energy per body (k_B = 1, 2 degrees of freedom)"),
-    "unit_error": ("1", "max over bodies of | |q_i| - 1 |"),
-    "tangency_error": ("rad/s", "max over bodies of |q_i · omega_i|"),
-    "q0": ("1", "initial unit vectors"),
-    "omega0": ("rad/s", "initial angular velocities"),
-    "status": ("1", "0 ok, 1 non-finite state, 2 vi step infeasible, 3 Newton failed, 4 step size underflow"),
+    "status": ("1", "per-member status code (meanings in the store attribute status_meanings)"),
     "failed_step": ("1", "step at which the member failed (-1: never)"),
     "lyapunov": ("1/s", "finite-time maximal Lyapunov exponent at the end of the run (Benettin)"),
     "lyapunov_estimate": ("1/s", "running finite-time maximal Lyapunov exponent (Benettin)"),
 }
-#: per-member state a segment hands to the next through the checkpoint slots; with ``[analysis]
-#: lyapunov`` also the Benettin shadows
-CHECKPOINT_STATE = ("q", "omega", "step_size", "status", "failed_step")
-SHADOW_STATE = ("shadow_q", "shadow_omega", "log_growth", "reference")
 LYAPUNOV_VARIABLES = ("lyapunov", "lyapunov_estimate")
+#: the status meanings of stores written before they were stored as an attribute (all (S²)ⁿ codes)
+LEGACY_STATUS = {str(code): meaning for code, meaning in STATUS_MEANINGS.items()}
 
 
-class StoreError(Exception):
-    """The store cannot be used for this run (raised as InvalidInput by the callers that know the field)."""
+def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, str]]:
+    """name → (shape, dims, units, long name) of every data variable a store of ``plan`` can hold, from
+    the space's declarations: its state variables over (member, time), their initial values
+    ``<name>0``, the energy and diagnostics over (member, time), status, failed_step, Lyapunov."""
+    space, members, samples, n = plan.space, plan.spec.members, plan.samples, plan.n_bodies
+    layout = {}
+    for v in space.variables:
+        shape = tuple(v.shape(n))
+        layout[v.name] = ((members, samples) + shape, ("member", "time") + v.dims, v.unit, v.long_name)
+        layout[v.name + "0"] = ((members,) + shape, ("member",) + v.dims, v.unit, "initial " + v.long_name)
+    for d in space.diagnostics + space.optional_diagnostics:
+        layout[d.name] = ((members, samples), ("member", "time"), d.unit, d.long_name)
+    for name, (unit, long_name) in COMMON_ATTRS.items():
+        over_time = name in ("energy", "lyapunov_estimate")
+        layout[name] = ((members, samples) if over_time else (members,), ("member", "time") if over_time
+                        else ("member",), unit, long_name)
+    return layout
 
 
-def _is_local(url: str) -> bool:
-    return "://" not in url
+def checkpoint_names(plan: Plan) -> tuple[str, ...]:
+    """Per-member state a segment hands to the next through the checkpoint slots: the state variables,
+    the method's carried solver state, status, failed_step; with ``[analysis] lyapunov`` also the
+    Benettin shadows (``shadow_<name>``), log_growth and reference."""
+    names = plan.space.names + METHODS[plan.spec.method].carry + ("status", "failed_step")
+    if plan.spec.lyapunov:
+        names += tuple("shadow_" + name for name in plan.space.names) + ("log_growth", "reference")
+    return names
 
 
 def _quiet(function, *args, **kwargs):
@@ -74,68 +86,6 @@ def _quiet(function, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
         return function(*args, **kwargs)
-
-
-# ---------------------------------------------------------------------------------------------- lock
-
-def _process_start(pid: int) -> str | None:
-    """Start time of ``pid`` in clock ticks since boot (tells a live process from a reused pid)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except OSError:
-        return None
-
-
-def _lock_is_stale(holder: dict) -> bool:
-    """A lock is stale when its process is gone; only decidable for locks taken on this host."""
-    if holder.get("host") != socket.gethostname():
-        return False
-    return _process_start(holder.get("pid", -1)) != holder.get("process_start")
-
-
-@contextmanager
-def run_lock(url: str):
-    """Hold the store's lock (pid, host, time) for the duration of a run.  A lock held by a live
-    process is refused; a lock left by a dead process on this host is taken over."""
-    if not _is_local(url):  # object stores have no atomic create; remote runs trust the user
-        yield
-        return
-    path = lock_path(url)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "process_start": _process_start(os.getpid()),
-              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    for _ in range(2):
-        try:
-            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            current = read_lock(url) or {}
-            if not _lock_is_stale(current):
-                raise StoreError(f"is in use by pid {current.get('pid')} on {current.get('host')} since "
-                                 f"{current.get('since')} (lock {path}; delete it only if that run is gone)")
-            print(f"armillary: taking over the stale lock of pid {current.get('pid')} (no longer running)")
-            os.unlink(path)
-            continue
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump(holder, handle)
-        break
-    try:
-        yield
-    finally:
-        os.unlink(path)
-
-
-def lock_path(url: str) -> str:
-    return os.path.abspath(url).rstrip("/") + LOCK_SUFFIX
-
-
-def read_lock(url: str) -> dict | None:
-    """The lock holder's record, or None when nobody holds the lock."""
-    try:
-        with open(lock_path(url)) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
 
 
 # ------------------------------------------------------------------------------------------ template
@@ -187,34 +137,27 @@ def _versions() -> dict:
 
 
 def write_template(plan: Plan) -> None:
-    """Create the store (the caller holds its lock and removed any previous one): coordinates, empty (NaN-filled) data arrays with the run's chunking, the
-    progress group and the attributes.  Data chunks are never written here."""
-    spec, n = plan.spec, plan.n_bodies
+    """Create the store (the caller holds its lock and removed any previous one): coordinates, empty
+    (NaN-filled) data arrays with the run's chunking, the progress group and the attributes.  Data
+    chunks are never written here."""
+    spec, n, space = plan.spec, plan.n_bodies, plan.space
     members, samples, chunk = spec.members, plan.samples, spec.chunk
     # a run shorter than one segment has one time chunk of its own length, not a segment's worth of
     # fill that every read and write would decompress
     per_segment = min(plan.samples_per_segment, samples)
-    shapes = {"q": (members, samples, n, 3), "omega": (members, samples, n, 3), "energy": (members, samples),
-              "temperature": (members, samples),
-              "unit_error": (members, samples), "tangency_error": (members, samples),
-              "q0": (members, n, 3), "omega0": (members, n, 3), "status": (members,), "failed_step": (members,),
-              "lyapunov": (members,), "lyapunov_estimate": (members, samples)}
-    dims = {"q": ("member", "time", "body", "xyz"), "omega": ("member", "time", "body", "xyz"),
-            "energy": ("member", "time"), "temperature": ("member", "time"), "unit_error": ("member", "time"), "tangency_error": ("member", "time"),
-            "q0": ("member", "body", "xyz"), "omega0": ("member", "body", "xyz"), "status": ("member",),
-            "failed_step": ("member",), "lyapunov": ("member",), "lyapunov_estimate": ("member", "time")}
-    names = list(spec.variables) + ["q0", "omega0", "status", "failed_step"]
+    layout = variable_layout(plan)
+    names = list(spec.variables) + [name + "0" for name in space.names] + ["status", "failed_step"]
     if spec.lyapunov:
         names += LYAPUNOV_VARIABLES
     data, encoding = {}, {}
     for name in names:
-        shape = shapes[name]
-        over_time = dims[name][1:2] == ("time",)  # (member, time, …): one Zarr chunk per task's region
+        shape, dims, unit, long_name = layout[name]
+        over_time = dims[1:2] == ("time",)  # (member, time, …): one Zarr chunk per task's region
         chunks = (chunk, per_segment) + shape[2:] if over_time else (chunk,) + shape[1:]
         integer = name in ("status", "failed_step")
         fill = -1 if name == "failed_step" else 0 if integer else np.nan
-        data[name] = xr.Variable(dims[name], da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
-                                 {"units": VARIABLE_ATTRS[name][0], "long_name": VARIABLE_ATTRS[name][1]})
+        data[name] = xr.Variable(dims, da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
+                                 {"units": unit, "long_name": long_name})
         encoding[name] = {"chunks": chunks, "fill_value": fill}
     steps = plan.sample_steps
     coords = {
@@ -225,12 +168,15 @@ def write_template(plan: Plan) -> None:
     for sweep, values in plan.sweep_values(np.arange(members)).items():
         unit = plan.system.definition.parameter(sweep).unit
         coords[sweep] = ("member", values, {"units": unit, "long_name": f"swept parameter {sweep}"})
+    method = METHODS[spec.method]
     attrs = {
-        "system": spec.system, "preset": spec.preset or "", "params": json.dumps(_json_params(plan)),
+        "system": spec.system, "space": space.name, "state_variables": list(space.names),
+        "preset": spec.preset or "", "params": json.dumps(_json_params(plan)),
         "method": spec.method, "method_options": json.dumps(spec.options), "dt": spec.dt, "seed": spec.seed,
         "n_steps": spec.n_steps, "save_every": spec.save_every, "checkpoint_every": spec.checkpoint_every,
         "chunk": spec.chunk, "initial": spec.initial, "spec": spec.to_toml(),
-        "method_order": METHODS[spec.method].order, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "status_meanings": json.dumps({str(code): STATUS_MEANINGS[code] for code in method.status}),
+        "method_order": method.order, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_versions(),
     }
     dataset = xr.Dataset(data, coords=coords, attrs=attrs)
@@ -242,16 +188,13 @@ def write_template(plan: Plan) -> None:
         progress.create_array(name, shape=grid, chunks=(1, 1), dtype="f8", fill_value=np.nan)
     # Checkpoint slots are rewritten by every segment and read once: uncompressed, because
     # compressing full-precision state spends the task's time and saves almost no space.
-    slot = {"compressors": None}
-    for name in ("q", "omega") + (("shadow_q", "shadow_omega") if spec.lyapunov else ()):
-        progress.create_array(f"slot_{name}", shape=(2, members, n, 3), chunks=(1, chunk, n, 3), dtype="f8",
-                              fill_value=np.nan, **slot)
-    for name in ("step_size",) + (("log_growth", "reference") if spec.lyapunov else ()):
-        progress.create_array(f"slot_{name}", shape=(2, members), chunks=(1, chunk), dtype="f8", fill_value=np.nan,
-                              **slot)
-    progress.create_array("slot_status", shape=(2, members), chunks=(1, chunk), dtype="i8", fill_value=0, **slot)
-    progress.create_array("slot_failed_step", shape=(2, members), chunks=(1, chunk), dtype="i8", fill_value=-1,
-                          **slot)
+    shapes = space.shapes(n)
+    for name in checkpoint_names(plan):
+        shape = shapes.get(name.removeprefix("shadow_"), ()) if name not in ("status", "failed_step") else ()
+        integer = name in ("status", "failed_step")
+        progress.create_array(f"slot_{name}", shape=(2, members) + shape, chunks=(1, chunk) + shape,
+                              dtype="i8" if integer else "f8", fill_value=-1 if name == "failed_step" else
+                              0 if integer else np.nan, compressors=None)
     group.attrs["identity"] = spec.identity()  # last: a store with an identity has a complete template
     _quiet(zarr.consolidate_metadata, spec.store)
 
@@ -300,7 +243,7 @@ class RunStore:
     def done_grid(self) -> np.ndarray:
         return np.isfinite(self.progress("done")[:])
 
-    def read_checkpoint(self, slot: int, first: int, stop: int, names=CHECKPOINT_STATE) -> dict:
+    def read_checkpoint(self, slot: int, first: int, stop: int, names: tuple[str, ...]) -> dict:
         arrays = [self.progress(f"slot_{name}").async_array for name in names]
         values = zarr_sync(_concurrently([array.getitem((slot, slice(first, stop))) for array in arrays]))
         return dict(zip(names, values))
@@ -323,8 +266,9 @@ class RunStore:
         self.progress("done")[where] = time.time()
 
 
-def final_state(url: str, first: int, stop: int, members: int) -> tuple[np.ndarray, np.ndarray]:
-    """Members [first, stop) of the end state of a finished store (for ``initial = "file"``)."""
+def final_state(url: str, names: tuple[str, ...], first: int, stop: int, members: int) -> dict:
+    """Members [first, stop) of the end state (each of ``names``) of a finished store (for
+    ``initial = "file"``)."""
     try:
         group = zarr.open_group(url, mode="r")
         done = group[f"{PROGRESS}/done"][:]
@@ -335,8 +279,12 @@ def final_state(url: str, first: int, stop: int, members: int) -> tuple[np.ndarr
                            f"{done.size} segments done)")
     if group["member"].shape[0] != members:
         raise InvalidInput("ensemble.path", f"store {url!r} has {group['member'].shape[0]} members, the spec {members}")
+    missing = [name for name in names if f"slot_{name}" not in group[PROGRESS]]
+    if missing:
+        raise InvalidInput("ensemble.path", f"store {url!r} holds no final {', '.join(missing)} (a store of another "
+                           "state space)")
     slot = (done.shape[1] - 1) % 2
-    return group[f"{PROGRESS}/slot_q"][slot, first:stop], group[f"{PROGRESS}/slot_omega"][slot, first:stop]
+    return {name: group[f"{PROGRESS}/slot_{name}"][slot, first:stop] for name in names}
 
 
 def summary(url: str) -> dict:
@@ -351,11 +299,14 @@ def summary(url: str) -> dict:
     attrs = dict(group.attrs)
     members = group["member"].shape[0]
     status = group["status"][:]
-    work = Plan(parse_spec(attrs["spec"])).work  # the store's own spec says how the work was cut
+    work = Plan(parse_spec(attrs["spec"], stored=True)).work  # the store's own spec says how the work was cut
     finished = np.isfinite(done)
     stamps = done[finished]
     return {
         "system": attrs["system"], "method": attrs["method"], "members": members,
+        "status_meanings": {int(code): meaning for code, meaning in
+                            json.loads(attrs.get("status_meanings", json.dumps(LEGACY_STATUS))).items()},
+        "status_counts": {int(code): int(count) for code, count in zip(*np.unique(status, return_counts=True))},
         "segments_done": int(finished.sum()), "segments_total": int(done.size),
         "member_steps_done": int(work[finished].sum()), "member_steps_total": int(work.sum()),
         "failed_members": int(np.count_nonzero(status)),

@@ -1,1 +1,3 @@
-"""The TOML spec, the ``armillary`` command line and SLURM submission (no numerics here)."""
+"""The ``armillary`` command line, SLURM submission and the ``slurm`` cluster kind (no numerics here)."""
+
+from . import clusters  # noqa: F401  (registers the slurm cluster kind with ensemble)

@@ -11,7 +11,7 @@ from ensemble.report import write_report
 from ensemble.store import summary
 from jobs.slurm import load_site, queue_states
 from jobs.slurm import submit as submit_jobs
-from kernels import METHODS, SYSTEMS, InvalidInput
+from kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, InvalidInput, methods_for
 
 INTERRUPTED = 3
 
@@ -47,6 +47,9 @@ def status(args) -> int:
         print(f"  segments      {s['segments_done']}/{s['segments_total']} "
               f"({s['member_steps_done']:.3e} of {s['member_steps_total']:.3e} member-steps)")
         print(f"  failed        {s['failed_members']} members (status != 0)")
+        for code, count in sorted(s["status_counts"].items()):
+            if code:
+                print(f"    status {code}: {count} members, {s['status_meanings'].get(code, STATUS_MEANINGS.get(code))}")
         if s["task_seconds"] > 0:
             print(f"  throughput    {s['member_steps_done'] / s['task_seconds']:.3e} member-steps per task-second; "
                   f"{s['write_seconds'] / s['task_seconds']:.1%} of task time writing the store")
@@ -83,14 +86,24 @@ def report(args) -> int:
 
 
 def systems(args) -> int:
-    """Names, parameters and presets of every system."""
+    """Names, state space and variables, parameters, presets and methods of every system; the spaces
+    with their samplers; the methods; the status codes."""
     for definition in SYSTEMS.values():
+        space = definition.space
         print(f"{definition.name}: {definition.summary}")
+        print(f"    space {space.name}: " + ", ".join(f"{v.name} ({', '.join(v.dims)}) [{v.unit}]"
+                                                    for v in space.variables))
         for p in definition.parameters:
             print(f"    {p.name:<18} {p.shape:<8} [{p.unit}] {p.doc}")
         for name, preset in definition.presets.items():
             print(f"    preset {name}: {preset().doc}")
-    print("methods: " + ", ".join(f"{m.name} (order {m.order})" for m in METHODS.values()))
+        print(f"    methods: {', '.join(methods_for(definition))}")
+    for space in SPACES.values():
+        print(f"space {space.name}: {space.summary}; diagnostics "
+              + ", ".join(d.name for d in space.diagnostics) + "; initial = preset, perturb, file, "
+              + ", ".join(f"{name} ({sampler.doc})" for name, sampler in space.samplers.items()))
+    print("methods: " + ", ".join(f"{m.name} (order {m.order}; {', '.join(m.spaces)})" for m in METHODS.values()))
+    print("status codes: " + "; ".join(f"{code} {meaning}" for code, meaning in STATUS_MEANINGS.items()))
     return 0
 
 
@@ -133,6 +146,11 @@ def main(argv=None) -> int:
     except InvalidInput as error:
         print(f"armillary: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader left (``armillary systems | head``): stop quietly, and keep Python from
+        # complaining again when it flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

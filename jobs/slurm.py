@@ -19,7 +19,7 @@ from string import Template
 
 from kernels import InvalidInput
 
-from .spec import Spec
+from ensemble.spec import Spec
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "slurm")
 #: SLURM's --time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
@@ -165,7 +165,7 @@ def sbatch(script_path: str, *options: str) -> str:
 def submit(spec: Spec, site: Site, array_size: int | None, dry_run: bool, stream=None) -> dict | None:
     """Write the store template and submit the job array and its report job (or, with ``dry_run``,
     print the scripts and submit nothing).  Returns the job ids."""
-    from ensemble import prepare  # ensemble imports jobs.spec; import here to keep jobs.spec free of it
+    from ensemble import prepare
     from ensemble.store import remove_store, run_lock, write_template
 
     stream = stream or sys.stdout

@@ -1,9 +1,13 @@
-"""Armillary's numerics: systems on (S²)ⁿ, structure-preserving and classical integrators, in-kernel
-diagnostics.  No I/O, no Dask.  The way in: :func:`get_system` and :func:`integrate`."""
+"""Armillary's numerics: state spaces ((S²)ⁿ, SO(3)ⁿ), systems on them, structure-preserving and
+classical integrators, in-kernel diagnostics.  No I/O, no Dask.  The way in: :func:`get_system` and
+:func:`integrate`."""
 
 from .errors import InvalidInput
-from .integrate import Trajectory, integrate
-from .integrators import METHODS
+from .integrate import Trajectory, execution_mode, integrate
+from .integrators import METHODS, methods_for
+from .spaces import SPACES
+from .status import MEANINGS as STATUS_MEANINGS
 from .systems import SYSTEMS, get_system
 
-__all__ = ["get_system", "integrate", "Trajectory", "InvalidInput", "SYSTEMS", "METHODS"]
+__all__ = ["get_system", "integrate", "Trajectory", "InvalidInput", "SYSTEMS", "METHODS", "SPACES",
+           "STATUS_MEANINGS", "methods_for", "execution_mode"]

@@ -1,4 +1,5 @@
-"""Specialise driver and integrator templates to one system and compile them once per process.
+"""Specialise driver and integrator templates to one system and compile them once per process
+(the system-parallel kernels specialise the same way in :mod:`kernels.system_parallel`).
 
 An integrator template calls free names such as ``system_gradient``; specialising copies the
 template function with those names bound to a system's jitted functions, under a unique name, and
@@ -15,12 +16,13 @@ import types
 
 from numba import njit
 
-from .integrators import FULL, METHODS
+from .flat_driver import FLAT_SHADOW_STAGES
+from .integrators import FLAT, FULL, METHODS
 from .lanes import kinetic_energy_diagonal, kinetic_energy_full
 from .lyapunov import SHADOW_STAGES
 from .systems import SYSTEMS
 
-_KERNEL_FLAGS = {"error_model": "numpy", "nogil": True}
+KERNEL_FLAGS = {"error_model": "numpy", "nogil": True}
 
 
 def _source_hash() -> str:
@@ -33,7 +35,7 @@ def _source_hash() -> str:
 SOURCE_HASH = _source_hash()
 
 
-def _bind(template, name: str, bindings: dict):
+def bind_template(template, name: str, bindings: dict):
     """A copy of ``template`` whose free global names in ``bindings`` are bound, named ``name``."""
     namespace = dict(template.__globals__)
     namespace.update(bindings)
@@ -49,47 +51,23 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     """The jitted driver of ``method`` for ``system`` (cached in memory and on disk); with ``shadows``
     it steps Benettin shadows too (:mod:`kernels.lyapunov`), a separate kernel so that the common one
     keeps its size."""
-    recipe = METHODS[method].recipe(inertia_kind)
     definition = SYSTEMS[system]
+    space = definition.space
+    recipe = METHODS[method].recipe(space.name, inertia_kind)
     tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{SOURCE_HASH}"
-    bindings = {
-        "system_gradient": definition.gradient,
-        "system_potential": definition.potential,
-        "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
-        **recipe.constants,
-    }
-    for name, template in recipe.helpers + SHADOW_STAGES[shadows]:
-        bindings[name] = njit(**_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
-    driver = _bind(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)
-    return njit(cache=True, **_KERNEL_FLAGS)(driver)
-
-
-@functools.cache
-def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
-    """The neighbour-list gradient and per-particle energies of ``system``'s pair potential
-    (:mod:`kernels.neighbours`), parallel over particles."""
-    from .neighbours import PAIR_TEMPLATES
-
-    pair = SYSTEMS[system].pair
-    bindings = {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
-    tag = f"{system}__{SOURCE_HASH}"
-    return types.SimpleNamespace(**{
-        name: njit(parallel=True, **_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
-        for name, template in PAIR_TEMPLATES})
-
-
-@functools.cache
-def compiled_system_kernel(method: str, system: str):
-    """The jitted system-parallel driver (:mod:`kernels.system_parallel`) of ``method`` for ``system``."""
-    from . import system_parallel as sp
-
-    drift, kick = METHODS[method].system_stages
-    tag = f"{method}__{system}__system__{SOURCE_HASH}"
-    bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
-                **sp.FIXED_BINDINGS}
-    for name, template in sp.PARALLEL_HELPERS:
-        bindings[name] = njit(parallel=True, **_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
-    for name, template in sp.SERIAL_HELPERS:
-        bindings[name] = njit(**_KERNEL_FLAGS)(_bind(template, f"{template.__name__}__{tag}", bindings))
-    driver = sp.drive_system_parallel
-    return njit(cache=True, **_KERNEL_FLAGS)(_bind(driver, f"{driver.__name__}__{tag}", bindings))
+    if inertia_kind == FLAT:
+        bindings = {**definition.lane_functions, "space_diagnostics": space.lane["diagnostics"],
+                    "space_pull_back": space.lane["pull_back"], **recipe.constants}
+        templates = definition.lane_templates + recipe.helpers + FLAT_SHADOW_STAGES[shadows]
+    else:
+        bindings = {
+            "system_gradient": definition.gradient,
+            "system_potential": definition.potential,
+            "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
+            **recipe.constants,
+        }
+        templates = recipe.helpers + SHADOW_STAGES[shadows]
+    for name, template in templates:
+        bindings[name] = njit(**KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
+    driver = bind_template(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)
+    return njit(cache=True, **KERNEL_FLAGS)(driver)

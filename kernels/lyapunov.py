@@ -1,14 +1,16 @@
 """Benettin's method for the maximal Lyapunov exponent: a shadow copy of each member.
 
-The shadow starts a distance d0 from its member along a tangent direction of T(S²)ⁿ, is stepped by
+The shadow starts a distance d0 from its member along a tangent direction of its space, is stepped by
 the same integrator, and every ``renormalise_every`` steps is pulled back towards the member to
-distance d0 (and put back on T(S²)ⁿ exactly: each q_i normalised, each ω_i projected tangent to it).
+distance d0 and put back on the manifold exactly (on T(S²)ⁿ: each q_i normalised, each ω_i projected
+tangent to it; on SO(3)ⁿ see :mod:`kernels.spaces.rotation`).  The lane stages of the (S²)ⁿ kernels
+are here; those of flat spaces are in :mod:`kernels.flat_driver`.
 The log of the growth factors accumulates; the finite-time maximal exponent at time t is
 λ(t) = [Σ_k ln(d_k / d_{k−1}^+) + ln(d(t) / d_last^+)] / t (1/s), with d^+ the distance right
 after a renormalisation (Benettin, Galgani, Giorgilli & Strelcyn 1980).
 
-Distance in phase space: the Euclidean norm of (q_s − q, ω_s − ω) in R^{6n}, q dimensionless and
-ω in rad/s, so one unit of angle and one rad/s weigh the same.  Every operation here is a +, −, ×,
+Distance in phase space: the Euclidean norm of the state difference (on (S²)ⁿ (q_s − q, ω_s − ω) in
+R^{6n}, q dimensionless and ω in rad/s, so one unit of angle and one rad/s weigh the same).  Every operation here is a +, −, ×,
 ÷, sqrt or (scalar, libm) log per member, so shadows stay bitwise independent of block grouping.
 """
 
@@ -19,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InvalidInput
-from .geometry import tangent_rows
 from .lanes import lane_function
 from .status import OK
 
@@ -28,16 +29,15 @@ from .status import OK
 class Shadow:
     """The shadow copies of an ensemble, carried through :func:`kernels.integrate` and across restarts.
 
-    q, omega: (members, n, 3) shadow states; log_growth: (members,) Σ ln(d_k / d_{k−1}^+) over the
-    renormalisations so far; reference: (members,) the distance right after the last
-    renormalisation (or the initial displacement); d0: the distance each renormalisation restores;
-    renormalise_every: steps between renormalisations, counted from ``step_offset``'s origin, the
-    global index of the step before the call's first step (so segments of a run renormalise at the
-    same steps as one uninterrupted call).
+    state: the shadows' states (the space's variables, leading member axis); log_growth: (members,)
+    Σ ln(d_k / d_{k−1}^+) over the renormalisations so far; reference: (members,) the distance right
+    after the last renormalisation (or the initial displacement); d0: the distance each
+    renormalisation restores; renormalise_every: steps between renormalisations, counted from
+    ``step_offset``'s origin, the global index of the step before the call's first step (so segments
+    of a run renormalise at the same steps as one uninterrupted call).
     """
 
-    q: np.ndarray
-    omega: np.ndarray
+    state: dict
     log_growth: np.ndarray
     reference: np.ndarray
     d0: float
@@ -45,34 +45,20 @@ class Shadow:
     step_offset: int = 0
 
 
-def phase_distance_of(q, omega, shadow_q, shadow_omega) -> np.ndarray:
-    """‖(q_s − q, ω_s − ω)‖ per member for (members, n, 3) arrays (see the module docstring)."""
-    return np.sqrt(np.sum((shadow_q - q) ** 2 + (shadow_omega - omega) ** 2, axis=(-2, -1)))
-
-
-def displaced_shadow(q, omega, directions, d0: float, renormalise_every: int) -> Shadow:
-    """Shadows of members (q, ω) (each (members, n, 3)) displaced by d0 along ``directions``
-    (members, 2, n, 3), e.g. standard normals.  The displacement (δq, δω) is tangent to the bundle
-    T(S²)ⁿ: δq_i ⟂ q_i, and δω_i satisfies the linearised constraint q_i·δω_i + δq_i·ω_i = 0 (the
-    tangent plane turns with q_i).  It is scaled to length d0, then the shadow is put on T(S²)ⁿ
-    exactly (q_i normalised, ω_i projected), which changes the length only at second order; the
-    exact initial distance is kept as the first reference."""
+def displaced_shadow(space, state: dict, directions, d0: float, renormalise_every: int) -> Shadow:
+    """Shadows of members ``state`` (the space's variables, leading member axis) displaced by d0 along
+    tangent ``directions`` (members, space.normal_count(n)), e.g. standard normals, by the space's
+    retraction (:meth:`~kernels.spaces.StateSpace.displace`); the exact initial distance is kept as the
+    first reference."""
     if not (np.isfinite(d0) and 0 < d0 < 1):
         raise InvalidInput("d0", f"must be a number in (0, 1), got {d0!r}")
     if isinstance(renormalise_every, bool) or not isinstance(renormalise_every, (int, np.integer)) \
             or renormalise_every < 1:
         raise InvalidInput("renormalise_every", f"must be an integer >= 1, got {renormalise_every!r}")
-    q = np.asarray(q, dtype=np.float64)
-    omega = np.asarray(omega, dtype=np.float64)
-    directions = np.asarray(directions, dtype=np.float64)
-    dq = tangent_rows(q, directions[:, 0])
-    domega = tangent_rows(q, directions[:, 1]) - np.sum(dq * omega, axis=-1, keepdims=True) * q
-    length = np.sqrt(np.sum(dq**2 + domega**2, axis=(-2, -1)))[:, np.newaxis, np.newaxis]
-    shadow_q = q + d0 / length * dq
-    shadow_q /= np.linalg.norm(shadow_q, axis=-1, keepdims=True)
-    shadow_omega = tangent_rows(shadow_q, omega + d0 / length * domega)
-    return Shadow(shadow_q, shadow_omega, np.zeros(len(q)), phase_distance_of(q, omega, shadow_q, shadow_omega),
-                  float(d0), int(renormalise_every))
+    state = {name: np.asarray(value, dtype=np.float64) for name, value in state.items()}
+    moved = space.displace(state, np.asarray(directions, dtype=np.float64), float(d0))
+    return Shadow(moved, np.zeros(len(next(iter(state.values())))), space.distance(state, moved), float(d0),
+                  int(renormalise_every))
 
 
 @lane_function

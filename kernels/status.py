@@ -3,13 +3,13 @@
 OK = 0
 NON_FINITE = 1  # a NaN or inf appeared in q or ω
 VI_STEP_INFEASIBLE = 2  # ‖a_i‖ > 1 in Lee–Leok–McClamroch eq. (29): no real q_{k+1}
-NEWTON_FAILED = 3  # the implicit VI's Newton solve of eq. (22) did not converge
+NEWTON_FAILED = 3  # an implicit step's Newton solve did not converge (vi: eq. (22); lgvi: F_k)
 STEP_SIZE_UNDERFLOW = 4  # rk45 needed a step below its minimum or exceeded max_steps
 
 MEANINGS = {
     OK: "ok",
     NON_FINITE: "non-finite state (NaN or inf)",
     VI_STEP_INFEASIBLE: "explicit VI step infeasible: |a_i| > 1 in eq. (29)",
-    NEWTON_FAILED: "Newton iteration for eq. (22) did not converge",
+    NEWTON_FAILED: "Newton iteration of an implicit step did not converge (vi: eq. (22), lgvi: F_k)",
     STEP_SIZE_UNDERFLOW: "adaptive step size underflow or max_steps exceeded",
 }

@@ -14,11 +14,15 @@ the helpers listed in PARALLEL_HELPERS / SERIAL_HELPERS.
 
 from __future__ import annotations
 
+import functools
+import types
+
 import numpy as np
 import numba
 from numba import njit, prange
 
 from . import neighbours as nb
+from .compile import KERNEL_FLAGS, SOURCE_HASH, bind_template
 from .errors import InvalidInput
 from .integrators import METHODS
 from .lanes import body_kinetic_energy, constraint_errors_into
@@ -210,8 +214,6 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     """Integrate one member (q, ω: (1, n, 3)) system-parallel on ``threads`` threads; returns the arrays
     of a :class:`~kernels.integrate.Trajectory` (member axis of 1) plus ``temperature`` (J) and
     ``neighbour_rebuilds``.  ``skin`` (m): Verlet skin, default the system's ``pair.default_skin``."""
-    from .compile import compiled_system_kernel
-
     params = system.broadcast(1, q.shape[1])
     cutoff = cutoff_of(system, params)
     if skin is None:
@@ -256,8 +258,6 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
     """∂V/∂q (n, 3) (J) and the per-particle energies e_i = ½ Σ_j φ(r_ij) (n,) (J, Σ e_i = V) of one
     configuration q (n, 3) from a freshly built cell list and Verlet list; also the row capacity.
     For tests and analysis: the integrator keeps its list across steps instead."""
-    from .compile import compiled_pair_kernels
-
     q = np.ascontiguousarray(np.asarray(q, dtype=np.float64)[:, :, np.newaxis])
     n = q.shape[0]
     params = system.broadcast(1, n)
@@ -285,3 +285,30 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
     gradient[order] = gradient.copy()
     energies[order] = energies.copy()
     return gradient[:, :, 0], energies, lists[3].shape[1]
+
+
+@functools.cache
+def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
+    """The neighbour-list gradient and per-particle energies of ``system``'s pair potential
+    (:mod:`kernels.neighbours`), parallel over particles."""
+    pair = SYSTEMS[system].pair
+    bindings = {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
+    tag = f"{system}__{SOURCE_HASH}"
+    return types.SimpleNamespace(**{
+        name: njit(parallel=True, **KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
+        for name, template in nb.PAIR_TEMPLATES})
+
+
+@functools.cache
+def compiled_system_kernel(method: str, system: str):
+    """The jitted system-parallel driver (:mod:`kernels.system_parallel`) of ``method`` for ``system``."""
+    drift, kick = METHODS[method].system_stages
+    tag = f"{method}__{system}__system__{SOURCE_HASH}"
+    bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
+                **FIXED_BINDINGS}
+    for name, template in PARALLEL_HELPERS:
+        bindings[name] = njit(parallel=True, **KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
+    for name, template in SERIAL_HELPERS:
+        bindings[name] = njit(**KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
+    driver = drive_system_parallel
+    return njit(cache=True, **KERNEL_FLAGS)(bind_template(driver, f"{driver.__name__}__{tag}", bindings))

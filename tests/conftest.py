@@ -1,11 +1,12 @@
-"""Shared cases: every registered system with an initial condition small enough for tests."""
+"""Shared cases: every registered (S²)ⁿ system with an initial condition small enough for tests."""
 
 import numpy as np
 import pytest
 
-from ensemble.initial import perturbed_ensemble
-from kernels import SYSTEMS, get_system
+from ensemble.initial import member_normals
+from kernels import METHODS, SYSTEMS, get_system
 from kernels.geometry import icosphere, mesh_edges, vortex_velocities
+from kernels.spaces import SPHERE_PRODUCT
 from kernels.systems.sphere_lj import zero_force_sigma
 
 #: (dt, steps) that keep each paper example well resolved
@@ -27,13 +28,27 @@ def case(name):
         system, q, omega = small_lj()
     else:
         system = get_system(name, "paper")
-        q, omega = system.initial_state()
+        state = system.initial_state()
+        q, omega = state["q"], state["omega"]
     return system, q[np.newaxis], omega[np.newaxis]
+
+
+def perturbed(q, omega, members, scale, seed):
+    """Members 0 … members−1 perturbed around one state (q, ω each (n, 3)) by the (S²)ⁿ retraction,
+    each from its own normals (seed, member id), as an ensemble's ``initial = "perturb"``."""
+    normals = member_normals(seed, np.arange(members), SPHERE_PRODUCT.normal_count(q.shape[0]))
+    state = SPHERE_PRODUCT.perturb({"q": q, "omega": omega}, normals, scale)
+    return state["q"], state["omega"]
 
 
 def ensemble(q, omega, members, scale=1e-3, seed=0):
     """Members perturbed around the case's single state (q, ω carry a member axis of 1)."""
-    return perturbed_ensemble(q[0], omega[0], members, scale, seed)
+    return perturbed(q[0], omega[0], members, scale, seed)
 
 
-ALL_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SYSTEMS]
+#: the registered systems on (S²)ⁿ (the space of ``case``'s q, ω and of its "paper" presets)
+SPHERE_SYSTEMS = [name for name, definition in SYSTEMS.items() if definition.space is SPHERE_PRODUCT]
+ALL_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS]
+#: (system, method) for every (S²)ⁿ system and every method that steps it
+ALL_SYSTEM_METHODS = [pytest.param(name, method, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS
+                      for method in METHODS if METHODS[method].supports(SYSTEMS[name])]

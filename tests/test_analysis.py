@@ -12,11 +12,11 @@ import pytest
 import xarray as xr
 
 import ensemble
+from conftest import perturbed
 from ensemble.analysis import (
     energy_drift, face_kinetic_energy, growth_law, kinetic_temperature, momentum_error, pair_distribution,
     relative_energy_error, store_summary,
 )
-from ensemble.initial import perturbed_ensemble
 from ensemble.report import write_report
 from kernels import get_system, integrate
 
@@ -78,8 +78,9 @@ def test_bounded_oscillation_has_no_growth_and_no_drift(tmp_path):
 def example1_store(tmp_path, method):
     """Example 1 ensemble: 256 members perturbed by 1e-3, 100 s at h = 0.01 s, saved every 10 steps."""
     system = get_system("spherical_chain", "paper")
-    q, omega = perturbed_ensemble(*system.initial_state(), 256, 1e-3, 0)
-    result = integrate(system, method, q, omega, 0.01, 10_000, 10, outputs=("energy",))
+    state = system.initial_state()
+    q, omega = perturbed(state["q"], state["omega"], 256, 1e-3, 0)
+    result = integrate(system, method, {"q": q, "omega": omega}, 0.01, 10_000, 10, outputs=("energy",))
     ds = xr.Dataset({name: (("member", "time"), getattr(result, name))
                      for name in ("energy", "unit_error", "tangency_error")}
                     | {"status": ("member", result.status)},

@@ -40,8 +40,9 @@ def test_store_equals_one_unsegmented_kernel_call(tmp_path):
     one kernels.integrate call over all 200 steps from the same initial conditions."""
     ds = run_quietly(write_spec(tmp_path))
     plan = Plan(ensemble.load_spec(tmp_path / "spec.toml"))
-    q0, omega0 = plan.initial_state(0, 6)
-    direct = integrate(get_system("sphere_nbody", "paper"), "vi", q0, omega0, 1e-3, 200, 10)
+    state = plan.initial_state(0, 6)
+    q0, omega0 = state["q"], state["omega"]
+    direct = integrate(get_system("sphere_nbody", "paper"), "vi", state, 1e-3, 200, 10)
     assert np.array_equal(ds.q0.values, q0)
     for name in ("q", "omega", "energy", "unit_error", "tangency_error"):
         assert np.array_equal(ds[name].values, getattr(direct, name)), name
@@ -55,10 +56,9 @@ def test_rk45_resumes_with_its_step_size(tmp_path):
     ds = run_quietly(write_spec(tmp_path, method="rk45", checkpoint_every=100))
     plan = Plan(ensemble.load_spec(tmp_path / "spec.toml"))
     system = get_system("sphere_nbody", "paper")
-    q, omega = plan.initial_state(0, 6)
-    first = integrate(system, "rk45", q, omega, 1e-3, 100, 10)
-    second = integrate(system, "rk45", first.q_final, first.omega_final, 1e-3, 100, 10, restart=True,
-                       first_step=first.step_size)
+    first = integrate(system, "rk45", plan.initial_state(0, 6), 1e-3, 100, 10)
+    second = integrate(system, "rk45", {"q": first.q_final, "omega": first.omega_final}, 1e-3, 100, 10,
+                       restart=True, first_step=first.step_size)
     expected = np.concatenate([first.energy[:, :10], second.energy], axis=1)
     assert np.array_equal(ds.energy.values, expected)
     drift = np.abs(ds.energy - ds.energy.isel(time=0)) / np.abs(ds.energy.isel(time=0))
@@ -83,7 +83,8 @@ def test_second_run_skips_finished_work_and_store_carries_its_spec(tmp_path):
 
 def test_diverging_member_is_data_and_leaves_its_chunk_intact(tmp_path):
     system = get_system("sphere_nbody", "paper")
-    q, omega = system.initial_state()
+    state = system.initial_state()
+    q, omega = state["q"], state["omega"]
     q0, omega0 = np.repeat(q[None], 4, axis=0), np.repeat(omega[None], 4, axis=0)
     omega0[1] *= 1e3  # |a_i| > 1 in (29) at the first step: infeasible
     omega0[2] *= 1.01
@@ -95,7 +96,7 @@ def test_diverging_member_is_data_and_leaves_its_chunk_intact(tmp_path):
     assert list(ds.failed_step.values) == [-1, 1, -1, -1]
     assert np.all(np.isnan(ds.energy.values[1, 1:]))
     keep = [0, 2, 3]
-    direct = integrate(system, "vi", q0[keep], omega0[keep], 1e-3, 200, 10)
+    direct = integrate(system, "vi", {"q": q0[keep], "omega": omega0[keep]}, 1e-3, 200, 10)
     assert np.array_equal(ds.energy.values[keep], direct.energy)
 
 
@@ -129,9 +130,9 @@ store = "sweep.zarr"
     assert points == {(g, l) for g in (9.81, 3.71, 1.62) for l in (1.0, 2.0)}
     assert all(np.count_nonzero((ds.g.values == g) & (ds.l.values == l)) == 6 for g, l in points)
     plan = Plan(ensemble.load_spec("sweep.toml"))
-    q0, omega0 = plan.initial_state(0, 36)
+    state = plan.initial_state(0, 36)
     system = get_system("spherical_chain", "paper", g=ds.g.values, l=np.repeat(ds.l.values[:, None], 2, axis=1))
-    direct = integrate(system, "vi", q0, omega0, 0.01, 50, 5, outputs=("energy",))
+    direct = integrate(system, "vi", state, 0.01, 50, 5, outputs=("energy",))
     assert np.array_equal(ds.energy.values, direct.energy)
     assert np.ptp(ds.energy.values[:, 0]) > 1.0  # the parameters really differ between members
 
@@ -183,7 +184,12 @@ def test_uniform_and_continuation_from_a_finished_store(tmp_path):
 def test_perturbed_members_lie_on_the_spheres_at_the_spec_scale_whatever_the_chunk():
     """perturb: ‖q_i‖ = 1 and ω_i ⟂ q_i to round-off, geodesic displacements with rms √2·scale (a
     2-D tangent Gaussian), standard normal draws, and each member's numbers depend on its id only."""
-    from ensemble.initial import member_normals, perturbed_members
+    from ensemble.initial import member_normals
+    from kernels.spaces import SPHERE_PRODUCT
+
+    def perturbed_members(q, omega, ids, scale, seed):
+        state = SPHERE_PRODUCT.perturb({"q": q, "omega": omega}, member_normals(seed, ids, 18), scale)
+        return state["q"], state["omega"]
 
     q = np.array([[0.0, 0.0, 1.0], [0.6, 0.8, 0.0], [0.0, -1.0, 0.0]])
     omega = np.array([[0.3, -0.2, 0.0], [0.8, -0.6, 0.5], [1.0, 0.0, 0.0]])

@@ -12,30 +12,32 @@ from ensemble.initial import shadow_directions
 from ensemble.plan import Plan
 from ensemble.report import write_report
 from kernels import InvalidInput, get_system, integrate
-from kernels.lyapunov import displaced_shadow, phase_distance_of
+from kernels.lyapunov import displaced_shadow
+from kernels.spaces import SPHERE_PRODUCT
 
 from ensemble_cases import BASE_SPEC
 
 
 def final_exponent(system, q, omega, dt, steps, d0, every=10, method="vi", seed=1):
-    q, omega = q[np.newaxis], omega[np.newaxis]
-    directions = np.random.default_rng(seed).standard_normal((1, 2) + q.shape[1:])
-    result = integrate(system, method, q, omega, dt, steps, save_every=steps, outputs=("energy",),
-                       shadow=displaced_shadow(q, omega, directions, d0, every))
+    state = {"q": q[np.newaxis], "omega": omega[np.newaxis]}
+    directions = np.random.default_rng(seed).standard_normal((1, 2) + q.shape).reshape(1, -1)
+    result = integrate(system, method, state, dt, steps, save_every=steps, outputs=("energy",),
+                       shadow=displaced_shadow(system.space, state, directions, d0, every))
     assert result.status[0] == 0
     return result.lyapunov()[0, -1]
 
 
 def test_displaced_shadow_is_on_the_tangent_bundle_at_distance_d0():
     system = get_system("spherical_chain", "paper")
-    q, omega = (np.repeat(a[np.newaxis], 4, axis=0) for a in system.initial_state())
-    shadow = displaced_shadow(q, omega, np.random.default_rng(0).standard_normal((4, 2, 2, 3)), 1e-6, 10)
-    np.testing.assert_allclose(np.linalg.norm(shadow.q, axis=-1), 1.0, atol=2e-16)
-    np.testing.assert_allclose(np.sum(shadow.q * shadow.omega, axis=-1), 0.0, atol=1e-15)
+    state = {name: np.repeat(a[np.newaxis], 4, axis=0) for name, a in system.initial_state().items()}
+    directions = np.random.default_rng(0).standard_normal((4, 2, 2, 3)).reshape(4, -1)
+    shadow = displaced_shadow(system.space, state, directions, 1e-6, 10)
+    np.testing.assert_allclose(np.linalg.norm(shadow.state["q"], axis=-1), 1.0, atol=2e-16)
+    np.testing.assert_allclose(np.sum(shadow.state["q"] * shadow.state["omega"], axis=-1), 0.0, atol=1e-15)
     # the displacement obeys the linearised constraints, so putting the shadow on T(S²)ⁿ changes its
     # length at second order: by O(d0 · |ω|) relative = O(1e-6)
     np.testing.assert_allclose(shadow.reference, 1e-6, rtol=1e-6)
-    np.testing.assert_array_equal(shadow.reference, phase_distance_of(q, omega, shadow.q, shadow.omega))
+    np.testing.assert_array_equal(shadow.reference, SPHERE_PRODUCT.distance(state, shadow.state))
 
 
 def test_single_spherical_pendulum_is_regular():
@@ -52,7 +54,8 @@ def test_example_1_is_chaotic_and_lambda_does_not_depend_on_d0():
     linearised separation: growth factors over each renormalisation interval are ratios of nearly
     parallel displacements, independent of their size)."""
     system = get_system("spherical_chain", "paper")
-    q, omega = system.initial_state()
+    state = system.initial_state()
+    q, omega = state["q"], state["omega"]
     exponents = [final_exponent(system, q, omega, 0.01, 10_000, d0) for d0 in (1e-10, 1e-8, 1e-6)]
     assert min(exponents) > 0.1
     assert abs(exponents[2] - exponents[0]) < 0.1 * exponents[0]
@@ -63,16 +66,17 @@ def test_shadows_restart_bitwise_and_leave_members_untouched(method):
     """Two calls chained through shadow_final equal one call (renormalising every 7 steps, so the
     split falls between renormalisations), and carrying shadows changes no bit of the members."""
     system = get_system("spherical_chain", "paper")
-    q, omega = (np.repeat(a[np.newaxis], 5, axis=0) for a in system.initial_state())
-    shadow = displaced_shadow(q, omega, np.random.default_rng(3).standard_normal((5, 2, 2, 3)), 1e-8, 7)
-    whole = integrate(system, method, q, omega, 0.01, 1000, 10, outputs=("energy",), shadow=shadow)
-    first = integrate(system, method, q, omega, 0.01, 500, 10, outputs=("energy",), shadow=shadow)
-    second = integrate(system, method, first.q_final, first.omega_final, 0.01, 500, 10, outputs=("energy",),
-                       shadow=first.shadow_final, restart=True)
+    state = {name: np.repeat(a[np.newaxis], 5, axis=0) for name, a in system.initial_state().items()}
+    directions = np.random.default_rng(3).standard_normal((5, 2, 2, 3)).reshape(5, -1)
+    shadow = displaced_shadow(system.space, state, directions, 1e-8, 7)
+    whole = integrate(system, method, state, 0.01, 1000, 10, outputs=("energy",), shadow=shadow)
+    first = integrate(system, method, state, 0.01, 500, 10, outputs=("energy",), shadow=shadow)
+    second = integrate(system, method, {"q": first.q_final, "omega": first.omega_final}, 0.01, 500, 10,
+                       outputs=("energy",), shadow=first.shadow_final, restart=True)
     assert second.shadow_final.step_offset == 1000
     np.testing.assert_array_equal(whole.log_growth[:, 50:], second.log_growth)
-    np.testing.assert_array_equal(whole.shadow_final.q, second.shadow_final.q)
-    plain = integrate(system, method, q, omega, 0.01, 1000, 10, outputs=("energy",))
+    np.testing.assert_array_equal(whole.shadow_final.state["q"], second.shadow_final.state["q"])
+    plain = integrate(system, method, state, 0.01, 1000, 10, outputs=("energy",))
     np.testing.assert_array_equal(plain.energy, whole.energy)
     np.testing.assert_array_equal(plain.q_final, whole.q_final)
     assert np.all(np.isfinite(whole.log_growth)) and whole.log_growth.shape == (5, 101)
@@ -80,14 +84,14 @@ def test_shadows_restart_bitwise_and_leave_members_untouched(method):
 
 def test_bad_shadows_are_refused():
     system = get_system("spherical_chain", "paper")
-    q, omega = (a[np.newaxis] for a in system.initial_state())
-    shadow = displaced_shadow(q, omega, np.ones((1, 2, 2, 3)), 1e-8, 10)
+    state = {name: a[np.newaxis] for name, a in system.initial_state().items()}
+    shadow = displaced_shadow(system.space, state, np.ones((1, 12)), 1e-8, 10)
     with pytest.raises(InvalidInput, match="shadow: Benettin shadows need a fixed-step method, not 'rk45'"):
-        integrate(system, "rk45", q, omega, 0.01, 10, shadow=shadow)
+        integrate(system, "rk45", state, 0.01, 10, shadow=shadow)
     with pytest.raises(InvalidInput, match="d0: must be a number in"):
-        displaced_shadow(q, omega, np.ones((1, 2, 2, 3)), 0.0, 10)
+        displaced_shadow(system.space, state, np.ones((1, 12)), 0.0, 10)
     with pytest.raises(InvalidInput, match="renormalise_every: must be an integer >= 1"):
-        displaced_shadow(q, omega, np.ones((1, 2, 2, 3)), 1e-8, 0)
+        displaced_shadow(system.space, state, np.ones((1, 12)), 1e-8, 0)
 
 
 LYAPUNOV_SPEC = BASE_SPEC.replace("[cluster]", "[analysis]\nlyapunov = {{ d0 = 1e-8, renormalise_every = 7 }}\n\n"
@@ -105,10 +109,11 @@ def test_store_lyapunov_equals_one_kernel_call_for_any_chunking(tmp_path):
         ensemble.run(spec, stream=io.StringIO())
         stores.append(xr.open_zarr(store))
     plan = Plan(spec)
-    q, omega = plan.initial_state(0, 6)
-    shadow = plan.initial_shadow(0, 6, q, omega)
-    np.testing.assert_array_equal(shadow_directions(3, [4], 7)[0], shadow_directions(3, np.arange(6), 7)[4])
-    direct = integrate(plan.chunk_system(0, 6), "vi", q, omega, 0.001, 200, 10, outputs=("energy",), shadow=shadow)
+    state = plan.initial_state(0, 6)
+    shadow = plan.initial_shadow(0, 6, state)
+    count = plan.space.normal_count(3)
+    np.testing.assert_array_equal(shadow_directions(count, [4], 7)[0], shadow_directions(count, np.arange(6), 7)[4])
+    direct = integrate(plan.chunk_system(0, 6), "vi", state, 0.001, 200, 10, outputs=("energy",), shadow=shadow)
     expected = direct.lyapunov()
     for ds in stores:
         np.testing.assert_array_equal(ds.lyapunov_estimate.values, expected)

@@ -107,7 +107,8 @@ def test_energy_and_unit_length_n10k():
     system, sigma = lj_at_density(n)
     q = fibonacci_sphere(n)
     omega = thermal_velocities(q, 1.0, 0.5, seed=0)
-    trajectory = integrate(system, "vi", q[None], omega[None], 0.001 * sigma, 1500, 50, outputs=("energy",))
+    trajectory = integrate(system, "vi", {"q": q[None], "omega": omega[None]}, 0.001 * sigma, 1500, 50,
+                           outputs=("energy",))
     assert trajectory.mode == "system"
     assert trajectory.status[0] == 0
     energy = trajectory.energy[0]
@@ -123,7 +124,7 @@ def test_system_mode_equals_ensemble_mode_bit_for_bit():
     system, sigma = lj_at_density(n)
     q = fibonacci_sphere(n)
     omega = thermal_velocities(q, 1.0, 1.0, seed=3)
-    args = (system, "vi", q[None], omega[None], 0.005 * sigma, 60, 20)
+    args = (system, "vi", {"q": q[None], "omega": omega[None]}, 0.005 * sigma, 60, 20)
     parallel = integrate(*args, mode="system")
     serial = integrate(*args, mode="ensemble")
     assert parallel.neighbour_rebuilds[0] > 2
@@ -141,7 +142,8 @@ def test_one_and_two_threads_give_identical_bits():
     system, sigma = lj_at_density(n)
     q = fibonacci_sphere(n)
     omega = thermal_velocities(q, 1.0, 1.0, seed=4)
-    runs = [integrate(system, "vi", q[None], omega[None], 0.005 * sigma, 40, 10, mode="system", threads=t)
+    runs = [integrate(system, "vi", {"q": q[None], "omega": omega[None]}, 0.005 * sigma, 40, 10, mode="system",
+                      threads=t)
             for t in (1, 2)]
     for name in ("q_final", "omega_final", "energy", "temperature", "unit_error", "tangency_error", "q"):
         assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
@@ -166,12 +168,12 @@ def test_verlet_list_rebuilt_exactly_when_a_particle_has_moved_half_the_skin():
     skin = 0.01
     dt = 0.001
     omega = np.zeros_like(q)
-    at_rest = integrate(system, "vi", q[None], omega[None], dt, 30, 30, mode="system", skin=skin)
+    at_rest = integrate(system, "vi", {"q": q[None], "omega": omega[None]}, dt, 30, 30, mode="system", skin=skin)
     assert at_rest.neighbour_rebuilds[0] == 1
     axis = np.cross(q[0], [0.0, 0.0, 1.0]) if abs(q[0, 2]) < 0.9 else np.cross(q[0], [1.0, 0.0, 0.0])
     omega[0] = axis / np.linalg.norm(axis) * (0.09 * skin / dt)  # |q̇| = 0.09 skin per step
     for steps, builds in ((5, 1), (6, 2), (11, 2), (12, 3)):
-        run = integrate(system, "vi", q[None], omega[None], dt, steps, steps, mode="system", skin=skin)
+        run = integrate(system, "vi", {"q": q[None], "omega": omega[None]}, dt, steps, steps, mode="system", skin=skin)
         assert run.neighbour_rebuilds[0] == builds, steps
 
 
@@ -179,22 +181,23 @@ def test_mode_choice_and_refusals():
     system, sigma = lj_at_density(1200)
     q = fibonacci_sphere(1200)[None]
     omega = np.zeros_like(q)
-    assert integrate(system, "vi", q, omega, 0.001, 1).mode == "system"
-    assert integrate(system, "vi", q, omega, 0.001, 1, mode="ensemble").mode == "ensemble"
-    assert integrate(system.with_params(cutoff=None), "vi", q, omega, 0.001, 1).mode == "ensemble"
+    state = {"q": q, "omega": omega}
+    assert integrate(system, "vi", state, 0.001, 1).mode == "system"
+    assert integrate(system, "vi", state, 0.001, 1, mode="ensemble").mode == "ensemble"
+    assert integrate(system.with_params(cutoff=None), "vi", state, 0.001, 1).mode == "ensemble"
     small = fibonacci_sphere(100)[None]
-    assert integrate(system, "vi", small, np.zeros_like(small), 0.001, 1).mode == "ensemble"
+    assert integrate(system, "vi", {"q": small, "omega": np.zeros_like(small)}, 0.001, 1).mode == "ensemble"
     with pytest.raises(InvalidInput) as error:
-        integrate(system.with_params(cutoff=None), "vi", q, omega, 0.001, 1, mode="system")
+        integrate(system.with_params(cutoff=None), "vi", state, 0.001, 1, mode="system")
     assert error.value.field == "mode" and "cutoff" in error.value.message
     with pytest.raises(InvalidInput) as error:
-        integrate(system, "rk4", q, omega, 0.001, 1, mode="system")
+        integrate(system, "rk4", state, 0.001, 1, mode="system")
     assert error.value.field == "mode"
     with pytest.raises(InvalidInput) as error:
-        integrate(system, "vi", q, omega, 0.001, 1, mode="parallel")
+        integrate(system, "vi", state, 0.001, 1, mode="parallel")
     assert error.value.field == "mode" and "ensemble" in error.value.message
     with pytest.raises(InvalidInput) as error:
-        integrate(system, "vi", q, omega, 0.001, 1, mode="system", skin=-1.0)
+        integrate(system, "vi", state, 0.001, 1, mode="system", skin=-1.0)
     assert error.value.field == "skin"
 
 
@@ -291,10 +294,11 @@ def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(t
     plan = Plan(spec)
     assert plan.mode == "system"
     ds = ensemble.run(spec, stream=io.StringIO())
-    q, omega = plan.initial_state(0, 1)
+    state = plan.initial_state(0, 1)
+    q, omega = state["q"], state["omega"]
     np.testing.assert_allclose(kinetic_temperature(q[0], omega[0], 1.0), 0.5, rtol=1e-12)
     np.testing.assert_array_equal(q[0], fibonacci_sphere(2000))
-    direct = integrate(plan.system, "vi", q, omega, spec.dt, spec.n_steps, 5, outputs=("energy",))
+    direct = integrate(plan.system, "vi", state, spec.dt, spec.n_steps, 5, outputs=("energy",))
     assert direct.mode == "system"
     np.testing.assert_array_equal(ds.energy.values, direct.energy)
     np.testing.assert_array_equal(ds.temperature.values, direct.temperature)
@@ -337,14 +341,15 @@ def test_md_run_from_a_process_that_launched_openmp_spawns_its_worker(tmp_path):
 import io
 import numba
 import ensemble
-from ensemble.execute import worker_start_method
+from ensemble.clusters import worker_start_method
 from kernels import get_system, integrate
 from kernels.geometry import fibonacci_sphere, thermal_velocities
 
 assert worker_start_method() == "fork", worker_start_method()
 q = fibonacci_sphere(500)
 system = get_system("sphere_lj", epsilon=1.0, sigma=0.1, cutoff=0.25)
-integrate(system, "vi", q[None], thermal_velocities(q, 1.0, 1.0, seed=0)[None], 1e-4, 2, 1, mode="system")
+integrate(system, "vi", {{"q": q[None], "omega": thermal_velocities(q, 1.0, 1.0, seed=0)[None]}}, 1e-4, 2, 1,
+          mode="system")
 print(numba.threading_layer(), worker_start_method())
 ensemble.run({str(path)!r}, stream=io.StringIO())
 """
@@ -354,8 +359,7 @@ ensemble.run({str(path)!r}, stream=io.StringIO())
     assert method == ("fork" if layer in ("workqueue", "tbb") else "spawn")
     assert "Terminating" not in run.stderr, run.stderr  # what a forked GNU OpenMP runtime prints as it dies
     plan = Plan(spec)
-    q, omega = plan.initial_state(0, 1)
-    direct = integrate(plan.system, "vi", q, omega, spec.dt, spec.n_steps, 5, outputs=("energy",))
+    direct = integrate(plan.system, "vi", plan.initial_state(0, 1), spec.dt, spec.n_steps, 5, outputs=("energy",))
     np.testing.assert_array_equal(xr.open_zarr(spec.store).energy.values, direct.energy)
 
 

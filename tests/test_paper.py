@@ -8,13 +8,14 @@ from kernels import get_system, integrate
 
 
 def max_energy_error(system, q, omega, dt, t_end, method="vi", **options):
-    result = integrate(system, method, q, omega, dt, round(t_end / dt), 1, outputs=("energy",), **options)
+    result = integrate(system, method, {"q": q, "omega": omega}, dt, round(t_end / dt), 1, outputs=("energy",),
+                       **options)
     return np.abs(result.energy - result.energy[:, :1]).max(axis=1)
 
 
 def test_example2_reproduces_the_paper_within_five_percent():
     system, q, omega = case("sphere_nbody")
-    e0 = abs(integrate(system, "vi", q, omega, 1e-3, 1).energy[0, 0])
+    e0 = abs(integrate(system, "vi", {"q": q, "omega": omega}, 1e-3, 1).energy[0, 0])
     for dt, reported in ((1e-3, 1.1717e-4), (1e-4, 1.1986e-6)):
         relative = max_energy_error(system, q, omega, dt, 10.0)[0] / e0
         assert relative == pytest.approx(reported, rel=0.05)
@@ -37,8 +38,8 @@ def test_implicit_path_equals_explicit_for_diagonal_inertia():
     qs, ws = ensemble(q, omega, 4)
     # same equations, different round-off; over long chaotic runs the two drift apart like any two
     # round-off variants, so compare over 100 steps
-    explicit = integrate(system, "vi", qs, ws, 1e-3, 100, 10)
-    implicit = integrate(system, "vi", qs, ws, 1e-3, 100, 10, implicit=True)
+    explicit = integrate(system, "vi", {"q": qs, "omega": ws}, 1e-3, 100, 10)
+    implicit = integrate(system, "vi", {"q": qs, "omega": ws}, 1e-3, 100, 10, implicit=True)
     assert implicit.implicit and not explicit.implicit
     np.testing.assert_allclose(implicit.q, explicit.q, rtol=0, atol=1e-12)
     np.testing.assert_allclose(implicit.omega, explicit.omega, rtol=0, atol=1e-12)
@@ -47,7 +48,7 @@ def test_implicit_path_equals_explicit_for_diagonal_inertia():
 def test_newton_needs_at_most_eight_iterations_on_example1():
     system, q, omega = case("spherical_chain")
     qs, ws = ensemble(q, omega, 16)
-    result = integrate(system, "vi", qs, ws, 0.01, 10_000, 100)
+    result = integrate(system, "vi", {"q": qs, "omega": ws}, 0.01, 10_000, 100)
     assert np.all(result.status == 0)
     assert 1 <= result.solver_iterations.max() <= 8
 
@@ -61,8 +62,8 @@ def test_vi_conserves_the_momentum_of_the_symmetry(name, implicit, tolerance):
     system, q, omega = case(name)
     if name == "sphere_lj":  # keep the implicit 126×126 Newton system affordable
         q, omega = q[:, :12], omega[:, :12]
-    result = integrate(system, "vi", q, omega, 1e-3 if name != "spherical_chain" else 0.01, 10_000, 100,
-                       implicit=implicit)
+    result = integrate(system, "vi", {"q": q, "omega": omega}, 1e-3 if name != "spherical_chain" else 0.01, 10_000,
+                       100, implicit=implicit)
     momentum = system.angular_momentum(result.q, result.omega)[0]
     if system.definition.full_rotation_symmetry:
         drift = np.linalg.norm(momentum - momentum[0], axis=-1).max() / np.linalg.norm(momentum[0])
@@ -97,8 +98,8 @@ def test_vi_unit_length_does_not_drift_at_small_steps():
     ‖q_i‖ by 2.8e-17 per step (3.9e-12 after these 2×10⁵ steps; 1.4e-14 with the increment form)."""
     system = get_system("sphere_nbody", m=[1.0, 1.0], gamma=1.0)
     q, omega = two_body_relative_equilibrium()
-    result = integrate(system, "vi", np.repeat(q, 8, axis=0), np.repeat(omega, 8, axis=0), 1e-4, 200_000, 20_000,
-                       outputs=("unit_error",))
+    members = {"q": np.repeat(q, 8, axis=0), "omega": np.repeat(omega, 8, axis=0)}
+    result = integrate(system, "vi", members, 1e-4, 200_000, 20_000, outputs=("unit_error",))
     assert np.all(result.status == 0)
     assert result.unit_error.max() <= 1e-13
 
@@ -110,7 +111,7 @@ def test_long_time_energy_is_bounded_for_vi_and_grows_for_rk2():
     tenth = (steps // 100) // 10 + 1
 
     def first_and_last_tenth(method):
-        result = integrate(system, method, q, omega, 1e-3, steps, 100, outputs=("energy",))
+        result = integrate(system, method, {"q": q, "omega": omega}, 1e-3, steps, 100, outputs=("energy",))
         assert result.status[0] == 0
         error = np.abs(result.energy[0] - result.energy[0, 0])
         return error[:tenth].max(), error[-tenth:].max()

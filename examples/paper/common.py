@@ -49,7 +49,8 @@ class Run:
     options: dict = field(default_factory=dict)
     #: the paper's numbers for this run, keyed by a STATS key
     paper: dict = field(default_factory=dict)
-    #: arrays to keep (kernels.integrate's ``outputs``): add "q", "omega" to get the saved states
+    #: kernels.integrate's ``outputs`` (the state variables to keep samples of; energy and the unit error are
+    #: always kept): add "q", "omega" to get the saved states
     outputs: tuple = ("energy", "unit_error")
 
 
@@ -75,10 +76,10 @@ def statistics(trajectory) -> dict:
 
 
 def run_one(system, run: Run, duration: float):
-    q, omega = system.initial_state()
+    state = {name: value[None] for name, value in system.initial_state().items()}
     n_steps = int(round(duration / run.dt))
     start = time.perf_counter()
-    trajectory = integrate(system, run.method, q[None], omega[None], run.dt, n_steps, run.save_every,
+    trajectory = integrate(system, run.method, state, run.dt, n_steps, run.save_every,
                            outputs=run.outputs, **run.options)
     elapsed = time.perf_counter() - start
     status = int(trajectory.status[0])
@@ -112,7 +113,7 @@ def run_example(name: str, title: str, system_name: str, duration: float, runs: 
     args = parse_args(title)
     os.makedirs(args.out, exist_ok=True)
     system = get_system(system_name, "paper", **(system_params or {}))
-    print(f"{title}\n  system {system_name!r} (preset 'paper', {system.initial_state()[0].shape[0]} bodies), "
+    print(f"{title}\n  system {system_name!r} (preset 'paper', {system.initial_state()['q'].shape[0]} bodies), "
           f"T = {duration:g} s")
     for note in notes:
         print(f"  note: {note}")

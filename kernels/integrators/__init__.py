@@ -1,14 +1,19 @@
-"""Registry of integration methods.  An integrator never names a system: a method is a recipe of
-templates that :mod:`kernels.compile` binds to any system's potential and gradient."""
+"""Registry of integration methods.  An integrator never names a system: a method is, per state space
+it supports, a recipe of templates that :mod:`kernels.compile` binds to any system of that space
+providing the capabilities it requires."""
 
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template
+from ..flat_driver import drive_flat_fixed, record_flat_sample
+from . import flat_rk, lgvi
 from . import runge_kutta as rk
 from . import vi
 
-DIAGONAL, FULL = "diagonal", "full"
+DIAGONAL, FULL, FLAT = "diagonal", "full", "flat"
+SPHERES, ROTATIONS = "sphere_product", "rotation"
 
 
 @dataclass(frozen=True)
@@ -24,11 +29,25 @@ class Method:
     summary: str
     order: int
     options: dict  # option name -> default value
-    recipe: Callable[[str], Recipe]  # inertia kind -> recipe
+    #: space name -> (system capabilities required, recipe factory: kernel kind -> Recipe); the kind is
+    #: DIAGONAL or FULL inertia on (S²)ⁿ, FLAT on flat spaces
+    spaces: dict
+    status: tuple = (codes.OK, codes.NON_FINITE)  # the status codes it can report (kernels.status)
+    carry: tuple = ()  # per-member solver state a later segment continues from (names in Trajectory.carry)
     lanes: int | None = None  # members per SIMD block; None: chosen from the ensemble size
     #: per-body (first, last) stages of one step around a gradient evaluation, for the system-parallel
     #: driver (kernels.system_parallel); None: the method has no such split (implicit or multistage)
     system_stages: tuple | None = None
+    #: option names that travel to the kernel as a float vector, in kernel order
+    option_vector: tuple = ()
+
+    def supports(self, definition) -> bool:
+        """Whether the method steps systems of this definition: its space and required capabilities."""
+        entry = self.spaces.get(definition.space.name)
+        return entry is not None and entry[0] <= definition.provides
+
+    def recipe(self, space: str, kind: str) -> Recipe:
+        return self.spaces[space][1](kind)
 
 
 def _equations(kind):
@@ -65,22 +84,57 @@ def _rk45_recipe(kind):
     return Recipe(rk.drive_adaptive, (("record_sample", record_sample_template),) + _equations(kind))
 
 
-#: options that travel to the kernel as a float vector, in kernel order
-OPTION_VECTOR_ORDER = {"vi": ("newton_tol", "newton_max_iterations"), "rk45": ("rtol", "atol", "max_steps")}
+def _flat_rk_recipe(tableau_a, tableau_b):
+    def recipe(kind):
+        return Recipe(drive_flat_fixed,
+                      (("record_flat_sample", record_flat_sample), ("integrator_allocate", flat_rk.flat_rk_allocate), ("integrator_begin", flat_rk.flat_rk_begin),
+                       ("integrator_step", flat_rk.flat_rk_step)),
+                      {"tableau_a": tableau_a, "tableau_b": tableau_b})
+    return recipe
+
+
+def _flat_rk45_recipe(kind):
+    return Recipe(flat_rk.drive_flat_adaptive, (("record_flat_sample", record_flat_sample),))
+
+
+def _lgvi_recipe(kind):
+    return Recipe(drive_flat_fixed, (("record_flat_sample", record_flat_sample), ("integrator_allocate", lgvi.lgvi_allocate), ("integrator_begin", lgvi.lgvi_begin),
+                                     ("integrator_step", lgvi.lgvi_step)))
+
+
+ON_SPHERES = frozenset({"potential", "gradient", "inertia"})
+FIELD = frozenset({"vector_field"})
+NEWTON = (codes.OK, codes.NON_FINITE, codes.NEWTON_FAILED)
 
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method("vi", "Lee–Leok–McClamroch variational integrator: explicit (29)–(30) for diagonal M, "
                "implicit (22)–(25) with Newton in Cayley coordinates otherwise", 2,
-               {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20}, _vi_recipe,
-               system_stages=(vi.explicit_vi_drift, vi.explicit_vi_kick)),
-        Method("rk2", "explicit midpoint rule on (9)–(11)", 2, {}, _explicit_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, False)),
+               {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20}, {SPHERES: (ON_SPHERES, _vi_recipe)},
+               status=NEWTON + (codes.VI_STEP_INFEASIBLE,), system_stages=(vi.explicit_vi_drift, vi.explicit_vi_kick),
+               option_vector=("newton_tol", "newton_max_iterations")),
+        Method("lgvi", "Lee–Leok–McClamroch Lie group variational integrator on SO(3)ⁿ, F_k by Newton in Cayley "
+               "coordinates", 2, {"newton_tol": 1e-14, "newton_max_iterations": 20},
+               {ROTATIONS: (frozenset({"torque", "inertia"}), _lgvi_recipe)}, status=NEWTON,
+               option_vector=("newton_tol", "newton_max_iterations")),
+        Method("rk2", "explicit midpoint rule on the equations of motion", 2, {},
+               {SPHERES: (ON_SPHERES, _explicit_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, False)),
+                ROTATIONS: (FIELD, _flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B))}),
         Method("rk2_projected", "explicit midpoint rule, each q_i renormalised after every step", 2, {},
-               _explicit_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, True)),
-        Method("rk4", "classical 4th-order Runge–Kutta on (9)–(11)", 4, {},
-               _explicit_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B, False)),
+               {SPHERES: (ON_SPHERES, _explicit_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, True))}),
+        Method("rk4", "classical 4th-order Runge–Kutta on the equations of motion", 4, {},
+               {SPHERES: (ON_SPHERES, _explicit_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B, False)),
+                ROTATIONS: (FIELD, _flat_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B))}),
         Method("rk45", "adaptive Dormand–Prince 5(4), a step size per member, dense output at save points", 5,
-               {"rtol": 1e-6, "atol": 1e-9, "max_steps": None, "first_step": None}, _rk45_recipe, lanes=1),
+               {"rtol": 1e-6, "atol": 1e-9, "max_steps": None, "first_step": None},
+               {SPHERES: (ON_SPHERES, _rk45_recipe), ROTATIONS: (FIELD, _flat_rk45_recipe)},
+               status=(codes.OK, codes.NON_FINITE, codes.STEP_SIZE_UNDERFLOW), carry=("step_size",), lanes=1,
+               option_vector=("rtol", "atol", "max_steps")),
     )
 }
+
+
+def methods_for(definition) -> list[str]:
+    """Names of the methods that support a system definition (its space and capabilities)."""
+    return [name for name, method in METHODS.items() if method.supports(definition)]

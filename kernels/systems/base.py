@@ -1,8 +1,9 @@
-"""What a mechanical system on (S²)ⁿ is, independent of any integrator.
+"""What a mechanical system is, independent of any integrator.
 
-A system is a :class:`SystemDefinition` (parameters, presets, inertia M, potential V and its
-gradient as jitted lane functions) plus, once the user has chosen values, a :class:`System`
-holding validated parameters.  Any numeric parameter may carry a leading member axis, giving
+A system is a definition (its state space, parameters, presets, physics as jitted lane functions:
+:class:`SystemDefinition` on (S²)ⁿ with inertia M, potential V and its gradient;
+:class:`~kernels.systems.rigid.RigidBodyDefinition` on SO(3)ⁿ) plus, once the user has chosen values,
+a :class:`System` holding validated parameters.  Any numeric parameter may carry a leading member axis, giving
 each ensemble member its own value (parameter sweeps are built on this).
 
 Lane functions of a system have the signatures
@@ -20,12 +21,15 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidInput
+from ..spaces import SPHERE_PRODUCT, StateSpace
 
 REQUIRED = object()
 
 #: base shapes a parameter can have; a per-member value adds one leading axis
 SCALAR, PER_BODY, VECTOR3, PER_BODY_VECTOR3, PER_SPRING = "scalar", "body", "vector3", "body×3", "spring"
-_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1}
+PER_BODY_TENSOR = "body×3×3"
+_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3}
+_PER_BODY_SHAPES = (PER_BODY, PER_BODY_VECTOR3, PER_BODY_TENSOR)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Parameter:
     default: Any = REQUIRED
     check: str = "positive"  # positive | nonnegative | finite | direction | cutoff | structural
     parse: Callable[[Any], Any] | None = None  # for structural (non-numeric, never per-member) values
+    normalise: Callable[[Any], np.ndarray] | None = None  # numeric values → canonical base shape (inertia forms)
 
     @property
     def structural(self) -> bool:
@@ -57,12 +62,12 @@ def gravity_parameters() -> tuple[Parameter, Parameter]:
 
 @dataclass(frozen=True)
 class Preset:
-    """Named parameter values and a single initial condition (q0, ω0 of shape (n, 3))."""
+    """Named parameter values and a single initial state: the system's space's variables by name,
+    each of its per-member shape (no member axis)."""
 
     doc: str
     params: dict
-    q0: np.ndarray
-    omega0: np.ndarray
+    state: dict
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,42 @@ class SystemDefinition:
     symmetry_axis: Callable[[dict], np.ndarray | None] | None = None  # rotation axis V is invariant about
     full_rotation_symmetry: bool = False  # V invariant under every rotation (total angular momentum)
     pair: PairPotential | None = None  # V is a short-range pair sum (enables the system-parallel mode)
+    check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
+    space: StateSpace = SPHERE_PRODUCT
+    provides: frozenset = frozenset({"potential", "gradient", "inertia"})
+
+    @property
+    def momentum(self) -> Callable[[dict, dict], np.ndarray] | None:
+        """The conserved momentum map of a state (q, ω with leading axes) and broadcast parameters:
+        the total angular momentum when V is invariant under every rotation, its component along
+        ``symmetry_axis`` when V is invariant about one axis; None without a symmetry."""
+        if self.full_rotation_symmetry:
+            return self.angular_momentum
+        if self.symmetry_axis is None:
+            return None
+
+        def axial(state, params):
+            momentum = self.angular_momentum(state, params)
+            axis = np.asarray(self.symmetry_axis(params))
+            axis = axis.reshape(axis.shape[:1] + (1,) * (momentum.ndim - 2) + (3,))
+            return np.sum(momentum * axis, axis=-1, keepdims=True)
+        return axial
+
+    @property
+    def momentum_doc(self) -> str:
+        return ("total angular momentum" if self.full_rotation_symmetry else
+                "angular momentum about the symmetry axis" if self.symmetry_axis is not None else "")
+
+    def angular_momentum(self, state: dict, params: dict) -> np.ndarray:
+        """Σ_ij M_ij q_i × q̇_j (kg·m²/s), q̇_j = ω_j × q_j, for q and ω of shape (members, ..., n, 3)
+        and broadcast parameters; returns (members, ..., 3)."""
+        q = np.asarray(state["q"], dtype=np.float64)
+        n = q.shape[-2]
+        mass = self.inertia(params, n)
+        mass = mass[:, :, np.newaxis] * np.eye(n) if mass.ndim == 2 else mass
+        qdot = np.cross(state["omega"], q)
+        momentum = np.einsum("mij,m...jk->m...ik", mass, qdot)
+        return np.cross(q, momentum).sum(axis=-2)
 
     def parameter(self, name: str) -> Parameter:
         for p in self.parameters:
@@ -123,6 +164,8 @@ def _validate_value(system: str, spec: Parameter, value: Any) -> Any:
         array = np.array(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise InvalidInput(spec.name, f"must be numeric ({spec.shape}, {spec.unit}), got {value!r}") from None
+    if spec.normalise is not None:
+        array = spec.normalise(array)
     base = _BASE_NDIM[spec.shape]
     if array.ndim not in (base, base + 1):
         raise InvalidInput(
@@ -153,22 +196,35 @@ class System:
     definition: SystemDefinition
     params: dict
     preset: str | None = None
-    initial_q: np.ndarray | None = field(default=None, repr=False)
-    initial_omega: np.ndarray | None = field(default=None, repr=False)
+    preset_state: dict | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
         return self.definition.name
 
     @property
+    def space(self) -> StateSpace:
+        return self.definition.space
+
+    @property
     def n_bodies(self) -> int | None:
         return self.definition.bodies(self.params)
 
-    def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The preset's initial condition (q0, ω0), each (n, 3), on (S²)ⁿ exactly."""
-        if self.initial_q is None:
+    def initial_state(self) -> dict:
+        """The preset's initial state: the space's variables by name, each of its per-member shape
+        (e.g. {"q": (n, 3), "omega": (n, 3)} on (S²)ⁿ, {"R": (n, 3, 3), "Omega": (n, 3)} on SO(3)ⁿ)."""
+        if self.preset_state is None:
             raise InvalidInput("preset", f"system {self.name!r} was built without a preset, so it has no initial state")
-        return self.initial_q.copy(), self.initial_omega.copy()
+        return {name: np.array(value, dtype=np.float64) for name, value in self.preset_state.items()}
+
+    def momentum(self, state: dict) -> np.ndarray | None:
+        """The system's conserved momentum map (see the definition's ``momentum_doc``) of a state with a
+        leading member axis, (members, ..., k); None when the system has no symmetry."""
+        function = self.definition.momentum
+        if function is None:
+            return None
+        first = np.asarray(state[self.space.variables[0].name])
+        return function(state, self.broadcast(first.shape[0], self.space.body_count(state)))
 
     def member_count(self) -> int | None:
         """Number of members implied by per-member parameters (None if all are shared)."""
@@ -193,7 +249,7 @@ class System:
             if value.ndim == base + 1 and value.shape[0] not in (1, members):
                 raise InvalidInput(p.name, f"per-member values for {value.shape[0]} members, but there are {members}")
             per_member = value if value.ndim == base + 1 else value[np.newaxis]
-            if p.shape in (PER_BODY, PER_BODY_VECTOR3) and per_member.shape[1] != n:
+            if p.shape in _PER_BODY_SHAPES and per_member.shape[1] != n:
                 raise InvalidInput(p.name, f"needs one value per body ({n} bodies), got shape {value.shape}")
             out[p.name] = np.broadcast_to(per_member, (members,) + per_member.shape[1:])
         return out
@@ -230,17 +286,14 @@ class System:
         (members, ..., n, 3); returns (members, ..., 3).  Conserved when V is rotation invariant
         (``full_rotation_symmetry``); its component along ``symmetry_axis`` when V is invariant about it."""
         q = np.asarray(q, dtype=np.float64)
-        mass = self.inertia_matrix(q.shape[0], q.shape[-2])
-        qdot = np.cross(omega, q)
-        momentum = np.einsum("mij,m...jk->m...ik", mass, qdot)
-        return np.cross(q, momentum).sum(axis=-2)
+        return self.definition.angular_momentum({"q": q, "omega": omega}, self.broadcast(q.shape[0], q.shape[-2]))
 
-    def body_kinetic_energies(self, q, omega) -> np.ndarray:
-        """½ M_ii |q̇_i|² (J) per body, q̇_i = ω_i × q_i, for q and ω of shape (members, ..., n, 3);
-        returns (members, ..., n).  Only for diagonal M, where they sum to the kinetic energy."""
+    def body_kinetic_energies(self, state: dict) -> np.ndarray:
+        """½ M_ii |q̇_i|² (J) per body, q̇_i = ω_i × q_i, for a state {"q", "omega"} of shape (members, ...,
+        n, 3); returns (members, ..., n).  Only for diagonal M, where they sum to the kinetic energy."""
         if not self.definition.diagonal_inertia:
             raise InvalidInput("system", f"{self.name} couples bodies through M; per-body kinetic energy is undefined")
-        q = np.asarray(q, dtype=np.float64)
+        q, omega = np.asarray(state["q"], dtype=np.float64), state["omega"]
         mass = self.definition.inertia(self.broadcast(q.shape[0], q.shape[-2]), q.shape[-2])
         speed_squared = np.sum(np.cross(omega, q) ** 2, axis=-1)
         return 0.5 * mass.reshape((q.shape[0],) + (1,) * (q.ndim - 3) + (q.shape[-2],)) * speed_squared
@@ -250,20 +303,22 @@ class System:
         merged = dict(self.params)
         for key, value in params.items():
             merged[key] = _validate_value(self.name, self.definition.parameter(key), value)
-        return System(self.definition, merged, self.preset, self.initial_q, self.initial_omega)
+        if self.definition.check is not None:
+            self.definition.check(merged)
+        return System(self.definition, merged, self.preset, self.preset_state)
 
 
-def bind_system(definition: SystemDefinition, preset: str | None, params: dict) -> System:
+def bind_system(definition, preset: str | None, params: dict) -> System:
     """Validate preset and parameter values and return the bound :class:`System`."""
     values: dict = {}
-    q0 = omega0 = None
+    state = None
     if preset is not None:
         if preset not in definition.presets:
             allowed = ", ".join(sorted(definition.presets)) or "none"
             raise InvalidInput("preset", f"unknown preset {preset!r} for system {definition.name!r}; allowed: {allowed}")
         chosen = definition.presets[preset]()
         values.update(chosen.params)
-        q0, omega0 = chosen.q0, chosen.omega0
+        state = chosen.state
     for key in params:
         definition.parameter(key)  # refuses unknown names
     values.update(params)
@@ -274,7 +329,9 @@ def bind_system(definition: SystemDefinition, preset: str | None, params: dict) 
                 raise InvalidInput(spec.name, f"required parameter of system {definition.name!r} ({spec.doc})")
             values[spec.name] = spec.default
         validated[spec.name] = _validate_value(definition.name, spec, values[spec.name])
-    return System(definition, validated, preset, q0, omega0)
+    if definition.check is not None:
+        definition.check(validated)
+    return System(definition, validated, preset, state)
 
 
 def per_body(values: np.ndarray, n: int) -> np.ndarray:

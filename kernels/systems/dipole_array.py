@@ -95,8 +95,7 @@ def _paper():
     return Preset(
         doc="Example 5: 4×4 dipoles, m = 0.05 kg, l = 0.02 m, ν = 0.1 A·m², spacing 1.2 l = 0.024 m",
         params={"m": 0.05, "l": 0.02, "nu": 0.1, "grid": (4, 4), "spacing": 0.024},
-        q0=q0,
-        omega0=tangent_rows(q0, omega0),
+        state={"q": q0, "omega": tangent_rows(q0, omega0)},
     )
 
 

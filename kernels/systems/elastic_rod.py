@@ -91,8 +91,7 @@ def _paper():
     return Preset(
         doc="Example 4: n = 10, m = 55 g, l = 1.1 m, κ = 1000 N·m, printed inertia (run h = 1e-4 s, T = 3 s)",
         params={"n": n, "m": 0.055, "l": 1.1, "kappa": 1000.0, "q0": (1.0, 0.0, 0.0), "inertia": "paper"},
-        q0=q0,
-        omega0=tangent_rows(q0, omega0),
+        state={"q": q0, "omega": tangent_rows(q0, omega0)},
     )
 
 

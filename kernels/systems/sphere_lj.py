@@ -95,8 +95,7 @@ def _paper():
         doc="Example 6: 642 LJ particles (level-3 icosphere), ε = 0.01, σ at zero neighbour force, "
         "two co-rotating Gaussian vortices 30° apart (0.5 rad/s, radius 20°); run h = 0.005, T = 5",
         params={"m": 1.0, "epsilon": 0.01, "sigma": zero_force_sigma(q0, mesh_edges(faces)), "cutoff": None},
-        q0=q0,
-        omega0=omega0,
+        state={"q": q0, "omega": omega0},
     )
 
 

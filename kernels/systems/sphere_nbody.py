@@ -48,8 +48,7 @@ def _paper():
     return Preset(
         doc="Example 2: three bodies, m = 1, γ = 1 (run T = 10 s with h = 1e-3 and 1e-4)",
         params={"m": [1.0, 1.0, 1.0], "gamma": 1.0},
-        q0=q0,
-        omega0=omega0,
+        state={"q": q0, "omega": omega0},
     )
 
 

@@ -56,8 +56,7 @@ def _paper():
     return Preset(
         doc="Example 1: double spherical pendulum, m = 1 kg, l = 9.81 m, g = 9.81 m/s² (run h = 0.01 s, T = 100 s)",
         params={"m": [1.0, 1.0], "l": [9.81, 9.81], "g": 9.81},
-        q0=q0,
-        omega0=omega0,
+        state={"q": q0, "omega": omega0},
     )
 
 

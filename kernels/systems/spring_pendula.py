@@ -112,8 +112,7 @@ def _paper():
             "springs": [[0, 1], [1, 2], [2, 3], [3, 0]],
             "kappa": [10.0, 20.0, 30.0, 40.0],
         },
-        q0=q0,
-        omega0=tangent_rows(q0, omega0),
+        state={"q": q0, "omega": tangent_rows(q0, omega0)},
     )
 
 

@@ -1,7 +1,10 @@
 """The run spec (TOML): parsing, validation and the canonical form stored with every run.
 
 Every error is an :class:`~kernels.errors.InvalidInput` whose field is the dotted key
-(``integrator.dt``) and whose message names the allowed values.  Unknown keys are errors.
+(``integrator.dt``) and whose message names the allowed values.  Unknown keys are errors.  What a
+system's state is decides the ``[ensemble]`` samplers and their keys and the ``[output]`` variables
+(declared by its space, :mod:`kernels.spaces`).  Cluster kinds beyond ``local`` and ``address`` are
+registered by the layer that provides them (``jobs`` registers ``slurm``).
 """
 
 from __future__ import annotations
@@ -12,18 +15,26 @@ import os
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
-from kernels import METHODS, SYSTEMS, InvalidInput
+from typing import Callable
 
-INITIAL_KINDS = ("preset", "perturb", "uniform", "file", "particles")
-PLACEMENTS = ("fibonacci", "icosphere", "random")
-CLUSTER_KINDS = ("local", "address", "slurm")
-VARIABLES = ("q", "omega", "energy", "unit_error", "tangency_error", "temperature")
-DEFAULT_VARIABLES = ("energy", "unit_error", "tangency_error")
+from kernels import METHODS, SYSTEMS, InvalidInput, methods_for
+
+#: initial conditions every space has; its samplers (``uniform``, …) come on top
+GENERIC_INITIAL = ("preset", "perturb", "file")
 #: steps per task segment when the spec does not say (rounded to whole save intervals)
 DEFAULT_CHECKPOINT_STEPS = 10_000
 DEFAULT_CHUNK = 1_000
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("lyapunov", "particles")
+OPTIONAL_FIELDS = ("lyapunov",)
+
+
+def output_variables(space) -> tuple[str, ...]:
+    """What ``[output] variables`` may list for a space: its state, the energy, its diagnostics."""
+    return space.names + ("energy",) + tuple(d.name for d in space.diagnostics + space.optional_diagnostics)
+
+
+def initial_kinds(space) -> tuple[str, ...]:
+    return GENERIC_INITIAL + tuple(space.samplers)
 
 
 @dataclass(frozen=True)
@@ -60,7 +71,13 @@ class Spec:
     variables: tuple[str, ...]
     cluster: dict = field(default_factory=dict)
     lyapunov: dict | None = None  # {"d0": …, "renormalise_every": …} when Benettin shadows are carried
-    particles: dict | None = None  # initial = "particles": {"count", "placement", "min_separation", "temperature"}
+    #: the options of a space-declared sampler beyond ``omega_scale`` (e.g. ``particles``), None if it has none
+    sampler_options: dict | None = None
+
+    @property
+    def sampler(self) -> dict:
+        """The options the chosen sampler draws with: ``omega_scale`` and its own."""
+        return {"omega_scale": self.omega_scale, **(self.sampler_options or {})}
 
     @property
     def sweep_points(self) -> int:
@@ -75,6 +92,9 @@ class Spec:
         for name in OPTIONAL_FIELDS:  # absent when unused, so stores made before they existed still match
             if fields[name] is None:
                 fields.pop(name)
+        options = fields.pop("sampler_options")
+        if options is not None:  # under the sampler's name (stores of before state spaces said "particles")
+            fields[self.initial] = options
         return json.dumps(fields, sort_keys=True)
 
     def to_toml(self) -> str:
@@ -87,7 +107,7 @@ class Spec:
                            "checkpoint_every": self.checkpoint_every, **self.options},
             "ensemble": {"members": self.members, "seed": self.seed, "initial": self.initial, "scale": self.scale,
                          "omega_scale": self.omega_scale, "path": self.initial_path, "chunk": self.chunk,
-                         **(self.particles or {})},
+                         **(self.sampler_options or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
             "analysis": {"lyapunov": self.lyapunov},
@@ -198,6 +218,7 @@ def _is_number(value) -> bool:
 
 
 def _system_section(section: _Section) -> tuple[str, str | None, dict, tuple[Sweep, ...]]:
+    """Name, preset, fixed parameters and sweeps of ``[system]``."""
     name = section.choice("name", tuple(sorted(SYSTEMS)), required=True)
     definition = SYSTEMS[name]
     preset = section.choice("preset", tuple(sorted(definition.presets)))
@@ -217,8 +238,11 @@ def _system_section(section: _Section) -> tuple[str, str | None, dict, tuple[Swe
     return name, preset, fixed, tuple(sweeps)
 
 
-def _integrator_section(section: _Section) -> dict:
+def _integrator_section(section: _Section, system: str) -> dict:
     method = section.choice("method", tuple(METHODS), required=True)
+    if not METHODS[method].supports(SYSTEMS[system]):
+        raise InvalidInput("integrator.method", f"{method!r} does not support {system} (space "
+                           f"{SYSTEMS[system].space.name}); allowed: {', '.join(methods_for(SYSTEMS[system]))}")
     dt = section.positive("dt", "float", required=True)
     t_end = section.positive("t_end", "float", required=True)
     n_steps = round(t_end / dt)
@@ -250,56 +274,55 @@ def _integrator_section(section: _Section) -> dict:
                 checkpoint_every=checkpoint_every, options=options)
 
 
-def _ensemble_section(section: _Section) -> dict:
+def _ensemble_section(section: _Section, space) -> dict:
     members = section.positive("members", "int", required=True, minimum=1, strict=False)
     seed = section.positive("seed", "int", 0, strict=False)
-    initial = section.choice("initial", INITIAL_KINDS, "preset")
+    initial = section.choice("initial", initial_kinds(space), "preset")
     scale = section.positive("scale", "float", 1e-3)
     omega_scale = section.positive("omega_scale", "float", 1.0, strict=False)
     path = section.get("path", "str")
     if (initial == "file") != (path is not None):
-        raise InvalidInput("ensemble.path", "is required with initial = \"file\" (a .npz with q0, omega0, or a store)"
+        names = ", ".join(name + "0" for name in space.names)
+        raise InvalidInput("ensemble.path", f"is required with initial = \"file\" (a .npz with {names}, or a store)"
                            if path is None else "is only used with initial = \"file\"")
     if path is not None and "://" not in path:
         path = os.path.abspath(path)
     chunk = section.positive("chunk", "int", min(members, DEFAULT_CHUNK), minimum=1, strict=False)
-    particles = _particles(section, initial == "particles")
+    options = _sampler_options(section, space, initial)
     section.finish()
     return dict(members=members, seed=seed, initial=initial, scale=scale, omega_scale=omega_scale,
-                initial_path=path, chunk=min(chunk, members), particles=particles)
+                initial_path=path, chunk=min(chunk, members), sampler_options=options)
 
 
-def _particles(section: _Section, used: bool) -> dict | None:
-    """``initial = "particles"``: ``count`` particles placed on the sphere (``placement``: fibonacci
-    lattice, icosphere vertices (count = 10·4^k + 2) or random with chords ≥ ``min_separation``), with
-    thermal velocities at kinetic ``temperature`` (J per particle, k_B = 1; 0: at rest)."""
-    keys = ("particles", "placement", "min_separation", "temperature")
-    if not used:
-        for key in keys:
-            if key in section.table:
-                raise InvalidInput(section.field(key), 'is only used with initial = "particles"')
+def _sampler_options(section: _Section, space, initial: str) -> dict | None:
+    """The chosen sampler's own keys (declared by the space), with their defaults; keys of the space's
+    other samplers are refused naming the sampler they belong to."""
+    for name, sampler in space.samplers.items():
+        if name != initial:
+            for key in sampler.options:
+                if key in section.table:
+                    raise InvalidInput(section.field(key), f'is only used with initial = "{name}"')
+    sampler = space.samplers.get(initial)
+    if sampler is None or not sampler.options:
         return None
-    count = section.positive("particles", "int", required=True, minimum=2, strict=False)
-    placement = section.choice("placement", PLACEMENTS, "fibonacci")
-    min_separation = section.positive("min_separation", "float", 0.0, strict=False)
-    temperature = section.positive("temperature", "float", 0.0, strict=False)
-    faces_per_ten = (count - 2) // 10  # 4^k for an icosphere of level k
-    power_of_four = faces_per_ten > 0 and faces_per_ten & (faces_per_ten - 1) == 0 and faces_per_ten.bit_length() % 2
-    if placement == "icosphere" and ((count - 2) % 10 or not power_of_four):
-        levels = ", ".join(str(10 * 4**k + 2) for k in range(7))
-        raise InvalidInput("ensemble.particles", f"icosphere placement needs 10·4^k + 2 particles ({levels}, …), "
-                           f"got {count}")
-    if placement != "random" and min_separation:
-        raise InvalidInput("ensemble.min_separation", 'is only used with placement = "random"')
-    return {"particles": count, "placement": placement, "min_separation": min_separation, "temperature": temperature}
+    options = {}
+    for key, (default, kind, doc) in sampler.options.items():
+        if isinstance(kind, tuple):
+            options[key] = section.choice(key, kind, default, required=default is None)
+        else:
+            options[key] = section.positive(key, kind, default, required=default is None, strict=False)
+    sampler.check(options)
+    return options
 
 
-def _output_section(section: _Section) -> dict:
+def _output_section(section: _Section, space) -> dict:
     store = section.get("store", "str", required=True)
-    variables = section.get("variables", "list", list(DEFAULT_VARIABLES))
+    allowed = output_variables(space)
+    variables = section.get("variables", "list", ["energy"] + [d.name for d in space.diagnostics])
     for name in variables:
-        if name not in VARIABLES:
-            raise InvalidInput("output.variables", f"unknown variable {name!r}; allowed: {', '.join(VARIABLES)}")
+        if name not in allowed:
+            raise InvalidInput("output.variables", f"unknown variable {name!r} for the {space.name} space; allowed: "
+                               f"{', '.join(allowed)}")
     if len(set(variables)) != len(variables):
         raise InvalidInput("output.variables", f"lists a variable twice: {variables}")
     section.finish()
@@ -326,51 +349,40 @@ def _analysis_section(section: _Section, method: str) -> dict | None:
     return {"d0": d0, "renormalise_every": every}
 
 
-#: spec keys of a `kind = "slurm"` cluster and their TOML types
-SLURM_CLUSTER_KEYS = {"site": "str", "partition": "str", "account": "str", "walltime": "str", "cores": "int",
-                      "memory": "str", "minimum_jobs": "int", "maximum_jobs": "int", "worker_timeout": "float"}
+def _local_cluster(section: _Section) -> dict:
+    return {"kind": "local",
+            "workers": section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False)}
 
 
-def _slurm_cluster(section: _Section) -> dict:
-    """The spec's dask-jobqueue keys, checked now (with the site file they name) so that a bad
-    partition or time limit is refused before anything runs."""
-    from .slurm import site_for_cluster  # only specs that use SLURM need sinfo
+def _address_cluster(section: _Section) -> dict:
+    scheduler = section.get("scheduler", "str", required=True)
+    if "://" not in scheduler:
+        raise InvalidInput("cluster.scheduler", f"must be an address like tcp://host:8786, got {scheduler!r}")
+    return {"kind": "address", "scheduler": scheduler}
 
-    cluster = {"kind": "slurm"}
-    for key, kind in SLURM_CLUSTER_KEYS.items():
-        value = section.get(key, kind)
-        if value is not None:
-            cluster[key] = value
-    if cluster.get("worker_timeout", 1.0) <= 0:
-        raise InvalidInput("cluster.worker_timeout", f"must be > 0 s, got {cluster['worker_timeout']!r}")
-    try:
-        site_for_cluster(cluster)
-    except InvalidInput as error:
-        key = {"time": "walltime"}.get(error.field, error.field)  # the site file says time, the spec walltime
-        raise InvalidInput(f"cluster.{key}", error.message) from None
-    return cluster
+
+#: cluster kind -> parser of its ``[cluster]`` keys (a _Section → the cluster dict, ``kind`` included)
+CLUSTER_PARSERS: dict[str, Callable] = {"local": _local_cluster, "address": _address_cluster}
+
+
+def register_cluster_kind(kind: str, parse: Callable) -> None:
+    """Add a ``[cluster] kind`` (e.g. ``jobs`` adds "slurm") with the parser of its keys."""
+    CLUSTER_PARSERS[kind] = parse
 
 
 def _cluster_section(section: _Section) -> dict:
-    kind = section.choice("kind", CLUSTER_KINDS, "local")
-    cluster = {"kind": kind}
-    if kind == "slurm":
-        cluster = _slurm_cluster(section)
-    elif kind == "local":
-        cluster["workers"] = section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False)
-    else:
-        scheduler = section.get("scheduler", "str", required=True)
-        if "://" not in scheduler:
-            raise InvalidInput("cluster.scheduler", f"must be an address like tcp://host:8786, got {scheduler!r}")
-        cluster["scheduler"] = scheduler
+    kind = section.choice("kind", tuple(CLUSTER_PARSERS), "local")
+    cluster = CLUSTER_PARSERS[kind](section)
     section.finish()
     return cluster
 
 
-def parse_spec(text: str, **overrides) -> Spec:
+def parse_spec(text: str, stored: bool = False, **overrides) -> Spec:
     """Validate spec text; ``overrides`` (store, members, workers, scheduler) replace spec keys.
     Relative paths (``output.store``, ``ensemble.path``) are taken relative to the working directory
-    and stored absolute, so workers started elsewhere find them."""
+    and stored absolute, so workers started elsewhere find them.  ``stored``: the spec a store
+    holds, read back for analysis: its ``[cluster]`` is kept as written, unchecked (it says where the
+    run computed, which neither the results nor this machine depend on)."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -391,12 +403,14 @@ def parse_spec(text: str, **overrides) -> Spec:
         if required not in document:
             raise InvalidInput(required, f"section [{required}] is required")
     name, preset, params, sweeps = _system_section(_Section("system", document["system"]))
-    integrator = _integrator_section(_Section("integrator", document["integrator"]))
+    space = SYSTEMS[name].space
+    integrator = _integrator_section(_Section("integrator", document["integrator"]), name)
+    cluster = document.get("cluster", {})
     spec = Spec(
         system=name, preset=preset, params=params, sweeps=sweeps, **integrator,
-        **_ensemble_section(_Section("ensemble", document["ensemble"])),
-        **_output_section(_Section("output", document["output"])),
-        cluster=_cluster_section(_Section("cluster", document.get("cluster", {}))),
+        **_ensemble_section(_Section("ensemble", document["ensemble"]), space),
+        **_output_section(_Section("output", document["output"]), space),
+        cluster=dict(cluster) if stored else _cluster_section(_Section("cluster", cluster)),
         lyapunov=_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"]),
     )
     if spec.store.startswith("file://"):  # a local directory however it is spelled

@@ -1,0 +1,79 @@
+"""The lock of a store: one run at a time per store, taken over when its holder died on this host."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+LOCK_SUFFIX = ".lock"  # the lock sits next to the store (inside, Zarr would take it for a broken node)
+
+
+class StoreError(Exception):
+    """The store cannot be used for this run (raised as InvalidInput by the callers that know the field)."""
+
+
+def _is_local(url: str) -> bool:
+    return "://" not in url
+
+
+def _process_start(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks since boot (tells a live process from a reused pid)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
+def _lock_is_stale(holder: dict) -> bool:
+    """A lock is stale when its process is gone; only decidable for locks taken on this host."""
+    if holder.get("host") != socket.gethostname():
+        return False
+    return _process_start(holder.get("pid", -1)) != holder.get("process_start")
+
+
+@contextmanager
+def run_lock(url: str):
+    """Hold the store's lock (pid, host, time) for the duration of a run.  A lock held by a live
+    process is refused; a lock left by a dead process on this host is taken over."""
+    if not _is_local(url):  # object stores have no atomic create; remote runs trust the user
+        yield
+        return
+    path = lock_path(url)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "process_start": _process_start(os.getpid()),
+              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    for _ in range(2):
+        try:
+            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            current = read_lock(url) or {}
+            if not _lock_is_stale(current):
+                raise StoreError(f"is in use by pid {current.get('pid')} on {current.get('host')} since "
+                                 f"{current.get('since')} (lock {path}; delete it only if that run is gone)")
+            print(f"armillary: taking over the stale lock of pid {current.get('pid')} (no longer running)")
+            os.unlink(path)
+            continue
+        with os.fdopen(descriptor, "w") as handle:
+            json.dump(holder, handle)
+        break
+    try:
+        yield
+    finally:
+        os.unlink(path)
+
+
+def lock_path(url: str) -> str:
+    return os.path.abspath(url).rstrip("/") + LOCK_SUFFIX
+
+
+def read_lock(url: str) -> dict | None:
+    """The lock holder's record, or None when nobody holds the lock."""
+    try:
+        with open(lock_path(url)) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None

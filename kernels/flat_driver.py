@@ -1,0 +1,207 @@
+"""Driver templates for spaces whose kernels step one flat float64 block per member.
+
+A member's state is the concatenation of its space's variables, flattened (``StateSpace.flatten``);
+a block of L members is an array (rows, L), lanes innermost.  Free names bound at specialisation by
+:mod:`kernels.compile`: ``integrator_allocate(rows, n, lanes)``, ``integrator_begin(x, n, coef,
+topology, h, options, work)``, ``integrator_step(x, n, coef, topology, h, options, work, active,
+code, iterations)`` (the method), ``system_energy(x, n, coef, topology, out)`` (the system through
+its space), ``space_diagnostics(x, n, out)`` and ``space_pull_back(x, shadow, n, factor)`` (the
+space), ``shadow_begin``/``shadow_step`` (the stages below, or nothing).  Only +, −, ×, ÷, √ (and the
+scalar log of Benettin's sum) per member, so results are bitwise independent of block grouping.
+"""
+
+import numpy as np
+
+from .lanes import lane_function
+from .status import NON_FINITE, OK
+
+
+@lane_function
+def flat_distance(x, shadow, out):
+    """‖shadow − x‖ per lane over every row (Benettin's metric of a flat space)."""
+    lanes = x.shape[1]
+    for b in range(lanes):
+        out[b] = 0.0
+    for r in range(x.shape[0]):
+        for b in range(lanes):
+            d = shadow[r, b] - x[r, b]
+            out[b] += d * d
+    for b in range(lanes):
+        out[b] = np.sqrt(out[b])
+
+
+@lane_function
+def check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, step, poison):
+    """Record the first failure of each member at ``step`` (its code, or NON_FINITE for a NaN or inf
+    anywhere in its state) and stop treating it as active."""
+    lanes = x.shape[1]
+    for b in range(lanes):
+        poison[b] = 0.0
+    for r in range(x.shape[0]):
+        for b in range(lanes):
+            poison[b] += x[r, b] * 0.0
+    for b in range(lanes):
+        if active[b]:
+            lane_iterations[b] = max(lane_iterations[b], step_iterations[b])
+            failure = code[b]
+            if failure == OK and poison[b] != poison[b]:
+                failure = NON_FINITE
+            if failure != OK:
+                lane_status[b] = failure
+                lane_failed[b] = step
+                active[b] = False
+
+
+@lane_function
+def record_log_growth_flat(sample, x, shadow, first, members, log_growth, reference, out, distance):
+    """out[m, sample] = log_growth + ln(d / reference): the exponent's numerator at this sample."""
+    flat_distance(x, shadow, distance)
+    for b in range(x.shape[1]):
+        m = first + b
+        if m >= members:
+            break
+        out[m, sample] = log_growth[b] + np.log(distance[b] / reference[b])
+
+
+@lane_function
+def write_flat_final(x, h, first, members, lane_status, lane_failed, lane_iterations, status, failed_step,
+                     iterations, x_end, step_size):
+    """Per-member outcome and end state (the restart point of the next segment); NaN for failed members."""
+    for b in range(x.shape[1]):
+        m = first + b
+        if m >= members:
+            break
+        status[m] = lane_status[b]
+        failed_step[m] = lane_failed[b]
+        iterations[m] = lane_iterations[b]
+        step_size[m] = h[b]
+        ok = lane_status[b] == OK
+        for r in range(x.shape[0]):
+            x_end[m, r] = x[r, b] if ok else np.nan
+
+
+@lane_function
+def write_flat_shadow(shadow, log_growth, reference, first, members, shadow_end, log_growth_end, reference_end):
+    for b in range(shadow.shape[1]):
+        m = first + b
+        if m >= members:
+            break
+        log_growth_end[m] = log_growth[b]
+        reference_end[m] = reference[b]
+        for r in range(shadow.shape[0]):
+            shadow_end[m, r] = shadow[r, b]
+
+
+def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status, save_state, state_out, energy,
+                       diagnostics, scratch):
+    """Energy, the space's diagnostics and (optionally) the state of one saved sample; NaN for failed
+    members from their failing step on."""
+    lanes = x.shape[1]
+    n_diagnostics = diagnostics.shape[1]
+    system_energy(x, n, coef, topology, scratch[0])  # noqa: F821 (bound at specialisation)
+    space_diagnostics(x, n, scratch[1:1 + n_diagnostics])  # noqa: F821
+    for b in range(lanes):
+        m = first + b
+        if m >= members:
+            break
+        ok = lane_status[b] == OK
+        energy[m, sample] = scratch[0, b] if ok else np.nan
+        for d in range(n_diagnostics):
+            diagnostics[m, d, sample] = scratch[1 + d, b] if ok else np.nan
+        if save_state:
+            for r in range(x.shape[0]):
+                state_out[m, sample, r] = x[r, b] if ok else np.nan
+
+
+def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, topology, n, h, n_steps,
+                     save_every, options, d0, renormalise_every, step_offset, members, save_state, state_out, energy,
+                     diagnostics, status, failed_step, iterations, x_end, step_size, log_growth_out, shadow_end,
+                     log_growth_end, reference_end):
+    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
+    ``renormalise_every`` > 0 each member's Benettin shadow is stepped alongside and renormalised to
+    distance ``d0`` at every global step (``step_offset`` + k) divisible by it."""
+    n_blocks, rows, lanes = x_blocks.shape
+    tracking = renormalise_every > 0
+    for blk in range(n_blocks):
+        first = blk * lanes
+        x = x_blocks[blk].copy()
+        c = coef[blk]
+        work = integrator_allocate(rows, n, lanes)  # noqa: F821
+        scratch = np.empty((diagnostics.shape[1] + 2, lanes))
+        lane_status = np.zeros(lanes, np.int64)
+        lane_failed = np.full(lanes, -1, np.int64)
+        lane_iterations = np.zeros(lanes, np.int64)
+        step_iterations = np.zeros(lanes, np.int64)
+        code = np.zeros(lanes, np.int64)
+        active = np.empty(lanes, np.bool_)
+        for b in range(lanes):
+            active[b] = first + b < members
+        shadow = shadow_blocks[blk].copy()
+        log_growth = log_growth_blocks[blk].copy()
+        reference = reference_blocks[blk].copy()
+        shadow_work = integrator_allocate(shadow.shape[0], n, lanes)  # noqa: F821
+        shadow_code = np.zeros(lanes, np.int64)
+        shadow_iterations = np.zeros(lanes, np.int64)
+        integrator_begin(x, n, c, topology, h, options, work)  # noqa: F821
+        shadow_begin(shadow, n, c, topology, h, options, shadow_work)  # noqa: F821
+        record_flat_sample(0, x, n, c, topology, first, members, lane_status, save_state, state_out, energy,
+                           diagnostics, scratch)
+        if tracking:
+            record_log_growth_flat(0, x, shadow, first, members, log_growth, reference, log_growth_out, scratch[-1])
+        for k in range(1, n_steps + 1):
+            integrator_step(x, n, c, topology, h, options, work, active, code, step_iterations)  # noqa: F821
+            shadow_step(step_offset + k, x, shadow, n, c, topology, h, options, shadow_work, active,  # noqa: F821
+                        shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference, scratch[-1])
+            check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
+                             scratch[-1])
+            if k % save_every == 0:
+                record_flat_sample(k // save_every, x, n, c, topology, first, members, lane_status, save_state,
+                                   state_out, energy, diagnostics, scratch)
+                if tracking:
+                    record_log_growth_flat(k // save_every, x, shadow, first, members, log_growth, reference,
+                                           log_growth_out, scratch[-1])
+        write_flat_final(x, np.full(lanes, h), first, members, lane_status, lane_failed, lane_iterations, status,
+                         failed_step, iterations, x_end, step_size)
+        if tracking:
+            write_flat_shadow(shadow, log_growth, reference, first, members, shadow_end, log_growth_end,
+                              reference_end)
+
+
+# Benettin shadow stages of the flat driver (bound as ``shadow_begin`` / ``shadow_step``).
+
+def flat_shadow_begin(shadow, n, coef, topology, h, options, work):
+    """Start the shadows' integrator (its cached state at the shadow)."""
+    integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
+
+
+def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, active, shadow_code, shadow_iterations,
+                     d0, renormalise_every, log_growth, reference, distance):
+    """Step the shadows with the members' integrator, forget failed ones (NaN exponent for good), and
+    at every global ``step`` divisible by ``renormalise_every`` accumulate ln(d / reference) and pull
+    each shadow back to distance d0 on the manifold (the space's ``pull_back``)."""
+    integrator_step(shadow, n, coef, topology, h, options, work, active, shadow_code, shadow_iterations)  # noqa: F821
+    lanes = x.shape[1]
+    for b in range(lanes):
+        if shadow_code[b] != OK:
+            log_growth[b] = np.nan
+    if step % renormalise_every == 0:
+        flat_distance(x, shadow, distance)
+        for b in range(lanes):
+            log_growth[b] += np.log(distance[b] / reference[b])
+            distance[b] = d0 / distance[b]  # the pull factor
+        space_pull_back(x, shadow, n, distance)  # noqa: F821
+        flat_distance(x, shadow, reference)
+        integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
+
+
+def no_flat_shadow_begin(shadow, n, coef, topology, h, options, work):
+    """Kernels without shadows: nothing to start."""
+
+
+def no_flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, active, shadow_code, shadow_iterations,
+                        d0, renormalise_every, log_growth, reference, distance):
+    """Kernels without shadows: nothing to step."""
+
+
+FLAT_SHADOW_STAGES = {True: (("shadow_begin", flat_shadow_begin), ("shadow_step", flat_shadow_step)),
+                      False: (("shadow_begin", no_flat_shadow_begin), ("shadow_step", no_flat_shadow_step))}

@@ -1,0 +1,155 @@
+"""Classical Runge–Kutta methods on any flat space's vector field ẋ = X(x) (e.g. Euler's equations with
+Ṙ = R Ω̂ on SO(3)ⁿ): the baselines that leave the manifold slowly, which is what comparing them with
+a structure-preserving method shows.
+Free names bound at specialisation: ``vector_field(x, n, coef, topology, dx, work)``, ``tableau_a``,
+``tableau_b``, ``record_flat_sample``.
+"""
+
+import numpy as np
+
+from ..flat_driver import write_flat_final
+from ..lanes import lane_function
+from ..status import STEP_SIZE_UNDERFLOW
+from .runge_kutta import ATOL, DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P, MAX_STEPS, RTOL
+
+
+@lane_function
+def add_scaled_rows(target, source, scale):
+    """target += scale · source over (rows, lanes)."""
+    for r in range(target.shape[0]):
+        for b in range(target.shape[1]):
+            target[r, b] += scale * source[r, b]
+
+
+def flat_rk_allocate(rows, n, lanes):
+    """Work: stage derivatives (stages, rows, L), the stage state and the vector field's scratch."""
+    stages = tableau_b.shape[0]  # noqa: F821
+    return np.empty((stages, rows, lanes)), np.empty((rows, lanes)), np.empty((rows, lanes))
+
+
+def flat_rk_begin(x, n, coef, topology, h, options, work):
+    pass
+
+
+def flat_rk_step(x, n, coef, topology, h, options, work, active, code, iterations):
+    """One step of the explicit Runge–Kutta method (tableau_a, tableau_b)."""
+    k, y, scratch = work
+    stages = tableau_b.shape[0]  # noqa: F821
+    for s in range(stages):
+        y[:] = x
+        for r in range(s):
+            a = tableau_a[s, r]  # noqa: F821
+            if a != 0.0:
+                add_scaled_rows(y, k[r], h * a)
+        vector_field(y, n, coef, topology, k[s], scratch)  # noqa: F821
+    for r in range(stages):
+        weight = tableau_b[r]  # noqa: F821
+        if weight != 0.0:
+            add_scaled_rows(x, k[r], h * weight)
+    for b in range(x.shape[1]):
+        code[b] = 0
+        iterations[b] = 0
+
+
+@lane_function
+def flat_error_norm(x, x_new, k, h, rtol, atol):
+    """RMS over every row of h Σ E_r k_r / (atol + rtol max(|x|, |x_new|)) (lane 0)."""
+    total = 0.0
+    for row in range(x.shape[0]):
+        e = 0.0
+        for r in range(7):
+            e += DOPRI_E[r] * k[r, row, 0]
+        scale = atol + rtol * max(abs(x[row, 0]), abs(x_new[row, 0]))
+        total += (h * e / scale) ** 2
+    return np.sqrt(total / x.shape[0])
+
+
+@lane_function
+def flat_dense_into(x, k, h, theta, out):
+    """x(t + θh) = x + h Σ_r k_r Σ_c P[r, c] θ^{c+1} (lane 0): Shampine's 4th-order dense output."""
+    powers = np.empty(4)
+    powers[0] = theta
+    for c in range(1, 4):
+        powers[c] = powers[c - 1] * theta
+    for row in range(x.shape[0]):
+        total = 0.0
+        for r in range(7):
+            weight = 0.0
+            for c in range(4):
+                weight += DOPRI_P[r, c] * powers[c]
+            total += weight * k[r, row, 0]
+        out[row, 0] = x[row, 0] + h * total
+
+
+def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, topology, n, dt, n_steps,
+                        save_every, options, d0, renormalise_every, step_offset, members, save_state, state_out,
+                        energy, diagnostics, status, failed_step, iterations, x_end, step_size, log_growth_out,
+                        shadow_end, log_growth_end, reference_end):
+    """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
+    times, the last step clipped onto n_steps·dt, and the controller's next step returned in
+    ``step_size`` (the carried state of a later segment); the same controller as the (S²)ⁿ kernel
+    (:func:`kernels.integrators.runge_kutta.drive_adaptive`).  Shares
+    :func:`kernels.flat_driver.drive_flat_fixed`'s signature; shadows are refused for it."""
+    n_blocks, rows, lanes = x_blocks.shape
+    t_end = n_steps * dt
+    n_samples = n_steps // save_every + 1
+    rtol = options[RTOL]
+    atol = options[ATOL]
+    max_steps = int(options[MAX_STEPS])
+    for blk in range(n_blocks):
+        x = x_blocks[blk].copy()
+        c = coef[blk]
+        k = np.empty((7, rows, 1))
+        y = np.empty((rows, 1))
+        x_new = np.empty((rows, 1))
+        scratch_field = np.empty((rows, 1))
+        scratch = np.empty((diagnostics.shape[1] + 2, 1))
+        lane_status = np.zeros(1, np.int64)
+        lane_failed = np.full(1, -1, np.int64)
+        accepted = np.zeros(1, np.int64)
+        h = step_size[blk]
+        record_flat_sample(0, x, n, c, topology, blk, members, lane_status, save_state, state_out, energy,  # noqa: F821
+                           diagnostics, scratch)
+        vector_field(x, n, c, topology, k[0], scratch_field)  # noqa: F821
+        t = 0.0
+        next_sample = 1
+        attempts = 0
+        while t < t_end:
+            attempts += 1
+            last = h >= t_end - t
+            h_step = t_end - t if last else h
+            for s in range(1, 7):
+                y[:] = x
+                for r in range(s):
+                    a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
+                    if a != 0.0:
+                        add_scaled_rows(y, k[r], h_step * a)
+                if s == 6:
+                    x_new[:] = y
+                vector_field(y, n, c, topology, k[s], scratch_field)  # noqa: F821
+            error = flat_error_norm(x, x_new, k, h_step, rtol, atol)
+            if error <= 1.0:
+                t_new = t_end if last else t + h_step
+                while next_sample < n_samples and next_sample * save_every * dt <= t_new:
+                    t_sample = next_sample * save_every * dt
+                    if t_sample == t_new:
+                        y[:] = x_new
+                    else:
+                        flat_dense_into(x, k, h_step, (t_sample - t) / h_step, y)
+                    record_flat_sample(next_sample, y, n, c, topology, blk, members, lane_status,  # noqa: F821
+                                       save_state, state_out, energy, diagnostics, scratch)
+                    next_sample += 1
+                x[:] = x_new
+                k[0] = k[6]
+                t = t_new
+                accepted[0] += 1
+                factor = 10.0 if error == 0.0 else min(10.0, 0.9 * error ** -0.2)
+                h = max(h, h_step * factor) if last else h_step * factor
+            else:
+                h = h_step * (max(0.2, 0.9 * error ** -0.2) if error == error else 0.2)
+            if h < 16.0 * np.finfo(np.float64).eps * t_end or attempts >= max_steps:
+                lane_status[0] = STEP_SIZE_UNDERFLOW
+                lane_failed[0] = int(t / dt) + 1
+                break
+        write_flat_final(x, np.full(1, h), blk, members, lane_status, lane_failed, accepted, status, failed_step,
+                         iterations, x_end, step_size)

@@ -1,0 +1,105 @@
+"""The (S²)ⁿ kernels' runner: (q, ω) in lane blocks (n, 3, lanes), inertia M, potential and gradient
+(see :mod:`kernels.driver`, :mod:`kernels.integrators.vi`, :mod:`kernels.system_parallel`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import system_parallel
+from .blocks import lane_width, run_in_threads, to_blocks
+from .compile import compiled_kernel
+from .errors import InvalidInput
+from .integrators import DIAGONAL, FULL, METHODS
+from .lyapunov import Shadow
+
+
+def _checked_inertia(system, params: dict, n: int) -> np.ndarray:
+    """M per member, refused unless symmetric positive definite."""
+    mass = system.definition.inertia(params, n)
+    if system.definition.diagonal_inertia:
+        if not np.all(mass > 0):
+            raise InvalidInput("inertia", f"M of {system.name} must be positive definite (diagonal entries > 0)")
+        return mass
+    if not np.allclose(mass, np.swapaxes(mass, 1, 2), rtol=1e-12, atol=0):
+        raise InvalidInput("inertia", f"M of {system.name} must be symmetric")
+    try:
+        np.linalg.cholesky(mass)
+    except np.linalg.LinAlgError:
+        raise InvalidInput("inertia", f"M of {system.name} must be positive definite") from None
+    return mass
+
+
+def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
+        threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
+        option_vector: np.ndarray, step_size: np.ndarray) -> dict:
+    """Integrate (q, ω) (members, n, 3) with ``method``; returns the fields of a
+    :class:`~kernels.integrate.Trajectory` (state and diagnostics by name)."""
+    q, omega = state["q"], state["omega"]
+    members, n = q.shape[:2]
+    params = system.broadcast(members, n)
+    mass = _checked_inertia(system, params, n)
+    coef = np.ascontiguousarray(system.definition.coefficients(params, n), dtype=np.float64)
+    topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
+
+    implicit = method == "vi" and (not system.definition.diagonal_inertia or bool(options.get("implicit")))
+    inertia_kind = DIAGONAL if system.definition.diagonal_inertia and not implicit else FULL
+    if inertia_kind == FULL and mass.ndim == 2:
+        mass = mass[:, :, np.newaxis] * np.eye(n)
+    mass_diag = mass if mass.ndim == 2 else np.diagonal(mass, axis1=1, axis2=2)
+    mass_full = mass if inertia_kind == FULL else np.zeros((members, 1, 1))
+
+    lanes = lane_width(METHODS[method].lanes, members)
+    samples = n_steps // save_every + 1
+    state_samples = samples if keep_state else 0
+    result = {
+        "q": np.full((members, state_samples, n, 3), np.nan),
+        "omega": np.full((members, state_samples, n, 3), np.nan),
+        "energy": np.full((members, samples), np.nan),
+        "unit_error": np.full((members, samples), np.nan),
+        "tangency_error": np.full((members, samples), np.nan),
+        "status": np.zeros(members, np.int64),
+        "failed_step": np.full(members, -1, np.int64),
+        "solver_iterations": np.zeros(members, np.int64),
+        "q_final": np.empty((members, n, 3)),
+        "omega_final": np.empty((members, n, 3)),
+        "step_size": step_size,
+        "log_growth": np.full((members, 0), np.nan),
+        "shadow_final": None,
+    }
+    chosen = system_parallel.choose_mode(mode, system, method, implicit, members, n, params, shadow is not None)
+    if chosen == "system":
+        result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
+                                          skin, keep_state, threads))
+    else:
+        if shadow is None:  # the kernel's shadow arguments then have no bodies and are ignored
+            shadow_in = (np.zeros((members, 0, 3)), np.zeros((members, 0, 3)), np.zeros(members), np.ones(members))
+            shadow_scalars = (1.0, 0, 0)
+        else:
+            shadow_in = tuple(np.asarray(a, dtype=np.float64) for a in (shadow.state["q"], shadow.state["omega"],
+                                                                         shadow.log_growth, shadow.reference))
+            shadow_scalars = (float(shadow.d0), int(shadow.renormalise_every), int(shadow.step_offset))
+            result["log_growth"] = np.full((members, samples), np.nan)
+        shadow_end = {"q": np.empty(shadow_in[0].shape), "omega": np.empty(shadow_in[0].shape),
+                      "log_growth": np.empty(members), "reference": np.empty(members)}
+        kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None)
+        blocks = {"q": q, "omega": omega, "mass_diag": mass_diag, "mass_full": mass_full, "coef": coef,
+                  "shadow_q": shadow_in[0], "shadow_omega": shadow_in[1], "log_growth": shadow_in[2],
+                  "reference": shadow_in[3]}
+        run_in_threads(
+            kernel, {name: to_blocks(array, lanes) for name, array in blocks.items()},
+            (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
+            [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "status", "failed_step",
+                                       "solver_iterations", "q_final", "omega_final", "step_size", "log_growth")]
+            + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference")],
+            lanes, members, threads)
+        if shadow is not None:
+            result["shadow_final"] = Shadow({"q": shadow_end["q"], "omega": shadow_end["omega"]},
+                                            shadow_end["log_growth"], shadow_end["reference"], shadow.d0,
+                                            shadow.renormalise_every, shadow.step_offset + n_steps)
+    diagnostics = {name: result.pop(name) for name in ("unit_error", "tangency_error")}
+    temperature = result.pop("temperature", None)
+    if temperature is not None:
+        diagnostics["temperature"] = temperature
+    return dict(result, state={"q": result.pop("q"), "omega": result.pop("omega")},
+                final={"q": result.pop("q_final"), "omega": result.pop("omega_final")},
+                diagnostics=diagnostics, temperature=temperature, implicit=implicit, mode=chosen)

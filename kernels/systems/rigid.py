@@ -1,0 +1,188 @@
+"""Rigid bodies on SO(3)ⁿ: what every such system shares, independent of any integrator.
+
+A rigid-body system declares per-member coefficients whose first 18 rows per body are its inertia
+tensor J_i about the body's fixed point (or centre of mass, for a free body; kg·m², body frame, rows
+18i … 18i+8) and J_i⁻¹ (rows 18i+9 … 18i+17), followed by its own; a potential V(R) (J) and the body
+torque M_i(R) = −(∂V/∂R)-dual (N·m, body frame: δV = −Σ_i M_i·η_i for R_i → R_i exp(η̂_i)) as jitted
+lane functions on the flat state (see :mod:`kernels.spaces.rotation`).  The motion is Euler's
+J_i Ω̇_i = J_i Ω_i × Ω_i + M_i with Ṙ_i = R_i Ω̂_i (Lee, Leok & McClamroch 2007, eqs. (5)–(6);
+Massa–Vignolo §3.2 with u = 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import InvalidInput
+from ..lanes import lane_function
+from ..spaces import ROTATION, StateSpace
+from .base import Parameter
+
+#: coefficient rows per body of the shared header: J (9) then J⁻¹ (9)
+HEADER = 18
+#: how far the triangle inequalities may fail by round-off (relative to the trace)
+TRIANGLE_TOLERANCE = 1e-12
+
+
+def canonical_inertia(value) -> np.ndarray:
+    """An ``inertia`` parameter as (…, n, 3, 3): three principal moments (3,) or a tensor (3, 3) of one
+    body, (n, 3, 3) tensors of n bodies, or (members, n, 3, 3) per member."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 1:
+        if array.shape != (3,):
+            raise InvalidInput("inertia", f"principal moments are 3 numbers (kg·m²), got shape {array.shape}")
+        return np.diag(array)[np.newaxis]
+    if array.ndim == 2:
+        if array.shape != (3, 3):
+            raise InvalidInput("inertia", f"a body-frame tensor is 3×3 (kg·m²), got shape {array.shape}")
+        return array[np.newaxis]
+    if array.shape[-2:] != (3, 3):
+        raise InvalidInput("inertia", f"tensors must be 3×3 (…, n, 3, 3), got shape {array.shape}")
+    return array
+
+
+def check_inertia(inertia: np.ndarray) -> None:
+    """Refuse tensors that are not symmetric positive definite or whose principal moments violate a
+    triangle inequality (A + B ≥ C for every ordering: no physical body has them)."""
+    inertia = np.asarray(inertia, dtype=np.float64)
+    if not np.allclose(inertia, np.swapaxes(inertia, -1, -2), rtol=1e-12, atol=0):
+        raise InvalidInput("inertia", "must be a symmetric tensor (kg·m²)")
+    moments = np.linalg.eigvalsh(inertia)
+    if not np.all(moments > 0):
+        raise InvalidInput("inertia", f"must be positive definite; principal moments {moments.reshape(-1, 3)[0]} "
+                           "(kg·m²)")
+    largest = moments[..., 2]
+    slack = moments[..., 0] + moments[..., 1] - largest
+    worst = np.argmin((slack / moments.sum(axis=-1)).reshape(-1))
+    if slack.reshape(-1)[worst] < -TRIANGLE_TOLERANCE * moments.sum(axis=-1).reshape(-1)[worst]:
+        a, b, c = moments.reshape(-1, 3)[worst]
+        raise InvalidInput("inertia", f"principal moments {a:g}, {b:g}, {c:g} violate the triangle inequality "
+                           f"{a:g} + {b:g} >= {c:g} (no rigid body has them)")
+
+
+def inertia_parameter(doc: str) -> Parameter:
+    return Parameter("inertia", "body×3×3", "kg m2", doc + " (3 principal moments, a 3×3 body-frame tensor, or "
+                     "(n, 3, 3) for n bodies)", check="finite", normalise=canonical_inertia)
+
+
+def inertia_header(inertia: np.ndarray) -> np.ndarray:
+    """(members, 18 n): J_i and J_i⁻¹ of each body, row-major."""
+    members, n = inertia.shape[:2]
+    inverse = np.linalg.inv(inertia)
+    return np.concatenate([inertia.reshape(members, n, 9), inverse.reshape(members, n, 9)], axis=2).reshape(members, -1)
+
+
+@dataclass(frozen=True)
+class RigidBodyDefinition:
+    """The physics of a rigid-body system on SO(3)ⁿ (see the module docstring)."""
+
+    name: str
+    summary: str
+    parameters: tuple[Parameter, ...]
+    presets: dict[str, Callable]
+    bodies: Callable[[dict], int | None]
+    coefficients: Callable[[dict, int], np.ndarray]  # (members, P), header first
+    potential: Any  # potential(x, n, coef, topology, out (L,))
+    torque: Any  # torque(x, n, coef, topology, out (3n, L))
+    #: spatial momentum map (members, ..., k) of a state dict (R, Omega with leading axes) and broadcast
+    #: parameters, conserved by the exact flow: the system's symmetry
+    momentum: Callable[[dict, dict], np.ndarray] | None = None
+    momentum_doc: str = ""
+    check: Callable[[dict], None] | None = None
+    space: StateSpace = ROTATION
+    provides: frozenset = frozenset({"potential", "torque", "inertia", "vector_field"})
+
+    def parameter(self, name: str) -> Parameter:
+        for p in self.parameters:
+            if p.name == name:
+                return p
+        allowed = ", ".join(p.name for p in self.parameters)
+        raise InvalidInput(name, f"unknown parameter of system {self.name!r}; allowed: {allowed}")
+
+    def topology(self, params, n):
+        return np.zeros(1, np.int64)
+
+    @property
+    def lane_functions(self) -> dict:
+        """Jitted functions a kernel binds by name."""
+        return {"system_potential": self.potential, "system_torque": self.torque}
+
+    @property
+    def lane_templates(self) -> tuple:
+        """(bound name, template) specialised to this system: its energy and Euler's equations."""
+        return (("system_energy", rigid_energy), ("vector_field", euler_vector_field))
+
+
+def spatial_angular_momentum(state: dict, params: dict) -> np.ndarray:
+    """Σ_i R_i J_i Ω_i (kg·m²/s, space frame) for R (members, ..., n, 3, 3), Ω (members, ..., n, 3);
+    returns (members, ..., 3)."""
+    rotations, omega = state["R"], state["Omega"]
+    inertia = params["inertia"]  # (members, n, 3, 3)
+    extra = rotations.ndim - 4
+    inertia = inertia.reshape(inertia.shape[:1] + (1,) * extra + inertia.shape[1:])
+    body = np.einsum("...ij,...j->...i", inertia, omega)
+    return np.einsum("...ij,...j->...i", rotations, body).sum(axis=-2)
+
+
+# ------------------------------------------------------------------------ lane templates (bound per system)
+
+def rigid_energy(x, n, coef, topology, out):
+    """E = ½ Σ_i Ω_i·J_i Ω_i + V(R) (J) per lane; ``system_potential`` is bound at specialisation."""
+    system_potential(x, n, coef, topology, out)  # noqa: F821
+    lanes = x.shape[1]
+    for i in range(n):
+        w = 9 * n + 3 * i
+        j = HEADER * i
+        for b in range(lanes):
+            w0, w1, w2 = x[w, b], x[w + 1, b], x[w + 2, b]
+            p0 = coef[j, b] * w0 + coef[j + 1, b] * w1 + coef[j + 2, b] * w2
+            p1 = coef[j + 3, b] * w0 + coef[j + 4, b] * w1 + coef[j + 5, b] * w2
+            p2 = coef[j + 6, b] * w0 + coef[j + 7, b] * w1 + coef[j + 8, b] * w2
+            out[b] += 0.5 * (w0 * p0 + w1 * p1 + w2 * p2)
+
+
+def euler_vector_field(x, n, coef, topology, dx, work):
+    """dx = (R_i Ω̂_i, J_i⁻¹(J_i Ω_i × Ω_i + M_i)): Euler's equations on SO(3)ⁿ; ``system_torque`` is bound
+    at specialisation; ``work`` (3n, L) holds the torques."""
+    system_torque(x, n, coef, topology, work)  # noqa: F821
+    lanes = x.shape[1]
+    for i in range(n):
+        base = 9 * i
+        w = 9 * n + 3 * i
+        j = HEADER * i
+        for b in range(lanes):
+            w0, w1, w2 = x[w, b], x[w + 1, b], x[w + 2, b]
+            for r in range(3):
+                r0, r1, r2 = x[base + 3 * r, b], x[base + 3 * r + 1, b], x[base + 3 * r + 2, b]
+                # row r of R Ω̂, Ω̂ = [[0, −w2, w1], [w2, 0, −w0], [−w1, w0, 0]]
+                dx[base + 3 * r, b] = r1 * w2 - r2 * w1
+                dx[base + 3 * r + 1, b] = r2 * w0 - r0 * w2
+                dx[base + 3 * r + 2, b] = r0 * w1 - r1 * w0
+            p0 = coef[j, b] * w0 + coef[j + 1, b] * w1 + coef[j + 2, b] * w2
+            p1 = coef[j + 3, b] * w0 + coef[j + 4, b] * w1 + coef[j + 5, b] * w2
+            p2 = coef[j + 6, b] * w0 + coef[j + 7, b] * w1 + coef[j + 8, b] * w2
+            t0 = p1 * w2 - p2 * w1 + work[3 * i, b]
+            t1 = p2 * w0 - p0 * w2 + work[3 * i + 1, b]
+            t2 = p0 * w1 - p1 * w0 + work[3 * i + 2, b]
+            k = j + 9
+            dx[w, b] = coef[k, b] * t0 + coef[k + 1, b] * t1 + coef[k + 2, b] * t2
+            dx[w + 1, b] = coef[k + 3, b] * t0 + coef[k + 4, b] * t1 + coef[k + 5, b] * t2
+            dx[w + 2, b] = coef[k + 6, b] * t0 + coef[k + 7, b] * t1 + coef[k + 8, b] * t2
+
+
+@lane_function
+def no_potential(x, n, coef, topology, out):
+    """V = 0 (a free body)."""
+    for b in range(x.shape[1]):
+        out[b] = 0.0
+
+
+@lane_function
+def no_torque(x, n, coef, topology, out):
+    """M = 0 (a free body)."""
+    for r in range(3 * n):
+        for b in range(x.shape[1]):
+            out[r, b] = 0.0

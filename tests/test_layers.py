@@ -1,0 +1,69 @@
+"""The architecture's rules, checked on the source: imports run kernels ← ensemble ← jobs with no
+cycle inside kernels, and nothing in ensemble/ or jobs/ names a state variable of a space."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = {"kernels": set(), "ensemble": {"kernels"}, "jobs": {"kernels", "ensemble"}}
+
+
+def imports(path: Path) -> set[str]:
+    """Top-level packages and (for relative imports) sibling modules a file imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module is None:  # from . import a, b
+            found |= {"." * node.level + alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add("." * node.level + node.module)
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_imports_never_go_up_a_layer(package):
+    for path in (ROOT / package).rglob("*.py"):
+        for name in imports(path):
+            top = name.split(".")[0]
+            if top in LAYERS and top != package:
+                assert top in LAYERS[package], f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_kernel_modules_import_without_a_cycle():
+    graph = {}
+    for path in (ROOT / "kernels").rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        edges = set()
+        for name in imports(path):
+            if name.startswith("."):
+                level = len(name) - len(name.lstrip("."))
+                base = package.split(".")[: len(package.split(".")) - level + 1]
+                target = ".".join(base + ([name.lstrip(".")] if name.lstrip(".") else []))
+                edges.add(target)
+        graph[module] = edges
+
+    def visit(node, stack):
+        assert node not in stack, " → ".join(stack + [node])
+        for target in graph.get(node, ()):
+            if target in graph and not target.startswith(node + "."):  # a package importing its submodules
+                visit(target, stack + [node])
+
+    for module in graph:
+        visit(module, [])
+
+
+def test_no_state_variable_literal_outside_the_kernels():
+    names = {"q", "omega", "R", "Omega", "q0", "omega0"}
+    for package in ("ensemble", "jobs"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    assert node.value not in names, f"{path.relative_to(ROOT)}: literal {node.value!r}"
+                if isinstance(node, ast.Attribute):
+                    assert node.attr not in names, f"{path.relative_to(ROOT)}: attribute .{node.attr}"
+            assert not re.search(r"""\[["'](q|omega)["']\]""", path.read_text()), path
