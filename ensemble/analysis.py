@@ -162,8 +162,10 @@ def store_space(ds: xr.Dataset):
     """The state space of a store's system (stores written before spaces were declared are (S²)ⁿ)."""
     from kernels import SPACES, SYSTEMS
 
-    name = ds.attrs.get("space")
-    return SPACES[name] if name in SPACES else SYSTEMS[ds.attrs["system"]].space
+    name, system = ds.attrs.get("space"), ds.attrs.get("system")
+    if name in SPACES:
+        return SPACES[name]
+    return SYSTEMS[system].space if system in SYSTEMS else SPACES["sphere_product"]
 
 
 def diagnostic_names(ds: xr.Dataset) -> list[str]:

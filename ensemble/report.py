@@ -172,7 +172,7 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
     if chaotic:
         figures += lyapunov_figures(chaotic, out)
     for label, ds in zip(labels, datasets):  # particle systems (a pair potential), with their state kept
-        if getattr(store_plan(ds).system.definition, "pair", None) is not None \
+        if "spec" in ds.attrs and getattr(store_plan(ds).system.definition, "pair", None) is not None \
                 and all(name in ds for name in store_plan(ds).space.names):
             figures += particle_figures(ds, label, out)
 

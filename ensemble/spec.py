@@ -329,7 +329,7 @@ def _output_section(section: _Section, space) -> dict:
     return dict(store=store, variables=tuple(variables))
 
 
-def _analysis_section(section: _Section, method: str) -> dict | None:
+def _analysis_section(section: _Section, method: str, system: str) -> dict | None:
     """``lyapunov = { d0, renormalise_every }``: carry a Benettin shadow of every member (fixed-step
     methods only: renormalisation happens at common steps)."""
     table = section.get("lyapunov", "table")
@@ -344,7 +344,7 @@ def _analysis_section(section: _Section, method: str) -> dict | None:
     every = lyapunov.positive("renormalise_every", "int", 10, minimum=1, strict=False)
     lyapunov.finish()
     if METHODS[method].lanes == 1:
-        fixed = ", ".join(name for name, m in METHODS.items() if m.lanes is None)
+        fixed = ", ".join(name for name in methods_for(SYSTEMS[system]) if METHODS[name].lanes is None)
         raise InvalidInput("analysis.lyapunov", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
     return {"d0": d0, "renormalise_every": every}
 
@@ -411,7 +411,7 @@ def parse_spec(text: str, stored: bool = False, **overrides) -> Spec:
         **_ensemble_section(_Section("ensemble", document["ensemble"]), space),
         **_output_section(_Section("output", document["output"]), space),
         cluster=dict(cluster) if stored else _cluster_section(_Section("cluster", cluster)),
-        lyapunov=_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"]),
+        lyapunov=_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"], name),
     )
     if spec.store.startswith("file://"):  # a local directory however it is spelled
         spec = replace(spec, store=spec.store[len("file://"):])

@@ -23,6 +23,7 @@ from numba import njit, prange
 
 from . import neighbours as nb
 from .compile import KERNEL_FLAGS, SOURCE_HASH, bind_template
+from .systems import SYSTEMS
 from .errors import InvalidInput
 from .integrators import METHODS
 from .lanes import body_kinetic_energy, constraint_errors_into
