@@ -81,7 +81,7 @@ def measure(directory, label, members, steps, save_every, checkpoint_every, chun
         start = time.perf_counter()
         integrate(plan.system, "vi", state, 1e-3, steps, save_every, outputs=(), threads=workers)
         bares.append(time.perf_counter() - start)
-        del q, omega
+        del state
     steal = steal_since(ticks)
     wall, bare = min(walls), min(bares)
     write_share = status["write_seconds"] / workers / walls[-1]
