@@ -15,7 +15,7 @@ class StoreError(Exception):
     """The store cannot be used for this run (raised as InvalidInput by the callers that know the field)."""
 
 
-def _is_local(url: str) -> bool:
+def is_local(url: str) -> bool:
     return "://" not in url
 
 
@@ -39,7 +39,7 @@ def _lock_is_stale(holder: dict) -> bool:
 def run_lock(url: str):
     """Hold the store's lock (pid, host, time) for the duration of a run.  A lock held by a live
     process is refused; a lock left by a dead process on this host is taken over."""
-    if not _is_local(url):  # object stores have no atomic create; remote runs trust the user
+    if not is_local(url):  # object stores have no atomic create; remote runs trust the user
         yield
         return
     path = lock_path(url)

@@ -34,7 +34,7 @@ from zarr.core.sync import sync as zarr_sync
 
 from kernels import METHODS, STATUS_MEANINGS, InvalidInput
 
-from .lock import StoreError, _is_local, lock_path, read_lock, run_lock  # noqa: F401 (the store's lock)
+from .lock import StoreError, is_local, read_lock
 from .plan import Plan
 from .spec import parse_spec
 
@@ -93,7 +93,7 @@ def _quiet(function, *args, **kwargs):
 def existing_identity(url: str) -> str | None:
     """The spec identity recorded in the store at ``url``; None if nothing is there.  Raises
     StoreError for something that is not an armillary store."""
-    if _is_local(url):
+    if is_local(url):
         path = url
         if not os.path.exists(path):
             return None
@@ -114,7 +114,7 @@ def existing_identity(url: str) -> str | None:
 
 def check_writable(url: str) -> None:
     """Refuse a store location that cannot be created, before anything is written."""
-    if not _is_local(url):
+    if not is_local(url):
         return
     parent = os.path.dirname(os.path.abspath(url))
     probe = parent
@@ -126,7 +126,7 @@ def check_writable(url: str) -> None:
 
 def remove_store(url: str) -> None:
     """Delete a store (for --overwrite, or an interrupted template); the caller holds its lock."""
-    if _is_local(url):
+    if is_local(url):
         shutil.rmtree(url, ignore_errors=True)
     else:
         zarr.open_group(url, mode="w")

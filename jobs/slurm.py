@@ -166,7 +166,8 @@ def submit(spec: Spec, site: Site, array_size: int | None, dry_run: bool, stream
     """Write the store template and submit the job array and its report job (or, with ``dry_run``,
     print the scripts and submit nothing).  Returns the job ids."""
     from ensemble import prepare
-    from ensemble.store import remove_store, run_lock, write_template
+    from ensemble.lock import run_lock
+    from ensemble.store import remove_store, write_template
 
     stream = stream or sys.stdout
     plan, create = prepare(spec)

@@ -107,6 +107,17 @@ def write_final_shadow(shadow_q, shadow_omega, log_growth, reference, first, mem
                 shadow_omega_end[m, i, k] = shadow_omega[i, k, b]
 
 
+@lane_function
+def lane_bookkeeping(first, members, lanes):
+    """Per-lane status, failing step, max iterations, this step's iterations and code, and whether the
+    lane is a member (lanes past the last member pad the block): the fixed-step drivers' bookkeeping."""
+    active = np.empty(lanes, np.bool_)
+    for b in range(lanes):
+        active[b] = first + b < members
+    return (np.zeros(lanes, np.int64), np.full(lanes, -1, np.int64), np.zeros(lanes, np.int64),
+            np.zeros(lanes, np.int64), np.zeros(lanes, np.int64), active)
+
+
 def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                      log_growth_blocks, reference_blocks, topology, h, n_steps, save_every, options,
                      d0, renormalise_every, step_offset, members, save_state,
@@ -133,14 +144,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         c = coef[blk]
         work = integrator_allocate(n, lanes)  # noqa: F821
         scratch = np.empty((4, lanes))
-        lane_status = np.zeros(lanes, np.int64)
-        lane_failed = np.full(lanes, -1, np.int64)
-        lane_iterations = np.zeros(lanes, np.int64)
-        step_iterations = np.zeros(lanes, np.int64)
-        code = np.zeros(lanes, np.int64)
-        active = np.empty(lanes, np.bool_)
-        for b in range(lanes):
-            active[b] = first + b < members
+        lane_status, lane_failed, lane_iterations, step_iterations, code, active = lane_bookkeeping(first, members,
+                                                                                                  lanes)
         shadow_q = shadow_q_blocks[blk].copy()
         shadow_omega = shadow_omega_blocks[blk].copy()
         log_growth = log_growth_blocks[blk].copy()

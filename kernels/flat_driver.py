@@ -12,6 +12,7 @@ scalar log of Benettin's sum) per member, so results are bitwise independent of 
 
 import numpy as np
 
+from .driver import lane_bookkeeping
 from .lanes import lane_function
 from .status import NON_FINITE, OK
 
@@ -128,14 +129,8 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         c = coef[blk]
         work = integrator_allocate(rows, n, lanes)  # noqa: F821
         scratch = np.empty((diagnostics.shape[1] + 2, lanes))
-        lane_status = np.zeros(lanes, np.int64)
-        lane_failed = np.full(lanes, -1, np.int64)
-        lane_iterations = np.zeros(lanes, np.int64)
-        step_iterations = np.zeros(lanes, np.int64)
-        code = np.zeros(lanes, np.int64)
-        active = np.empty(lanes, np.bool_)
-        for b in range(lanes):
-            active[b] = first + b < members
+        lane_status, lane_failed, lane_iterations, step_iterations, code, active = lane_bookkeeping(first, members,
+                                                                                                  lanes)
         shadow = shadow_blocks[blk].copy()
         log_growth = log_growth_blocks[blk].copy()
         reference = reference_blocks[blk].copy()

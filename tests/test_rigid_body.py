@@ -2,6 +2,7 @@
 classical methods, and the ensemble guarantees through the store (chunks, workers, segments, kill -9)."""
 
 import io
+import json
 import os
 import signal
 
@@ -18,7 +19,7 @@ from kernels import METHODS, SYSTEMS, InvalidInput, get_system, integrate, metho
 from kernels.spaces import ROTATION
 from kernels.spaces.rotation import exp_right
 
-from ensemble_cases import armillary, arrays, assert_bitwise_equal, wait_for_records
+from ensemble_cases import armillary, arrays, assert_bitwise_equal, wait_for_records, write_spec
 
 RIGID = [name for name, definition in SYSTEMS.items() if definition.space is ROTATION]
 PRESETS = {"free_rigid_body": "dzhanibekov", "heavy_top": "chaotic"}
@@ -44,8 +45,6 @@ def test_every_method_declares_a_space_and_rigid_systems_have_their_methods():
 @pytest.mark.parametrize("name", RIGID)
 def test_torque_matches_central_differences_of_the_potential(name):
     """M·η = −dV/dε of R exp(ε η̂): the torque is the (negative) gradient of V on SO(3)."""
-    from kernels.systems.rigid import HEADER  # noqa: F401  (the layout the lane functions share)
-
     system = get_system(name, PRESETS[name], center_of_mass=[0.3, -0.2, 0.4]) if name == "heavy_top" \
         else get_system(name, PRESETS[name])
     definition = system.definition
@@ -228,13 +227,10 @@ workers = {workers}
 
 def top_spec(directory, name, *, preset="chaotic", dt=1e-3, t_end=0.2, save_every=10, checkpoint_every=50,
              members=6, chunk=3, workers=1, variables=("R", "Omega", "energy", "orthogonality_error"), analysis=""):
-    path = os.path.join(directory, name)
-    with open(path, "w") as handle:
-        handle.write(TOP_SPEC.format(preset=preset, dt=dt, t_end=t_end, save_every=save_every,
-                                     checkpoint_every=checkpoint_every, members=members, chunk=chunk,
-                                     store=path.replace(".toml", ".zarr"), workers=workers,
-                                     variables=list(variables).__repr__().replace("'", '"'), analysis=analysis))
-    return path
+    store = os.path.join(directory, name.replace(".toml", ".zarr"))
+    return write_spec(directory, name, text=TOP_SPEC.format(
+        preset=preset, dt=dt, t_end=t_end, save_every=save_every, checkpoint_every=checkpoint_every, members=members,
+        chunk=chunk, store=store, workers=workers, variables=json.dumps(list(variables)), analysis=analysis))
 
 
 def test_heavy_top_stores_are_bitwise_equal_across_chunks_workers_and_segments(tmp_path):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ensemble.store import lock_path
+from ensemble.lock import lock_path
 from jobs.cli import main
 
 from ensemble_cases import BASE_SPEC, write_spec

@@ -10,7 +10,7 @@ import numpy as np
 from ..flat_driver import write_flat_final
 from ..lanes import lane_function
 from ..status import STEP_SIZE_UNDERFLOW
-from .runge_kutta import ATOL, DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P, MAX_STEPS, RTOL
+from .runge_kutta import ATOL, DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P, MAX_STEPS, RTOL, dopri_gave_up, dopri_next_step
 
 
 @lane_function
@@ -143,11 +143,8 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                 k[0] = k[6]
                 t = t_new
                 accepted[0] += 1
-                factor = 10.0 if error == 0.0 else min(10.0, 0.9 * error ** -0.2)
-                h = max(h, h_step * factor) if last else h_step * factor
-            else:
-                h = h_step * (max(0.2, 0.9 * error ** -0.2) if error == error else 0.2)
-            if h < 16.0 * np.finfo(np.float64).eps * t_end or attempts >= max_steps:
+            h = dopri_next_step(h, h_step, error, last)
+            if dopri_gave_up(h, t_end, attempts, max_steps):
                 lane_status[0] = STEP_SIZE_UNDERFLOW
                 lane_failed[0] = int(t / dt) + 1
                 break

@@ -15,7 +15,7 @@ Free names bound at specialisation: ``system_torque``.
 import numpy as np
 
 from ..status import NEWTON_FAILED
-from ..systems.rigid import HEADER
+from ..systems.rigid import HEADER, inertia_times, inverse_inertia_times
 
 #: method options of the Newton solve, in the order of the ``options`` array
 NEWTON_TOLERANCE, NEWTON_MAX_ITERATIONS = 0, 1
@@ -53,9 +53,7 @@ def lgvi_step(x, n, coef, topology, h, options, work, active, code, iterations):
             j00, j01, j02 = coef[j, b], coef[j + 1, b], coef[j + 2, b]
             j10, j11, j12 = coef[j + 3, b], coef[j + 4, b], coef[j + 5, b]
             j20, j21, j22 = coef[j + 6, b], coef[j + 7, b], coef[j + 8, b]
-            p0 = j00 * w0 + j01 * w1 + j02 * w2
-            p1 = j10 * w0 + j11 * w1 + j12 * w2
-            p2 = j20 * w0 + j21 * w1 + j22 * w2
+            p0, p1, p2 = inertia_times(coef, j, b, w0, w1, w2)
             m0, m1, m2 = torque[3 * i, b], torque[3 * i + 1, b], torque[3 * i + 2, b]
             g0 = h * p0 + half_h2 * m0
             g1 = h * p1 + half_h2 * m1
@@ -70,9 +68,10 @@ def lgvi_step(x, n, coef, topology, h, options, work, active, code, iterations):
             count = 0
             while not converged and count < max_iterations + 1:
                 gf = g0 * f0 + g1 * f1 + g2 * f2
-                r0 = g0 + (g1 * f2 - g2 * f1) + gf * f0 - 2.0 * (j00 * f0 + j01 * f1 + j02 * f2)
-                r1 = g1 + (g2 * f0 - g0 * f2) + gf * f1 - 2.0 * (j10 * f0 + j11 * f1 + j12 * f2)
-                r2 = g2 + (g0 * f1 - g1 * f0) + gf * f2 - 2.0 * (j20 * f0 + j21 * f1 + j22 * f2)
+                jf0, jf1, jf2 = inertia_times(coef, j, b, f0, f1, f2)
+                r0 = g0 + (g1 * f2 - g2 * f1) + gf * f0 - 2.0 * jf0
+                r1 = g1 + (g2 * f0 - g0 * f2) + gf * f1 - 2.0 * jf1
+                r2 = g2 + (g0 * f1 - g1 * f0) + gf * f2 - 2.0 * jf2
                 if max(abs(r0), max(abs(r1), abs(r2))) <= tol * g_norm:
                     converged = True
                     break
@@ -136,20 +135,7 @@ def lgvi_step(x, n, coef, topology, h, options, work, active, code, iterations):
                 + half_h * torque_next[3 * i + 1, b]
             p2 = y2 + (increment[a + 2, b] * y0 + increment[a + 5, b] * y1 + increment[a + 8, b] * y2) \
                 + half_h * torque_next[3 * i + 2, b]
-            # Ω_{k+1} = J⁻¹ Π_{k+1} by Cramer's rule, dividing by det J: multiplying by a stored J⁻¹ instead
-            # rounds the same way every step (J J⁻¹ ≠ I in floats), and the next step's Π = JΩ then drifts
-            # the conserved momentum linearly (2e-11 relative over 10⁶ steps of heavy_top chaotic)
-            k = HEADER * i
-            q00, q01, q02 = coef[k, b], coef[k + 1, b], coef[k + 2, b]
-            q10, q11, q12 = coef[k + 3, b], coef[k + 4, b], coef[k + 5, b]
-            q20, q21, q22 = coef[k + 6, b], coef[k + 7, b], coef[k + 8, b]
-            c00 = q11 * q22 - q12 * q21
-            c01 = q12 * q20 - q10 * q22
-            c02 = q10 * q21 - q11 * q20
-            det = q00 * c00 + q01 * c01 + q02 * c02
-            x[w, b] = (c00 * p0 + (q02 * q21 - q01 * q22) * p1 + (q01 * q12 - q02 * q11) * p2) / det
-            x[w + 1, b] = (c01 * p0 + (q00 * q22 - q02 * q20) * p1 + (q02 * q10 - q00 * q12) * p2) / det
-            x[w + 2, b] = (c02 * p0 + (q01 * q20 - q00 * q21) * p1 + (q00 * q11 - q01 * q10) * p2) / det
+            x[w, b], x[w + 1, b], x[w + 2, b] = inverse_inertia_times(coef, HEADER * i, b, p0, p1, p2)
             torque[3 * i, b] = torque_next[3 * i, b]
             torque[3 * i + 1, b] = torque_next[3 * i + 1, b]
             torque[3 * i + 2, b] = torque_next[3 * i + 2, b]

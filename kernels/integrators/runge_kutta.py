@@ -185,6 +185,24 @@ def dopri_dense_into(q, omega, kq, kw, h, theta, out_q, out_w):
             out_w[i, k, 0] = omega[i, k, 0] + h * sw
 
 
+@lane_function
+def dopri_next_step(h, h_step, error, last):
+    """The controller's next step after a step of size ``h_step`` with error norm ``error``: accepted
+    (error ≤ 1) it grows by at most 10 (and a clipped last step never shrinks the proposal ``h``),
+    rejected it shrinks by at least 5 (a NaN error: by 5)."""
+    if error <= 1.0:
+        factor = 10.0 if error == 0.0 else min(10.0, 0.9 * error ** -0.2)
+        return max(h, h_step * factor) if last else h_step * factor
+    return h_step * (max(0.2, 0.9 * error ** -0.2) if error == error else 0.2)
+
+
+@lane_function
+def dopri_gave_up(h, t_end, attempts, max_steps):
+    """A member fails (STEP_SIZE_UNDERFLOW) once its step is below round-off of t_end or it has made
+    ``max_steps`` attempts."""
+    return h < 16.0 * np.finfo(np.float64).eps * t_end or attempts >= max_steps
+
+
 def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                    log_growth_blocks, reference_blocks, topology, dt, n_steps, save_every, options,
                    d0, renormalise_every, step_offset, members, save_state,
@@ -264,11 +282,8 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
                 kw[0] = kw[6]
                 t = t_new
                 accepted[0] += 1
-                factor = 10.0 if error == 0.0 else min(10.0, 0.9 * error ** -0.2)
-                h = max(h, h_step * factor) if last else h_step * factor
-            else:
-                h = h_step * (max(0.2, 0.9 * error ** -0.2) if error == error else 0.2)
-            if h < 16.0 * np.finfo(np.float64).eps * t_end or attempts >= max_steps:
+            h = dopri_next_step(h, h_step, error, last)
+            if dopri_gave_up(h, t_end, attempts, max_steps):
                 lane_status[0] = STEP_SIZE_UNDERFLOW
                 lane_failed[0] = int(t / dt) + 1
                 break

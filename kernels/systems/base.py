@@ -87,8 +87,19 @@ class PairPotential:
     default_skin: Callable[[dict], float]
 
 
+class ParameterLookup:
+    """``parameter(name)`` for a definition with ``name`` and ``parameters`` (every system family)."""
+
+    def parameter(self, name: str) -> Parameter:
+        for p in self.parameters:
+            if p.name == name:
+                return p
+        allowed = ", ".join(p.name for p in self.parameters)
+        raise InvalidInput(name, f"unknown parameter of system {self.name!r}; allowed: {allowed}")
+
+
 @dataclass(frozen=True)
-class SystemDefinition:
+class SystemDefinition(ParameterLookup):
     """The physics of one system.  It never knows which integrator will step it."""
 
     name: str
@@ -142,12 +153,6 @@ class SystemDefinition:
         momentum = np.einsum("mij,m...jk->m...ik", mass, qdot)
         return np.cross(q, momentum).sum(axis=-2)
 
-    def parameter(self, name: str) -> Parameter:
-        for p in self.parameters:
-            if p.name == name:
-                return p
-        allowed = ", ".join(p.name for p in self.parameters)
-        raise InvalidInput(name, f"unknown parameter of system {self.name!r}; allowed: {allowed}")
 
 
 def _validate_value(system: str, spec: Parameter, value: Any) -> Any:
