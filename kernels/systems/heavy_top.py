@@ -91,7 +91,7 @@ def _kovalevskaya():
 def _chaotic():
     return Preset(
         doc="asymmetric top: I = (2, 1.6, 1) kg·m², m = 1 kg, c = (0.3, 0.2, 0.4) m, tilted 1 rad from upright, "
-            "Ω = (1, 2, 3) rad/s (chaotic: λ ≈ 0.5 1/s, see the README)",
+            "Ω = (1, 2, 3) rad/s (chaotic: median λ ≈ 0.2 1/s over 100 s, see the README)",
         params={"inertia": [2.0, 1.6, 1.0], "m": 1.0, "center_of_mass": [0.3, 0.2, 0.4]},
         state={"R": _upright(1.0), "Omega": np.array([[1.0, 2.0, 3.0]])},
     )
