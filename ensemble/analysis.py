@@ -13,6 +13,7 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 import xarray as xr
+import zarr
 
 #: below this |E0| (J) the error is reported absolute, not relative
 ABSOLUTE_BELOW = 1e-12
@@ -26,6 +27,32 @@ QUANTILE_BLOCK_BYTES = 64 * 2 ** 20
 #: about p ln(t)/t; a member counts as chaotic when λ exceeds CHAOS_THRESHOLD_FACTOR / t_end
 #: (0.01 1/s over 1000 s), which p ln(t) stays below for p up to about 1.4 at t = 1000 s
 CHAOS_THRESHOLD_FACTOR = 10.0
+
+
+def open_store(url: str, damaged=()) -> xr.Dataset:
+    """The store at ``url`` as a lazy Dataset.  ``damaged``: (variable, chunk index) pairs known to
+    fail their checksums (from :func:`ensemble.verify.verify`), read as NaN (−1 for integer
+    variables: an unknown status) instead of raising when a computation reaches them."""
+    ds = xr.open_zarr(url)
+    bad: dict[str, set] = {}
+    for name, chunk in damaged:
+        bad.setdefault(name, set()).add(tuple(chunk))
+    for name, chunks in bad.items():
+        if name not in ds.data_vars:
+            continue
+        source = ds[name].data
+        array = zarr.open_array(url, path=name, mode="r")
+        fill = -1 if np.issubdtype(source.dtype, np.integer) else np.nan
+
+        def block(block_id=None, block_info=None, array=array, chunks=chunks, fill=fill, dtype=source.dtype):
+            where = tuple(slice(*bounds) for bounds in block_info[None]["array-location"])
+            if tuple(block_id) in chunks:
+                return np.full(tuple(s.stop - s.start for s in where), fill, dtype)
+            return array[where]
+
+        masked = da.map_blocks(block, chunks=source.chunks, dtype=source.dtype, meta=np.array((), source.dtype))
+        ds[name] = ds[name].copy(data=masked)
+    return ds
 
 
 def relative_energy_error(ds: xr.Dataset) -> xr.DataArray:

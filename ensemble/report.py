@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from .analysis import (  # noqa: E402
-    analyse_store, diagnostic_names, face_kinetic_energy, kinetic_temperature, lyapunov_map, pair_distribution,
-    particle_points, quantile_envelope, store_plan, sweep_coordinates,
+    analyse_store, diagnostic_names, face_kinetic_energy, kinetic_temperature, lyapunov_map, open_store,
+    pair_distribution, particle_points, quantile_envelope, store_plan, sweep_coordinates,
 )
 
 #: (column heading, summary key, format) of the headline table
@@ -117,11 +117,13 @@ def _envelope_figure(path, series, ylabel, title, log=True):
     _save(fig, path)
 
 
-def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
+def write_report(stores: list[str], out: str, damaged: dict | None = None) -> tuple[str, list[dict]]:
     """Write ``out``/report.md and its PNGs for ``stores``; returns the headline table (text) and
-    the per-store summaries."""
+    the per-store summaries.  ``damaged``: store → its damaged chunks (:class:`ensemble.verify.Damage`),
+    read as NaN and listed in the report."""
+    damaged = damaged or {}
     os.makedirs(out, exist_ok=True)
-    datasets = [xr.open_zarr(store) for store in stores]
+    datasets = [open_store(store, [(d.variable, d.chunk) for d in damaged.get(store, ())]) for store in stores]
     labels = [os.path.basename(os.path.normpath(store)) for store in stores]
     analyses = [analyse_store(ds) for ds in datasets]
     summaries = [a["summary"] for a in analyses]
@@ -191,6 +193,10 @@ def write_report(stores: list[str], out: str) -> tuple[str, list[dict]]:
                      f"T = {s['t_end']:g} s; max |dE|/|E0| over all members {s['max_energy_error']:.3e}"
                      + "; " + ", ".join(f"max {name} {_cell(s, f'max_{name}', '{:.2e}')}"
                                         for name in diagnostic_names(ds)))
+    for store in stores:
+        if damaged.get(store):
+            lines.append(f"- **`{store}` is damaged** (reported with --allow-damaged; these chunks read as NaN): "
+                         + "; ".join(str(d) for d in damaged[store]))
     lines.append("")
     for name, caption in figures:
         lines += [f"## {caption}", "", f"![{caption}]({name})", ""]

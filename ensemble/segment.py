@@ -57,6 +57,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     store = RunStore(plan.spec.store)
     if store.is_done(chunk, segment):
         return 0, 0.0, 0.0
+    store.count_attempt(chunk, segment)
     started = time.perf_counter()
     spec, names = plan.spec, plan.space.names
     carried = METHODS[spec.method].carry
@@ -85,7 +86,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         # Failed members ride along from their (valid) initial state so that the kernel sees only
         # finite input; their results are discarded.  Members are independent, so the others' bits
         # do not depend on this.
-        state = {name: np.where(_member_rows(failed, value), store.array(name + "0")[members], value)
+        state = {name: np.where(_member_rows(failed, value), store.read(name + "0", members), value)
                  for name, value in state.items()}
         if shadow is not None:
             fresh = plan.initial_shadow(first, stop, state)

@@ -10,9 +10,14 @@ Layout (``xarray.open_zarr(path)`` opens it as is), all following from the syste
 task writes whole chunks and each chunk has exactly one writer.
 
 The group ``_progress`` (invisible to xarray) holds per (chunk, segment) completion records
-(``done``: Unix time, ``seconds``: task time, ``write_seconds``: of which writing), written only after the data they vouch for, and
-two checkpoint slots of end-of-segment state per member: segment j reads slot (j−1) mod 2 and
-writes slot j mod 2, so a task killed half-way never damages the state it started from.
+(``done``: Unix time, ``seconds``: task time, ``write_seconds``: of which writing), written only after the data they vouch for,
+the number of tasks that started each (``attempts``), and two checkpoint slots of end-of-segment
+state per member: segment j reads slot (j−1) mod 2 and writes slot j mod 2, so a task killed
+half-way never damages the state it started from.
+
+Every chunk ends in a CRC-32C of its bytes and every chunk a task writes is stored (even one equal
+to the fill value): a read of a damaged chunk raises :class:`DamagedStore` naming the array and the
+chunk, and :mod:`ensemble.verify` can tell a lost chunk from one never written.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 import zarr
+from zarr.codecs import Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync as zarr_sync
 
 from kernels import METHODS, STATUS_MEANINGS, InvalidInput
@@ -39,6 +45,18 @@ from .plan import Plan
 from .spec import parse_spec
 
 PROGRESS = "_progress"
+#: per (member chunk, segment) completion records: ``done`` (Unix time; present = done), task and write seconds
+RECORDS = ("done", "seconds", "write_seconds")
+#: per (member chunk, segment): how many tasks started it (more than one: interrupted or repaired)
+ATTEMPTS = "attempts"
+#: the codecs after serialisation of every array a store holds: each chunk ends in a CRC-32C of its
+#: (compressed) bytes, checked on every read, so a flipped bit or a truncated chunk is refused, not
+#: read as other numbers.  Checkpoint slots and records are small and full-precision: checksum only.
+COMPRESSED_CHECKSUMMED = (ZstdCodec(level=0), Crc32cCodec())
+CHECKSUMMED = (Crc32cCodec(),)
+#: every chunk a task writes is stored even when it equals the fill value (an all-OK ``status``
+#: chunk is all zeros), so that a missing chunk always means a lost one
+WRITE_EVERY_CHUNK = {"write_empty_chunks": True}
 #: attributes of the variables every store has, whatever its space
 COMMON_ATTRS = {
     "energy": ("J", "total energy"),
@@ -136,6 +154,21 @@ def _versions() -> dict:
     return {f"{name}_version": version(name) for name in ("armillary", "numba", "numpy", "dask", "zarr", "xarray")}
 
 
+def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
+    """name → (dim, values, attrs) of the store's coordinates: member ids, time (s), step, and one
+    per swept parameter; all follow from the spec (so ``verify --repair`` can rewrite them)."""
+    steps, members = plan.sample_steps, plan.spec.members
+    coords = {
+        "member": ("member", np.arange(members), {"long_name": "global member id"}),
+        "time": ("time", steps * plan.spec.dt, {"units": "s", "long_name": "time"}),
+        "step": ("time", steps, {"long_name": "step number"}),
+    }
+    for sweep, values in plan.sweep_values(np.arange(members)).items():
+        unit = plan.system.definition.parameter(sweep).unit
+        coords[sweep] = ("member", values, {"units": unit, "long_name": f"swept parameter {sweep}"})
+    return coords
+
+
 def write_template(plan: Plan) -> None:
     """Create the store (the caller holds its lock and removed any previous one): coordinates, empty
     (NaN-filled) data arrays with the run's chunking, the progress group and the attributes.  Data
@@ -158,16 +191,8 @@ def write_template(plan: Plan) -> None:
         fill = -1 if name == "failed_step" else 0 if integer else np.nan
         data[name] = xr.Variable(dims, da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
                                  {"units": unit, "long_name": long_name})
-        encoding[name] = {"chunks": chunks, "fill_value": fill}
-    steps = plan.sample_steps
-    coords = {
-        "member": ("member", np.arange(members), {"long_name": "global member id"}),
-        "time": ("time", steps * spec.dt, {"units": "s", "long_name": "time"}),
-        "step": ("time", steps, {"long_name": "step number"}),
-    }
-    for sweep, values in plan.sweep_values(np.arange(members)).items():
-        unit = plan.system.definition.parameter(sweep).unit
-        coords[sweep] = ("member", values, {"units": unit, "long_name": f"swept parameter {sweep}"})
+        encoding[name] = {"chunks": chunks, "fill_value": fill, "compressors": COMPRESSED_CHECKSUMMED}
+    coords = coordinates(plan)
     method = METHODS[spec.method]
     attrs = {
         "system": spec.system, "space": space.name, "state_variables": list(space.names),
@@ -179,14 +204,17 @@ def write_template(plan: Plan) -> None:
         "method_order": method.order, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_versions(),
     }
+    encoding.update({name: {"compressors": COMPRESSED_CHECKSUMMED} for name in coords})
     dataset = xr.Dataset(data, coords=coords, attrs=attrs)
-    _quiet(dataset.to_zarr, spec.store, mode="w-", compute=False, encoding=encoding, consolidated=False)
+    _quiet(dataset.to_zarr, spec.store, mode="w-", compute=False, encoding=encoding, consolidated=False,
+           write_empty_chunks=True)
     group = zarr.open_group(spec.store, mode="r+")
     progress = group.create_group(PROGRESS)
     grid = (len(plan.chunks), len(plan.segments))
-    for name in ("done", "seconds", "write_seconds"):
-        progress.create_array(name, shape=grid, chunks=(1, 1), dtype="f8", fill_value=np.nan)
-    # Checkpoint slots are rewritten by every segment and read once: uncompressed, because
+    for name in RECORDS:
+        progress.create_array(name, shape=grid, chunks=(1, 1), dtype="f8", fill_value=np.nan, compressors=CHECKSUMMED)
+    progress.create_array(ATTEMPTS, shape=grid, chunks=(1, 1), dtype="i8", fill_value=0, compressors=CHECKSUMMED)
+    # Checkpoint slots are rewritten by every segment and read once: uncompressed (checksummed), because
     # compressing full-precision state spends the task's time and saves almost no space.
     shapes = space.shapes(n)
     for name in checkpoint_names(plan):
@@ -194,7 +222,7 @@ def write_template(plan: Plan) -> None:
         integer = name in ("status", "failed_step")
         progress.create_array(f"slot_{name}", shape=(2, members) + shape, chunks=(1, chunk) + shape,
                               dtype="i8" if integer else "f8", fill_value=-1 if name == "failed_step" else
-                              0 if integer else np.nan, compressors=None)
+                              0 if integer else np.nan, compressors=CHECKSUMMED)
     group.attrs["identity"] = spec.identity()  # last: a store with an identity has a complete template
     _quiet(zarr.consolidate_metadata, spec.store)
 
@@ -211,6 +239,24 @@ def _json_params(plan: Plan) -> dict:
 
 
 # ----------------------------------------------------------------------------------- task-side I/O
+
+class DamagedStore(Exception):
+    """A chunk of the store fails its checksum (the message names the array and the chunk)."""
+
+
+def _chunk_index(array: zarr.Array, region) -> tuple[int, ...]:
+    """The chunk a chunk-aligned region starts in."""
+    region = region if isinstance(region, tuple) else (region,)
+    index = []
+    for selection, size in zip(region, array.chunks):
+        start = selection.start or 0 if isinstance(selection, slice) else int(selection)
+        index.append(start // size)
+    return tuple(index)
+
+
+def _damaged(url: str, name: str, array: zarr.Array, region) -> DamagedStore:
+    return DamagedStore(f"{name} chunk {_chunk_index(array, region)} of {url} fails its checksum; "
+                        f"`armillary verify --repair {url}` then `armillary run` recomputes it")
 
 async def _concurrently(operations: list) -> list:
     """Await Zarr's async ``operations`` together (run on Zarr's event loop with ``zarr_sync``)."""
@@ -231,21 +277,44 @@ class RunStore:
             # array on its own read its metadata file: ~20 ms a task).
             if self._group is None:
                 self._group = zarr.open_group(self.url, mode="r+")
-            self._arrays[name] = self._group[name]
+            self._arrays[name] = self._group[name].with_config(WRITE_EVERY_CHUNK)
         return self._arrays[name]
 
     def progress(self, name: str) -> zarr.Array:
         return self.array(f"{PROGRESS}/{name}")
 
+    def read(self, name: str, region) -> np.ndarray:
+        """``name``[region], raising DamagedStore (naming the array and chunk) for a damaged chunk."""
+        array = self.array(name)
+        try:
+            return array[region]
+        except ValueError as error:
+            if "checksum" not in str(error):
+                raise
+            raise _damaged(self.url, name, array, region) from None
+
     def is_done(self, chunk: int, segment: int) -> bool:
-        return bool(np.isfinite(self.progress("done")[chunk, segment]))
+        return bool(np.isfinite(self.read(f"{PROGRESS}/done", (chunk, segment))))
 
     def done_grid(self) -> np.ndarray:
-        return np.isfinite(self.progress("done")[:])
+        return np.isfinite(self.read(f"{PROGRESS}/done", slice(None)))
+
+    def count_attempt(self, chunk: int, segment: int) -> None:
+        """One more task started (chunk, segment) (stores from before this record have none)."""
+        name = f"{PROGRESS}/{ATTEMPTS}"
+        try:
+            array = self.array(name)
+        except KeyError:
+            return
+        array[chunk, segment] = self.read(name, (chunk, segment)) + 1
 
     def read_checkpoint(self, slot: int, first: int, stop: int, names: tuple[str, ...]) -> dict:
+        region = (slot, slice(first, stop))
         arrays = [self.progress(f"slot_{name}").async_array for name in names]
-        values = zarr_sync(_concurrently([array.getitem((slot, slice(first, stop))) for array in arrays]))
+        try:
+            values = zarr_sync(_concurrently([array.getitem(region) for array in arrays]))
+        except ValueError:  # which one: read them one by one
+            values = [self.read(f"{PROGRESS}/slot_{name}", region) for name in names]
         return dict(zip(names, values))
 
     @staticmethod

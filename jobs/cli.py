@@ -5,10 +5,14 @@ import argparse
 import os
 import sys
 import time
+from contextlib import contextmanager
 
 import ensemble
+from ensemble.lock import StoreError, run_lock
 from ensemble.report import write_report
-from ensemble.store import summary
+from ensemble.store import DamagedStore, summary
+from ensemble.verify import repair
+from ensemble.verify import verify as verify_store
 from jobs.slurm import load_site, queue_states
 from jobs.slurm import submit as submit_jobs
 from kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, InvalidInput, methods_for
@@ -37,6 +41,46 @@ def run(args) -> int:
     print(f"armillary: {spec.store}: {status['segments_done']}/{status['segments_total']} segments, "
           f"{status['failed_members']} failed members, {time.perf_counter() - started:.1f} s")
     return 0
+
+
+def check(args) -> int:
+    """Validate a spec as ``run`` would (its system, method, options, sampler, store) and say what a
+    run would do; writes nothing."""
+    overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
+    spec = ensemble.load_spec(args.spec, **overrides)
+    plan, create = ensemble.prepare(spec)
+    state = "would be created" if create else "holds this spec: a run resumes it"
+    print(f"armillary: {args.spec}: valid; {spec.system} / {spec.method}, {spec.members} members × {spec.n_steps} "
+          f"steps in {len(plan.chunks)} chunks × {len(plan.segments)} segments ({plan.mode} mode); "
+          f"{spec.store} {state}")
+    return 0
+
+
+def verify(args) -> int:
+    """Check every chunk's checksum and every completion record of each store; ``--repair`` marks the
+    segments that wrote damaged chunks not done, for ``run`` to recompute."""
+    worst = 0
+    for store in args.stores:
+        found = verify_store(store)
+        print("\n".join(found.summary()))
+        if args.repair and found.damaged:
+            with _store_lock(store):
+                redo = repair(found)
+            count = sum(len(segments) for segments in redo.values())
+            print(f"armillary: marked {count} segments of {len(redo)} member chunks not done; `armillary run SPEC "
+                  f"--store {store}` recomputes them (bitwise as before)")
+            continue
+        worst = max(worst, 0 if found.sound else 1)
+    return worst
+
+
+@contextmanager
+def _store_lock(store: str):
+    try:
+        with run_lock(store):
+            yield
+    except StoreError as error:
+        raise InvalidInput("store", f"{store!r} {error}") from None
 
 
 def status(args) -> int:
@@ -77,9 +121,21 @@ def submit(args) -> int:
 
 def report(args) -> int:
     """report.md with tables and PNG figures of one or more stores; prints the headline table."""
+    damaged = {}
     for store in args.stores:
         summary(store)  # refuses anything that is not an armillary store, naming it
-    table, _ = write_report(args.stores, args.out)
+        found = verify_store(store).damaged
+        if found and not args.allow_damaged:
+            first = found[0]
+            more = f" and {len(found) - 1} more chunks" if len(found) > 1 else ""
+            raise InvalidInput(first.variable, f"chunk {first.chunk} of {store} {first.problem} ({first.where}){more}; "
+                               f"`armillary verify --repair {store}` then `armillary run` recomputes it, or report "
+                               "with --allow-damaged (damaged chunks read as NaN)")
+        if found:
+            print(f"armillary: warning: {store}: {len(found)} damaged chunks read as NaN: "
+                  + "; ".join(str(d) for d in found), file=sys.stderr)
+        damaged[store] = found
+    table, _ = write_report(args.stores, args.out, damaged)
     print(table)
     print(f"armillary: wrote {os.path.join(args.out, 'report.md')} and its figures")
     return 0
@@ -107,15 +163,20 @@ def systems(args) -> int:
     return 0
 
 
+def _spec_arguments(parser: argparse.ArgumentParser) -> None:
+    """The spec and the overrides of its keys, as ``run`` and ``check`` take them."""
+    parser.add_argument("spec", help="path of the TOML spec")
+    parser.add_argument("--store", help="store path or URL (replaces output.store)")
+    parser.add_argument("--members", type=int, help="number of members (replaces ensemble.members)")
+    parser.add_argument("--workers", type=int, help="local worker processes (replaces cluster.workers)")
+    parser.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:port")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="armillary", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="run or resume the ensemble of a TOML spec into its Zarr store")
-    run_parser.add_argument("spec", help="path of the TOML spec")
-    run_parser.add_argument("--store", help="store path or URL (replaces output.store)")
-    run_parser.add_argument("--members", type=int, help="number of members (replaces ensemble.members)")
-    run_parser.add_argument("--workers", type=int, help="local worker processes (replaces cluster.workers)")
-    run_parser.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:port")
+    _spec_arguments(run_parser)
     run_parser.add_argument("--overwrite", action="store_true", help="replace a store that holds a different spec")
     run_parser.add_argument("--array-index", type=int, help="SLURM array task: run the chunks c with c mod size = index")
     run_parser.add_argument("--array-size", type=int, help="SLURM array task: number of tasks in the array")
@@ -134,7 +195,19 @@ def _parser() -> argparse.ArgumentParser:
     report_parser = commands.add_parser("report", help="energy-drift statistics and figures of stores (report.md)")
     report_parser.add_argument("stores", nargs="+", metavar="STORE")
     report_parser.add_argument("--out", default="report", help="directory for report.md and the PNGs (default: report)")
+    report_parser.add_argument("--allow-damaged", action="store_true",
+                               help="report a store with chunks that fail their checksums (they read as NaN)")
     report_parser.set_defaults(handler=report)
+    verify_parser = commands.add_parser("verify", help="check every chunk's checksum and completion record; "
+                                        "exit 0 only when all is sound")
+    verify_parser.add_argument("stores", nargs="+", metavar="STORE")
+    verify_parser.add_argument("--repair", action="store_true", help="mark the segments that wrote damaged chunks "
+                               "not done, so that `armillary run` recomputes exactly what is needed")
+    verify_parser.set_defaults(handler=verify)
+    check_parser = commands.add_parser("check", help="validate a spec as `run` would and say what it would do; "
+                                       "writes nothing")
+    _spec_arguments(check_parser)
+    check_parser.set_defaults(handler=check)
     commands.add_parser("systems", help="list systems, their parameters and presets").set_defaults(handler=systems)
     return parser
 
@@ -146,6 +219,9 @@ def main(argv=None) -> int:
     except InvalidInput as error:
         print(f"armillary: {error}", file=sys.stderr)
         return 2
+    except DamagedStore as error:
+        print(f"armillary: {error}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader left (``armillary systems | head``): stop quietly, and keep Python from
         # complaining again when it flushes stdout at exit
