@@ -7,7 +7,7 @@ import sys
 
 import xarray as xr
 
-from kernels import InvalidInput
+from kernels import SYSTEMS, InvalidInput
 
 from .clusters import RunFailed
 from .execute import execute, execute_array_task
@@ -23,7 +23,12 @@ def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
     """Validate everything that can be checked before touching the store; returns the plan and
     whether the store must be (re)created.  Raises InvalidInput naming the field."""
     plan = Plan(spec)
-    plan.validate()
+    try:
+        plan.validate()
+    except InvalidInput as error:  # the kernels name a parameter by itself; the spec knows where it is
+        if error.field.split(".")[0] in {p.name for p in SYSTEMS[spec.system].parameters}:
+            raise InvalidInput(f"system.params.{error.field}", error.message) from None
+        raise
     try:
         identity = existing_identity(spec.store)
         if identity is None:

@@ -9,6 +9,8 @@ variables, the method's carried solver state and the shadows are whatever the ke
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from dataclasses import replace
 
@@ -41,6 +43,26 @@ def load_kernel(plan: Plan) -> None:
     state = plan.initial_state(0, 1)
     shadow = plan.initial_shadow(0, 1, state) if plan.spec.lyapunov else None
     integrate_members(plan, 0, 1, state, 1, 1, shadow=shadow)
+
+
+#: a fault-injection point for tests/test_faults.py: with ARMILLARY_PAUSE_BEFORE_RECORD = "PATH:SECONDS", the first
+#: task of the run to have written its data creates PATH (its pid, chunk and segment, JSON) and sleeps SECONDS
+#: before writing its completion record, so that a test can kill or signal it exactly between the two
+PAUSE_BEFORE_RECORD = "ARMILLARY_PAUSE_BEFORE_RECORD"
+
+
+def _pause_before_record(chunk: int, segment: int) -> None:
+    setting = os.environ.get(PAUSE_BEFORE_RECORD)
+    if not setting:
+        return
+    path, seconds = setting.rsplit(":", 1)
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:  # another task paused already: one pause per run
+        return
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump({"pid": os.getpid(), "chunk": chunk, "segment": segment}, handle)
+    time.sleep(float(seconds))
 
 
 def _member_rows(mask: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -126,6 +148,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     writes += store.checkpoint_writes(segment % 2, first, stop, checkpoint)
     writes += [("status", members, status), ("failed_step", members, failed_step)]
     store.write_all(writes)
+    _pause_before_record(chunk, segment)
     finished = time.perf_counter()
     store.mark_done(chunk, segment, finished - started, finished - writing)
     return int(plan.work[chunk, segment]), finished - started, finished - writing

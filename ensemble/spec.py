@@ -24,6 +24,12 @@ GENERIC_INITIAL = ("preset", "perturb", "file")
 #: steps per task segment when the spec does not say (rounded to whole save intervals)
 DEFAULT_CHECKPOINT_STEPS = 10_000
 DEFAULT_CHUNK = 1_000
+#: sizes beyond which a spec is refused before anything is planned (the plan and the store's
+#: records grow with them): members, saved samples per member, (chunk, segment) records, sweep points
+MAX_MEMBERS = 10**9
+MAX_SAMPLES = 10**8
+MAX_RECORDS = 10**7
+MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
 OPTIONAL_FIELDS = ("lyapunov",)
 
@@ -210,6 +216,8 @@ def _sweep(name: str, value: dict) -> Sweep:
             and isinstance(grid[2], int) and not isinstance(grid[2], bool) and grid[2] >= 1):
         raise InvalidInput(where + ".linspace", f"must be [start, stop, count] with count an integer >= 1, got {grid!r}")
     start, stop, count = float(grid[0]), float(grid[1]), grid[2]
+    if count > MAX_SWEEP_POINTS:
+        raise InvalidInput(where + ".linspace", f"count must be <= {MAX_SWEEP_POINTS:.0e}, got {count}")
     return Sweep(name, tuple(start + (stop - start) * k / (count - 1) if count > 1 else start for k in range(count)))
 
 
@@ -245,10 +253,15 @@ def _integrator_section(section: _Section, system: str) -> dict:
                            f"{SYSTEMS[system].space.name}); allowed: {', '.join(methods_for(SYSTEMS[system]))}")
     dt = section.positive("dt", "float", required=True)
     t_end = section.positive("t_end", "float", required=True)
+    if not t_end / dt < 2**53:  # beyond, steps are no longer whole numbers of a float64 count
+        raise InvalidInput("integrator.t_end", f"must be fewer than 2^53 steps of dt = {dt!r} s, got {t_end!r}")
     n_steps = round(t_end / dt)
     if n_steps < 1 or abs(n_steps * dt - t_end) > 1e-9 * t_end:
         raise InvalidInput("integrator.t_end", f"must be a whole number of steps dt = {dt!r} s, got {t_end!r}")
     save_every = section.positive("save_every", "int", 1)
+    if n_steps // save_every + 1 > MAX_SAMPLES:
+        raise InvalidInput("integrator.save_every", f"{n_steps} steps saved every {save_every} make "
+                           f"{n_steps // save_every + 1} samples per member; at most {MAX_SAMPLES:.0e} (save less often)")
     default_segment = max(1, DEFAULT_CHECKPOINT_STEPS // save_every) * save_every
     checkpoint_every = section.positive("checkpoint_every", "int", default_segment)
     if checkpoint_every % save_every:
@@ -276,6 +289,8 @@ def _integrator_section(section: _Section, system: str) -> dict:
 
 def _ensemble_section(section: _Section, space) -> dict:
     members = section.positive("members", "int", required=True, minimum=1, strict=False)
+    if members > MAX_MEMBERS:
+        raise InvalidInput("ensemble.members", f"must be <= {MAX_MEMBERS:.0e}, got {members}")
     seed = section.positive("seed", "int", 0, strict=False)
     initial = section.choice("initial", initial_kinds(space), "preset")
     scale = section.positive("scale", "float", 1e-3)
@@ -417,6 +432,13 @@ def parse_spec(text: str, stored: bool = False, **overrides) -> Spec:
         spec = replace(spec, store=spec.store[len("file://"):])
     if "://" not in spec.store:
         spec = replace(spec, store=os.path.abspath(spec.store))
+    records = -(-spec.members // spec.chunk) * -(-spec.n_steps // spec.checkpoint_every)
+    if records > MAX_RECORDS:
+        raise InvalidInput("integrator.checkpoint_every", f"{records} (chunk, segment) tasks; at most {MAX_RECORDS:.0e} "
+                           "(raise checkpoint_every or ensemble.chunk)")
+    if spec.sweep_points > MAX_SWEEP_POINTS:
+        raise InvalidInput("system.params", f"the sweeps make {spec.sweep_points} grid points; at most "
+                           f"{MAX_SWEEP_POINTS:.0e}")
     if spec.sweeps and spec.members % spec.sweep_points:
         raise InvalidInput("ensemble.members", f"must be a multiple of the sweep's {spec.sweep_points} grid points "
                            f"(members are spread evenly over them), got {spec.members}")

@@ -3,6 +3,7 @@ stopped by a signal with work left (its batch script requeues it)."""
 
 import argparse
 import os
+import signal
 import sys
 import time
 from contextlib import contextmanager
@@ -33,7 +34,9 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print("armillary: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
-    except ensemble.RunFailed as error:
+    except BrokenPipeError:
+        raise  # the reader of stdout left: see main
+    except (ensemble.RunFailed, OSError) as error:  # OSError: e.g. the disk is full
         print(f"armillary: run failed: {error}; finished segments are kept, run the same command to resume",
               file=sys.stderr)
         return 1
@@ -224,9 +227,10 @@ def main(argv=None) -> int:
         return 1
     except BrokenPipeError:
         # the reader left (``armillary systems | head``): stop quietly, and keep Python from
-        # complaining again when it flushes stdout at exit
+        # complaining again when it flushes stdout at exit.  A run stopped this way has work left
+        # (finished segments kept): it exits as a process killed by SIGPIPE would.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return 128 + signal.SIGPIPE if args.command == "run" else 0
 
 
 if __name__ == "__main__":

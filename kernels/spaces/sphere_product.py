@@ -78,10 +78,14 @@ def _particles(system, n, member_ids, seed, options, normals):
     return {"q": np.repeat(q[np.newaxis], len(omega), axis=0), "omega": np.stack(omega)}
 
 
+#: particles of one member (10⁸ unit vectors and velocities: 4.8 GB of state)
+MAX_PARTICLES = 10**8
+
+
 def _check_particles(options):
     count, placement = options["particles"], options["placement"]
-    if count < 2:
-        raise InvalidInput("ensemble.particles", f"must be an integer >= 2, got {count}")
+    if not 2 <= count <= MAX_PARTICLES:
+        raise InvalidInput("ensemble.particles", f"must be an integer in [2, {MAX_PARTICLES:.0e}], got {count}")
     faces_per_ten = (count - 2) // 10  # 4^k for an icosphere of level k
     power_of_four = faces_per_ten > 0 and faces_per_ten & (faces_per_ten - 1) == 0 and faces_per_ten.bit_length() % 2
     if placement == "icosphere" and ((count - 2) % 10 or not power_of_four):

@@ -169,6 +169,8 @@ def _validate_value(system: str, spec: Parameter, value: Any) -> Any:
         array = np.array(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise InvalidInput(spec.name, f"must be numeric ({spec.shape}, {spec.unit}), got {value!r}") from None
+    if array.size == 0:
+        raise InvalidInput(spec.name, f"must not be empty ({spec.shape}, {spec.unit}), got {value!r}")
     if spec.normalise is not None:
         array = spec.normalise(array)
     base = _BASE_NDIM[spec.shape]
