@@ -7,6 +7,7 @@ import ctypes
 import logging
 import signal
 import sys
+import threading
 from contextlib import contextmanager
 from typing import Callable
 
@@ -28,16 +29,20 @@ def register_cluster_factory(kind: str, factory: Callable) -> None:
     CLUSTER_FACTORIES[kind] = factory
 
 
-class DieWithParent(WorkerPlugin):
-    """Have the kernel kill a local worker process when the process that started it dies, so a
-    ``kill -9`` of ``armillary run`` leaves no orphan writing into the store the next run resumes."""
+class LocalWorkerSignals(WorkerPlugin):
+    """Signals of a local worker process: the kernel kills it when the process that started it dies,
+    so a ``kill -9`` of ``armillary run`` leaves no orphan writing into the store the next run
+    resumes; and it ignores SIGINT, which a terminal's Ctrl-C sends to the whole foreground process
+    group: the run stops its workers itself (and a worker would print a KeyboardInterrupt traceback)."""
 
-    name = "armillary-die-with-parent"
+    name = "armillary-local-worker-signals"
 
     def setup(self, worker):
         if sys.platform.startswith("linux"):
             PR_SET_PDEATHSIG = 1
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 #: Dask settings of the embedded cluster, whose workers share the CPUs with the kernels: no stack
@@ -85,7 +90,7 @@ def dask_client(cluster: dict, threads: int = 1):
                                      dashboard_address=":0", silence_logs=logging.CRITICAL,
                                      env=worker_environment(threads))
             client = Client(local)
-            client.register_plugin(DieWithParent())
+            client.register_plugin(LocalWorkerSignals())
     except (OSError, RuntimeError, TimeoutError) as error:
         where = cluster.get("scheduler", "a local cluster")
         raise RunFailed(f"could not start or reach the Dask cluster ({where}): {error}") from None

@@ -118,7 +118,7 @@ class Verification:
 
 
 def _index(chunk: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(i) for i in chunk) + ")"
+    return str(tuple(int(i) for i in chunk))
 
 
 def _checksummed(array: zarr.Array) -> bool:

@@ -81,3 +81,15 @@ def wait_for_records(store, at_least, timeout=300.0):
             pass
         time.sleep(0.2)
     raise TimeoutError(f"fewer than {at_least} segments finished in {timeout} s")
+
+
+def wait_for_marker(path, timeout=300.0) -> dict:
+    """The JSON a task paused by ARMILLARY_PAUSE_BEFORE_RECORD wrote (pid, chunk, segment)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(path) as handle:
+                return json.load(handle)
+        except (FileNotFoundError, ValueError):  # not yet there, or being written
+            time.sleep(0.1)
+    raise TimeoutError(f"no task paused before its record in {timeout} s")

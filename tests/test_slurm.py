@@ -9,11 +9,13 @@ import subprocess
 import time
 
 import pytest
+import zarr
 
 import ensemble
+from ensemble.segment import PAUSE_BEFORE_RECORD
 from jobs.cli import main
 
-from ensemble_cases import arrays, assert_bitwise_equal, write_spec
+from ensemble_cases import arrays, assert_bitwise_equal, wait_for_marker, write_spec
 
 
 def slurm_available() -> str | None:
@@ -87,6 +89,28 @@ def test_signalled_task_requeues_resumes_and_matches(tmp_path, capsys):
     assert text.count("array task 0 of 2") == 2, text  # ran again after the requeue
     assert_bitwise_equal(arrays(store, ("energy", "q0", "status")),
                          {k: v for k, v in local_reference(spec, tmp_path).items() if k in ("energy", "q0", "status")})
+
+
+@pytest.mark.parametrize("signal_name", ["USR1", "TERM"])
+def test_task_signalled_between_its_data_and_its_record_requeues_and_matches(tmp_path, capsys, monkeypatch,
+                                                                            signal_name):
+    """The task pauses (ARMILLARY_PAUSE_BEFORE_RECORD, 5 s) after writing a segment's data and before
+    its record; the signal lands there: the segment is recorded, the task stops, is requeued, resumes."""
+    marker = tmp_path / "paused.json"
+    monkeypatch.setenv(PAUSE_BEFORE_RECORD, f"{marker}:5")  # sbatch exports the submitter's environment
+    spec, array_id, report_id = submitted(tmp_path, capsys, "--array-size", "2", members=4, chunk=2)
+    paused = wait_for_marker(marker)
+    task = paused["chunk"] % 2
+    subprocess.run(["scancel", f"--signal={signal_name}", "--batch", f"{array_id}_{task}"], check=True)
+    wait_for_jobs([array_id, report_id])
+    text = (tmp_path / "spec.zarr.slurm" / f"task-{array_id}_{task}.out").read_text()
+    assert "USR1: stopping after the current segment" in text, text  # TERM reaches the run as USR1
+    assert text.count(f"array task {task} of 2") == 2, text  # ran again after the requeue
+    store = str(tmp_path / "spec.zarr")
+    assert_bitwise_equal(arrays(store), local_reference(spec, tmp_path))
+    attempts = zarr.open_group(store, mode="r")["_progress/attempts"][:]
+    assert attempts.max() == 1, attempts  # the signalled segment finished and was recorded, not redone
+    assert main(["verify", store]) == 0
 
 
 def test_dry_run_is_a_valid_sbatch_script_and_submits_nothing(tmp_path, capsys):
