@@ -52,10 +52,8 @@ class Plan:
 
     @cached_property
     def system(self):
-        """The system with the spec's preset and fixed parameters, a swept parameter at its first grid
-        value (the sweep is applied per chunk)."""
-        swept = {s.name: s.values[0] for s in self.spec.sweeps}
-        return get_system(self.spec.system, self.spec.preset, **{**swept, **self.spec.params})
+        """The system with the spec's preset and fixed parameters (sweeps applied per chunk)."""
+        return get_system(self.spec.system, self.spec.preset, **self.spec.params)
 
     @property
     def space(self):

@@ -143,9 +143,9 @@ def _problem(raw) -> str | None:
 class _Layout:
     """Which segment's record vouches for each chunk of each array, and what a chunk covers."""
 
-    def __init__(self, plan: Plan, done: np.ndarray, attrs: dict):
+    def __init__(self, plan: Plan, done: np.ndarray):
         self.plan, self.done = plan, done
-        self.state_names = tuple(attrs.get("state_variables", ("q", "omega")))
+        self.state_names = plan.space.names
         per_segment = min(plan.samples_per_segment, plan.samples)
         self.per_time_chunk = per_segment
         self.coordinates = set(coordinates(plan))
@@ -227,14 +227,13 @@ def verify(url: str) -> Verification:
     InvalidInput for something that is not an armillary store)."""
     try:
         group = zarr.open_group(url, mode="r")
-        attrs = dict(group.attrs)
-        plan = Plan(parse_spec(attrs["spec"], stored=True))
+        plan = Plan(parse_spec(group.attrs["spec"], stored=True))
     except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError, zarr.errors.NodeTypeValidationError):
         raise InvalidInput("store", f"{url!r} is not an armillary store") from None
     store = group.store
     arrays = _arrays(group)
     done, record_damage = _read_records(store, arrays[f"{PROGRESS}/done"], f"{PROGRESS}/done")
-    layout = _Layout(plan, done, attrs)
+    layout = _Layout(plan, done)
     checks, unvouched = [], set()
     for name, array in arrays.items():
         dims = tuple(array.metadata.dimension_names or ())
