@@ -258,7 +258,7 @@ def _damaged(url: str, name: str, array: zarr.Array, region) -> DamagedStore:
     return DamagedStore(f"{name} chunk {_chunk_index(array, region)} of {url} fails its checksum; "
                         f"`armillary verify --repair {url}` then `armillary run` recomputes it")
 
-async def _concurrently(operations: list) -> list:
+async def concurrently(operations: list) -> list:
     """Await Zarr's async ``operations`` together (run on Zarr's event loop with ``zarr_sync``)."""
     return await asyncio.gather(*operations)
 
@@ -312,7 +312,7 @@ class RunStore:
         region = (slot, slice(first, stop))
         arrays = [self.progress(f"slot_{name}").async_array for name in names]
         try:
-            values = zarr_sync(_concurrently([array.getitem(region) for array in arrays]))
+            values = zarr_sync(concurrently([array.getitem(region) for array in arrays]))
         except ValueError:  # which one: read them one by one
             values = [self.read(f"{PROGRESS}/slot_{name}", region) for name in names]
         return dict(zip(names, values))
@@ -326,7 +326,7 @@ class RunStore:
         """Each (array name, region, value) of ``writes``, concurrently on Zarr's event loop; returns
         when all are stored.  A task's dozen region writes then cost about one write's latency."""
         targets = [(self.array(name).async_array, region, value) for name, region, value in writes]
-        zarr_sync(_concurrently([array.setitem(region, value) for array, region, value in targets]))
+        zarr_sync(concurrently([array.setitem(region, value) for array, region, value in targets]))
 
     def mark_done(self, chunk: int, segment: int, seconds: float, write_seconds: float) -> None:
         """The completion record: written last, so a record always vouches for data on disk."""

@@ -21,7 +21,6 @@ their order; their chunks are reported as carrying no checksum.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 import google_crc32c
@@ -33,10 +32,10 @@ from zarr.core.sync import sync as zarr_sync
 
 from kernels import InvalidInput
 
-from .lock import read_lock
+from .lock import StoreError, read_lock, run_lock
 from .plan import Plan
 from .spec import parse_spec
-from .store import PROGRESS, RECORDS, RunStore, coordinates
+from .store import PROGRESS, RECORDS, RunStore, concurrently, coordinates
 
 #: owner of a chunk that the template wrote (coordinates)
 TEMPLATE = (-1, -1)
@@ -125,9 +124,10 @@ def _checksummed(array: zarr.Array) -> bool:
     return isinstance(array.metadata.codecs[-1], Crc32cCodec)
 
 
-async def _fetch(store, keys: list[str]) -> list:
+def _fetch(store, keys: list[str]) -> list:
+    """The stored bytes of each key (None where absent), fetched concurrently."""
     prototype = default_buffer_prototype()
-    return await asyncio.gather(*(store.get(key, prototype=prototype) for key in keys))
+    return zarr_sync(concurrently([store.get(key, prototype=prototype) for key in keys]))
 
 
 def _problem(raw) -> str | None:
@@ -150,6 +150,9 @@ class _Layout:
         self.per_time_chunk = per_segment
         self.coordinates = set(coordinates(plan))
         self.last_done = [int(np.flatnonzero(row)[-1]) if row.any() else -1 for row in done]
+        #: [member chunk][slot]: the last done segment of that slot's parity (-1: none), whose state it holds
+        self.slot_owner = [[max((j for j in np.flatnonzero(row) if j % 2 == slot), default=-1) for slot in (0, 1)]
+                           for row in done]
 
     def segment_of_time_chunk(self, t: int) -> int:
         return min(t * self.per_time_chunk // self.plan.samples_per_segment, len(self.plan.segments) - 1)
@@ -160,8 +163,8 @@ class _Layout:
             return TEMPLATE
         if name.startswith(PROGRESS + "/slot_"):
             slot, c = index[0], index[1]
-            owners = [j for j in np.flatnonzero(self.done[c]) if j % 2 == slot]
-            return (c, int(owners[-1])) if owners else None
+            j = self.slot_owner[c][slot]
+            return (c, int(j)) if j >= 0 else None
         if name.startswith(PROGRESS + "/"):
             c, j = index
             return (c, j) if self.done[c, j] else None
@@ -205,7 +208,7 @@ def _read_records(store, array: zarr.Array, name: str) -> tuple[np.ndarray, list
     indices = list(np.ndindex(*grid))
     damaged = []
     if _checksummed(array):
-        raws = zarr_sync(_fetch(store, [_key(array, index) for index in indices]))
+        raws = _fetch(store, [_key(array, index) for index in indices])
         bad = {index for index, raw in zip(indices, raws) if raw is not None and _problem(raw)}
         values = np.full(grid, np.nan)
         for index, raw in zip(indices, raws):
@@ -252,12 +255,12 @@ def verify(url: str) -> Verification:
             elif dims[1:2] == ("time",):
                 loose.append(index)
         check.checked = len(vouched)
-        raws = zarr_sync(_fetch(store, [_key(array, index) for index, _ in vouched]))
+        raws = _fetch(store, [_key(array, index) for index, _ in vouched])
         for (index, owner), raw in zip(vouched, raws):
             problem = _problem(raw) if check.checksummed else None
             if problem:
                 check.damaged.append(Damage(name, index, problem, owner, layout.where(name, index, dims)))
-        present = zarr_sync(_exist(store, [_key(array, index) for index in loose]))
+        present = zarr_sync(concurrently([store.exists(_key(array, index)) for index in loose]))
         unvouched.update((index[0], layout.segment_of_time_chunk(index[1])) for index, there in zip(loose, present)
                          if there)
     gaps = [Damage(f"{PROGRESS}/done", (c, j), "is missing while a later segment of its chunk is done", (c, j),
@@ -266,10 +269,6 @@ def verify(url: str) -> Verification:
     gaps = [gap for gap in gaps if gap.chunk not in {d.chunk for d in record_damage}]
     unvouched -= {gap.owner for gap in gaps}
     return Verification(url, plan, checks, done, gaps, sorted(unvouched), read_lock(url))
-
-
-async def _exist(store, keys: list[str]) -> list[bool]:
-    return await asyncio.gather(*(store.exists(key) for key in keys))
 
 
 def segments_to_redo(verification: Verification) -> dict[int, list[int]]:
@@ -295,9 +294,17 @@ def segments_to_redo(verification: Verification) -> dict[int, list[int]]:
 
 
 def repair(verification: Verification) -> dict[int, list[int]]:
-    """Mark the segments of :func:`segments_to_redo` not done (their records, including damaged
-    ones, are rewritten as absent) and rewrite damaged coordinates from the spec.  The caller holds
-    the store's lock.  Returns the segments marked."""
+    """Under the store's run lock (InvalidInput while a run holds it), mark the segments of
+    :func:`segments_to_redo` not done (their records, damaged ones included, are rewritten as
+    absent) and rewrite damaged coordinates from the spec.  Returns the segments marked."""
+    try:
+        with run_lock(verification.url):
+            return _mark_for_recomputation(verification)
+    except StoreError as error:
+        raise InvalidInput("store", f"{verification.url!r} {error}") from None
+
+
+def _mark_for_recomputation(verification: Verification) -> dict[int, list[int]]:
     redo = segments_to_redo(verification)
     store = RunStore(verification.url)
     store.write_all([(f"{PROGRESS}/{name}", (c, j), np.nan) for c, segments in redo.items() for j in segments

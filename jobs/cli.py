@@ -6,10 +6,8 @@ import os
 import signal
 import sys
 import time
-from contextlib import contextmanager
 
 import ensemble
-from ensemble.lock import StoreError, run_lock
 from ensemble.report import write_report
 from ensemble.store import DamagedStore, summary
 from ensemble.verify import repair
@@ -67,23 +65,13 @@ def verify(args) -> int:
         found = verify_store(store)
         print("\n".join(found.summary()))
         if args.repair and found.damaged:
-            with _store_lock(store):
-                redo = repair(found)
+            redo = repair(found)
             count = sum(len(segments) for segments in redo.values())
             print(f"armillary: marked {count} segments of {len(redo)} member chunks not done; `armillary run SPEC "
                   f"--store {store}` recomputes them (bitwise as before)")
             continue
         worst = max(worst, 0 if found.sound else 1)
     return worst
-
-
-@contextmanager
-def _store_lock(store: str):
-    try:
-        with run_lock(store):
-            yield
-    except StoreError as error:
-        raise InvalidInput("store", f"{store!r} {error}") from None
 
 
 def status(args) -> int:

@@ -41,11 +41,7 @@ def record_sample_template(sample, q, omega, mass_diag, mass_full, coef, topolog
 
 @lane_function
 def check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, step, scratch):
-    """Record the first failure of each member at ``step`` and stop treating it as active.
-
-    Failures are rare: one branch-free sweep screens the lanes, and they are visited one by one only
-    when some lane has failed.
-    """
+    """Record the first failure of each member at ``step`` and stop treating it as active."""
     n = q.shape[0]
     lanes = q.shape[2]
     poison = scratch[0]
@@ -55,6 +51,16 @@ def check_lanes(q, omega, code, active, lane_status, lane_failed, step_iteration
         for k in range(3):
             for b in range(lanes):
                 poison[b] += q[i, k, b] * 0.0 + omega[i, k, b] * 0.0  # NaN iff some entry is NaN or inf
+    record_lane_failures(poison, code, active, lane_status, lane_failed, step_iterations, lane_iterations, step)
+
+
+@lane_function
+def record_lane_failures(poison, code, active, lane_status, lane_failed, step_iterations, lane_iterations, step):
+    """Of every active lane: its Newton iterations, and its first failure at ``step`` (the step's
+    code, or NON_FINITE where ``poison`` — Σ state × 0 — is NaN), after which it is inactive.  One
+    branch-free sweep screens the lanes; they are visited one by one only when some lane failed.
+    Shared by both state layouts' drivers."""
+    lanes = poison.shape[0]
     failures = 0
     for b in range(lanes):
         lane_iterations[b] = max(lane_iterations[b], step_iterations[b] if active[b] else 0)

@@ -12,9 +12,9 @@ scalar log of Benettin's sum) per member, so results are bitwise independent of 
 
 import numpy as np
 
-from .driver import lane_bookkeeping
+from .driver import lane_bookkeeping, record_lane_failures
 from .lanes import lane_function
-from .status import NON_FINITE, OK
+from .status import OK
 
 
 @lane_function
@@ -41,16 +41,7 @@ def check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations,
     for r in range(x.shape[0]):
         for b in range(lanes):
             poison[b] += x[r, b] * 0.0
-    for b in range(lanes):
-        if active[b]:
-            lane_iterations[b] = max(lane_iterations[b], step_iterations[b])
-            failure = code[b]
-            if failure == OK and poison[b] != poison[b]:
-                failure = NON_FINITE
-            if failure != OK:
-                lane_status[b] = failure
-                lane_failed[b] = step
-                active[b] = False
+    record_lane_failures(poison, code, active, lane_status, lane_failed, step_iterations, lane_iterations, step)
 
 
 @lane_function
