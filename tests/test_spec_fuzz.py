@@ -17,8 +17,7 @@ from jobs.cli import main
 from kernels import METHODS, SYSTEMS
 
 EXAMPLES = 2000
-#: one worker runs the fuzzer and then the check of what it generated
-pytestmark = pytest.mark.xdist_group("spec_fuzz")
+
 
 BASES = [
     {"system": {"name": "sphere_nbody", "preset": "paper"},
@@ -136,14 +135,23 @@ def workdir():
             os.chdir(previous)
 
 
-COUNT = {"specs": 0, "refused": 0, "valid": 0}
+def test_every_generated_spec_is_checked_or_refused_in_one_line(workdir):
+    count = {"specs": 0, "refused": 0, "valid": 0}
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(base=st.sampled_from(range(len(BASES))), mutations=st.lists(mutation, min_size=0, max_size=4),
+           damage=st.tuples(st.integers(0, 9), st.integers(0, 400), st.text(max_size=6)))
+    def fuzz(base, mutations, damage):
+        check_one_spec(workdir, BASES[base], mutations, damage, count)
+
+    fuzz()
+    assert count["specs"] >= EXAMPLES
+    assert count["valid"] >= 20 and count["refused"] >= EXAMPLES // 2, count
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(base=st.sampled_from(range(len(BASES))), mutations=st.lists(mutation, min_size=0, max_size=4),
-       damage=st.tuples(st.integers(0, 9), st.integers(0, 400), st.text(max_size=6)))
-def test_every_generated_spec_is_checked_or_refused_in_one_line(workdir, base, mutations, damage):
-    document = mutate(BASES[base], mutations)
+def check_one_spec(workdir, base, mutations, damage, count):
+    """One generated spec through ``check`` and, when refused, ``run``."""
+    document = mutate(base, mutations)
     store = os.path.join(workdir, "never.zarr")
     if isinstance(document.get("output"), dict):
         document["output"].setdefault("store", store)
@@ -159,24 +167,19 @@ def test_every_generated_spec_is_checked_or_refused_in_one_line(workdir, base, m
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
     before = sorted(os.listdir(workdir))
-    COUNT["specs"] += 1
+    count["specs"] += 1
     code, out, err = call("check", path)
     assert code in (0, 2), (code, err)
     if code == 0:
-        COUNT["valid"] += 1
+        count["valid"] += 1
         assert "valid" in out and not err
         return
-    COUNT["refused"] += 1
+    count["refused"] += 1
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("armillary: ") and ": " in lines[0][11:], err
     assert out == ""
     code, out, err_run = call("run", path)
     assert code == 2 and err_run == err, (code, err_run, err)
-    assert sorted(os.listdir(workdir)) == before, "a refused spec created something"
+    after = sorted(os.listdir(workdir))
+    assert after == before, f"a refused spec created {sorted(set(after) - set(before))}"
 
-
-def test_the_fuzzer_ran_its_specs_and_both_outcomes():
-    """Runs after the fuzzer (same module, same xdist group, so the same worker): it generated what it
-    promised."""
-    assert COUNT["specs"] >= EXAMPLES
-    assert COUNT["valid"] >= 20 and COUNT["refused"] >= EXAMPLES // 2, COUNT
