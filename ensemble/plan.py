@@ -79,6 +79,10 @@ class Plan:
     def validate(self) -> None:
         """Check, before anything is written, what tasks would otherwise find out late: the number of
         bodies, every sweep grid point's parameter values, and the initial state's shape."""
+        per_member = self.system.per_member_parameters()
+        if per_member:  # the plan cuts members into chunks by sweeps only
+            raise InvalidInput(f"system.params.{per_member[0]}", "has one more axis than its shape: a spec takes no "
+                               "per-member values; vary it over members with a sweep, { values = [...] }")
         n = self.n_bodies
         points = self.spec.sweep_points
         for member in range(0, self.spec.members, self.spec.members // points):

@@ -233,13 +233,14 @@ class System:
         first = np.asarray(state[self.space.variables[0].name])
         return function(state, self.broadcast(first.shape[0], self.space.body_count(state)))
 
+    def per_member_parameters(self) -> tuple[str, ...]:
+        """Names of the parameters given with a leading member axis (one value per member)."""
+        return tuple(p.name for p in self.definition.parameters
+                     if not p.structural and self.params[p.name].ndim == _BASE_NDIM[p.shape] + 1)
+
     def member_count(self) -> int | None:
         """Number of members implied by per-member parameters (None if all are shared)."""
-        counts = {
-            self.params[p.name].shape[0]
-            for p in self.definition.parameters
-            if not p.structural and self.params[p.name].ndim == _BASE_NDIM[p.shape] + 1
-        }
+        counts = {self.params[name].shape[0] for name in self.per_member_parameters()}
         if len(counts) > 1:
             raise InvalidInput("params", f"per-member parameters disagree on the number of members: {sorted(counts)}")
         return counts.pop() if counts else None
