@@ -11,7 +11,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from kernels import InvalidInput, execution_mode, get_system
+from kernels import InvalidInput, execution_mode, get_system, resolve_method
 from kernels.lyapunov import Shadow, displaced_shadow
 
 from .initial import member_normals, shadow_directions
@@ -95,11 +95,32 @@ class Plan:
         if found != n:
             raise InvalidInput("ensemble.path", f"initial state has {found} bodies, expected {n}")
         self.space.admit(state, n)  # refuses a state off the manifold now, naming the variable
+        self.method  # refuses a method variant the system cannot take (adaptive vi), naming the option
         optional = {d.name for d in self.space.optional_diagnostics}
         if optional & set(self.spec.variables) and self.mode != "system":
             raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "
                                "measured by the system-parallel mode only: one member of a pair system with a finite "
                                "cutoff, method vi, no [analysis] lyapunov")
+
+    @cached_property
+    def method(self):
+        """The kernel-level method the spec's method and options run (adaptive vi is a variant of vi):
+        its carried solver state, status codes and sampling."""
+        try:
+            return resolve_method(self.system.definition, self.spec.method, self.spec.options)
+        except InvalidInput as error:
+            raise InvalidInput(f"integrator.{error.field}", error.message) from None
+
+    @property
+    def tracks_encounters(self) -> bool:
+        """Whether members record their least close-encounter separation: ``min_separation`` is among
+        the spec's output variables (only systems that declare encounters allow it)."""
+        return "min_separation" in self.spec.variables
+
+    @property
+    def samples_off_grid(self) -> bool:
+        """Whether samples are taken off their nominal times (adaptive vi), their lags stored as ``sample_lag``."""
+        return "sample_lag" in self.method.carry
 
     @cached_property
     def mode(self) -> str:

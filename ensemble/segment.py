@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from kernels import METHODS, integrate
+from kernels import integrate
 from kernels.lyapunov import Shadow
 from kernels.status import OK
 
@@ -82,7 +82,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     store.count_attempt(chunk, segment)
     started = time.perf_counter()
     spec, names = plan.spec, plan.space.names
-    carried = METHODS[spec.method].carry
+    carried = plan.method.carry
     first, stop = plan.chunks[chunk]
     members = slice(first, stop)
     seg = plan.segments[segment]
@@ -95,11 +95,13 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         failed_step = np.full(stop - first, -1, np.int64)
         if spec.lyapunov:
             shadow = plan.initial_shadow(first, stop, state)
+        closest = np.full(stop - first, np.inf)
     else:
         saved = store.read_checkpoint((segment - 1) % 2, first, stop, checkpoint_names(plan))
         state = {name: saved[name] for name in names}
         status, failed_step = saved["status"], saved["failed_step"]
         carry = {name: saved[name] for name in carried}  # e.g. rk45 continues with its proposed step
+        closest = saved.get("min_separation")
         if spec.lyapunov:
             shadow = Shadow({name: saved["shadow_" + name] for name in names}, saved["log_growth"],
                             saved["reference"], spec.lyapunov["d0"], spec.lyapunov["renormalise_every"], seg.start)
@@ -127,12 +129,17 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     status = np.where(failed, status, result.status)
     failed_step = np.where(new_failure, seg.start + result.failed_step, failed_step)
     region = (members, slice(seg.first_sample, seg.last_sample + 1))
-    for name in spec.variables:
-        source = result.state if name in names else result.diagnostics if name != "energy" else {name: result.energy}
+    timed = {"energy": result.energy, "sample_lag": result.sample_lag}
+    for name in [v for v in spec.variables if v != "min_separation"] + ["sample_lag"] * plan.samples_off_grid:
+        source = result.state if name in names else timed if name in timed else result.diagnostics
         values = source[name][:, :samples].copy()
         values[failed] = np.nan
         writes.append((name, region, values))
     checkpoint = {"status": status, "failed_step": failed_step, **result.carry}
+    if plan.tracks_encounters:  # the least separation over all segments so far; failed members keep theirs
+        closest = np.where(failed, closest, np.minimum(closest, result.min_separation))
+        checkpoint["min_separation"] = closest
+        writes.append(("min_separation", members, closest))
     for name, value in result.final.items():
         checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
     if shadow is not None:

@@ -34,9 +34,12 @@ MAX_SWEEP_POINTS = 10**6
 OPTIONAL_FIELDS = ("lyapunov",)
 
 
-def output_variables(space) -> tuple[str, ...]:
-    """What ``[output] variables`` may list for a space: its state, the energy, its diagnostics."""
-    return space.names + ("energy",) + tuple(d.name for d in space.diagnostics + space.optional_diagnostics)
+def output_variables(space, definition=None) -> tuple[str, ...]:
+    """What ``[output] variables`` may list for a space: its state, the energy, its diagnostics; and
+    ``min_separation`` (per member, the least close-encounter separation) for a system ``definition``
+    that declares encounters."""
+    encounters = ("min_separation",) if getattr(definition, "encounter", None) is not None else ()
+    return space.names + ("energy",) + tuple(d.name for d in space.diagnostics + space.optional_diagnostics) + encounters
 
 
 def initial_kinds(space) -> tuple[str, ...]:
@@ -330,13 +333,14 @@ def _sampler_options(section: _Section, space, initial: str) -> dict | None:
     return options
 
 
-def _output_section(section: _Section, space) -> dict:
+def _output_section(section: _Section, definition) -> dict:
+    space = definition.space
     store = section.get("store", "str", required=True)
-    allowed = output_variables(space)
+    allowed = output_variables(space, definition)
     variables = section.get("variables", "list", ["energy"] + [d.name for d in space.diagnostics])
     for name in variables:
         if name not in allowed:
-            raise InvalidInput("output.variables", f"unknown variable {name!r} for the {space.name} space; allowed: "
+            raise InvalidInput("output.variables", f"unknown variable {name!r} for {definition.name} (space {space.name}); allowed: "
                                f"{', '.join(allowed)}")
     if len(set(variables)) != len(variables):
         raise InvalidInput("output.variables", f"lists a variable twice: {variables}")
@@ -344,7 +348,7 @@ def _output_section(section: _Section, space) -> dict:
     return dict(store=store, variables=tuple(variables))
 
 
-def _analysis_section(section: _Section, method: str, system: str) -> dict | None:
+def _analysis_section(section: _Section, method: str, options: dict, system: str) -> dict | None:
     """``lyapunov = { d0, renormalise_every }``: carry a Benettin shadow of every member (fixed-step
     methods only: renormalisation happens at common steps)."""
     table = section.get("lyapunov", "table")
@@ -358,7 +362,7 @@ def _analysis_section(section: _Section, method: str, system: str) -> dict | Non
                            f"separation), got {d0!r}")
     every = lyapunov.positive("renormalise_every", "int", 10, minimum=1, strict=False)
     lyapunov.finish()
-    if METHODS[method].lanes == 1:
+    if METHODS[method].resolve({**METHODS[method].options, **options}).lanes == 1:
         fixed = ", ".join(name for name in methods_for(SYSTEMS[system]) if METHODS[name].lanes is None)
         raise InvalidInput("analysis.lyapunov", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
     return {"d0": d0, "renormalise_every": every}
@@ -424,9 +428,10 @@ def parse_spec(text: str, stored: bool = False, **overrides) -> Spec:
     spec = Spec(
         system=name, preset=preset, params=params, sweeps=sweeps, **integrator,
         **_ensemble_section(_Section("ensemble", document["ensemble"]), space),
-        **_output_section(_Section("output", document["output"]), space),
+        **_output_section(_Section("output", document["output"]), SYSTEMS[name]),
         cluster=dict(cluster) if stored else _cluster_section(_Section("cluster", cluster)),
-        lyapunov=_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"], name),
+        lyapunov=_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"],
+                                   integrator["options"], name),
     )
     if spec.store.startswith("file://"):  # a local directory however it is spelled
         spec = replace(spec, store=spec.store[len("file://"):])

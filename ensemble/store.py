@@ -64,6 +64,9 @@ COMMON_ATTRS = {
     "failed_step": ("1", "step at which the member failed (-1: never)"),
     "lyapunov": ("1/s", "finite-time maximal Lyapunov exponent at the end of the run (Benettin)"),
     "lyapunov_estimate": ("1/s", "running finite-time maximal Lyapunov exponent (Benettin)"),
+    "min_separation": ("1", "least close-encounter separation reached over every step so far (the system's "
+                       "distance from its singularity)"),
+    "sample_lag": ("s", "time of the saved step minus the sample's nominal time (adaptive steps)"),
 }
 LYAPUNOV_VARIABLES = ("lyapunov", "lyapunov_estimate")
 #: the status meanings of stores written before they were stored as an attribute (all (S²)ⁿ codes)
@@ -83,7 +86,7 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
     for d in space.diagnostics + space.optional_diagnostics:
         layout[d.name] = ((members, samples), ("member", "time"), d.unit, d.long_name)
     for name, (unit, long_name) in COMMON_ATTRS.items():
-        over_time = name in ("energy", "lyapunov_estimate")
+        over_time = name in ("energy", "lyapunov_estimate", "sample_lag")
         layout[name] = ((members, samples) if over_time else (members,), ("member", "time") if over_time
                         else ("member",), unit, long_name)
     return layout
@@ -92,8 +95,11 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
 def checkpoint_names(plan: Plan) -> tuple[str, ...]:
     """Per-member state a segment hands to the next through the checkpoint slots: the state variables,
     the method's carried solver state, status, failed_step; with ``[analysis] lyapunov`` also the
-    Benettin shadows (``shadow_<name>``), log_growth and reference."""
-    names = plan.space.names + METHODS[plan.spec.method].carry + ("status", "failed_step")
+    Benettin shadows (``shadow_<name>``), log_growth and reference; for systems with encounters the
+    running ``min_separation``."""
+    names = plan.space.names + plan.method.carry + ("status", "failed_step")
+    if plan.tracks_encounters:
+        names += ("min_separation",)
     if plan.spec.lyapunov:
         names += tuple("shadow_" + name for name in plan.space.names) + ("log_growth", "reference")
     return names
@@ -182,6 +188,7 @@ def write_template(plan: Plan) -> None:
     names = list(spec.variables) + [name + "0" for name in space.names] + ["status", "failed_step"]
     if spec.lyapunov:
         names += LYAPUNOV_VARIABLES
+    names += ["sample_lag"] * plan.samples_off_grid
     data, encoding = {}, {}
     for name in names:
         shape, dims, unit, long_name = layout[name]
@@ -193,7 +200,7 @@ def write_template(plan: Plan) -> None:
                                  {"units": unit, "long_name": long_name})
         encoding[name] = {"chunks": chunks, "fill_value": fill, "compressors": COMPRESSED_CHECKSUMMED}
     coords = coordinates(plan)
-    method = METHODS[spec.method]
+    method = plan.method
     attrs = {
         "system": spec.system, "space": space.name, "state_variables": list(space.names),
         "preset": spec.preset or "", "params": json.dumps(_json_params(plan)),

@@ -126,7 +126,7 @@ def report(args) -> int:
             print(f"armillary: warning: {store}: {len(found)} damaged chunks read as NaN: "
                   + "; ".join(str(d) for d in found), file=sys.stderr)
         damaged[store] = found
-    table, _ = write_report(args.stores, args.out, damaged)
+    table, _ = write_report(args.stores, args.out, damaged, args.burn_in)
     print(table)
     print(f"armillary: wrote {os.path.join(args.out, 'report.md')} and its figures")
     return 0
@@ -188,6 +188,8 @@ def _parser() -> argparse.ArgumentParser:
     report_parser.add_argument("--out", default="report", help="directory for report.md and the PNGs (default: report)")
     report_parser.add_argument("--allow-damaged", action="store_true",
                                help="report a store with chunks that fail their checksums (they read as NaN)")
+    report_parser.add_argument("--burn-in", type=float, metavar="SECONDS",
+                               help="fit drift rates after this time (default: over the second half of each run)")
     report_parser.set_defaults(handler=report)
     verify_parser = commands.add_parser("verify", help="check every chunk's checksum and completion record; "
                                         "exit 0 only when all is sound")

@@ -16,8 +16,9 @@ import types
 
 from numba import njit
 
+from .driver import no_encounter, track_separation_template
 from .flat_driver import FLAT_SHADOW_STAGES
-from .integrators import FLAT, FULL, METHODS
+from .integrators import FLAT, FULL, KERNEL_METHODS
 from .lanes import kinetic_energy_diagonal, kinetic_energy_full
 from .lyapunov import SHADOW_STAGES
 from .systems import SYSTEMS
@@ -53,7 +54,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     keeps its size."""
     definition = SYSTEMS[system]
     space = definition.space
-    recipe = METHODS[method].recipe(space.name, inertia_kind)
+    recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
     tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{SOURCE_HASH}"
     if inertia_kind == FLAT:
         bindings = {**definition.lane_functions, "space_diagnostics": space.lane["diagnostics"],
@@ -63,10 +64,11 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
         bindings = {
             "system_gradient": definition.gradient,
             "system_potential": definition.potential,
+            "system_encounter": definition.encounter or no_encounter,
             "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
             **recipe.constants,
         }
-        templates = recipe.helpers + SHADOW_STAGES[shadows]
+        templates = recipe.helpers + SHADOW_STAGES[shadows] + (("track_separation", track_separation_template),)
     for name, template in templates:
         bindings[name] = njit(**KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     driver = bind_template(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)

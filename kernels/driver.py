@@ -2,7 +2,8 @@
 
 These are plain Python functions, specialised per (integrator, system) by :mod:`kernels.compile`,
 which binds the free names ``integrator_allocate``, ``integrator_begin``, ``integrator_step``,
-``record_sample``, ``system_potential`` and ``kinetic_energy`` before jitting.  Members are processed
+``record_sample``, ``track_separation``, ``system_potential``, ``system_encounter`` and
+``kinetic_energy`` before jitting.  Members are processed
 in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and release the GIL;
 :func:`kernels.integrate` runs disjoint ranges of blocks on several threads.
 """
@@ -78,10 +79,29 @@ def record_lane_failures(poison, code, active, lane_status, lane_failed, step_it
                 active[b] = False
 
 
+def track_separation_template(q, omega, mass_diag, coef, topology, lane_status, encounter_out, closest):
+    """closest[b] ← min(closest[b], the system's close-encounter separation) for lanes still OK
+    (``system_encounter`` is bound at specialisation; systems without one leave ``closest`` at inf)."""
+    system_encounter(q, omega, mass_diag, coef, topology, encounter_out)  # noqa: F821
+    for b in range(q.shape[2]):
+        if lane_status[b] == OK:
+            closest[b] = min(closest[b], encounter_out[0, b])
+
+
 @lane_function
-def write_final_state(q, omega, h, first, members, lane_status, lane_failed, lane_iterations,
-                      status, failed_step, iterations, q_end, omega_end, step_size):
-    """Per-member outcome and end state (the restart point of the next segment)."""
+def no_encounter(q, omega, mass_diag, coef, topology, out):
+    """``system_encounter`` of systems without singular encounters: an infinite separation."""
+    for b in range(q.shape[2]):
+        out[0, b] = np.inf
+        out[1, b] = np.inf
+        out[2, b] = 0.0
+
+
+@lane_function
+def write_final_state(q, omega, closest, first, members, lane_status, lane_failed, lane_iterations,
+                      status, failed_step, iterations, q_end, omega_end, min_separation):
+    """Per-member outcome, end state (the restart point of the next segment) and the least
+    close-encounter separation reached.  A driver that carries solver state writes it itself."""
     for b in range(q.shape[2]):
         m = first + b
         if m >= members:
@@ -89,7 +109,7 @@ def write_final_state(q, omega, h, first, members, lane_status, lane_failed, lan
         status[m] = lane_status[b]
         failed_step[m] = lane_failed[b]
         iterations[m] = lane_iterations[b]
-        step_size[m] = h[b]
+        min_separation[m] = closest[b]
         ok = lane_status[b] == OK
         for i in range(q.shape[0]):
             for k in range(3):
@@ -128,9 +148,10 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                      log_growth_blocks, reference_blocks, topology, h, n_steps, save_every, options,
                      d0, renormalise_every, step_offset, members, save_state,
                      q_out, omega_out, energy, unit_error, tangency_error, status, failed_step, iterations,
-                     q_end, omega_end, step_size, log_growth_out, shadow_q_end, shadow_omega_end, log_growth_end,
-                     reference_end):
-    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps.
+                     q_end, omega_end, carried, min_separation, sample_time, log_growth_out, shadow_q_end,
+                     shadow_omega_end, log_growth_end, reference_end):
+    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps, and track
+    each member's least close-encounter separation over every step (``min_separation``).
 
     With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
     stepped alongside it and renormalised to distance ``d0`` at every global step
@@ -150,6 +171,7 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         c = coef[blk]
         work = integrator_allocate(n, lanes)  # noqa: F821
         scratch = np.empty((4, lanes))
+        closest = np.full(lanes, np.inf)
         lane_status, lane_failed, lane_iterations, step_iterations, code, active = lane_bookkeeping(first, members,
                                                                                                   lanes)
         shadow_q = shadow_q_blocks[blk].copy()
@@ -163,6 +185,7 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         shadow_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options, shadow_work)  # noqa: F821
         record_sample(0, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+        track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
         if tracking:
             record_log_growth(0, q, omega, shadow_q, shadow_omega, first, members, log_growth, reference,
                               log_growth_out, scratch[0])
@@ -172,14 +195,15 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                         options, shadow_work, active, shadow_code, shadow_iterations, d0, renormalise_every,
                         log_growth, reference, scratch[0])
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
+            track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
             if k % save_every == 0:
                 record_sample(k // save_every, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                               save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
                 if tracking:
                     record_log_growth(k // save_every, q, omega, shadow_q, shadow_omega, first, members, log_growth,
                                       reference, log_growth_out, scratch[0])
-        write_final_state(q, omega, np.full(lanes, h), first, members, lane_status, lane_failed, lane_iterations,
-                          status, failed_step, iterations, q_end, omega_end, step_size)
+        write_final_state(q, omega, closest, first, members, lane_status, lane_failed, lane_iterations,
+                          status, failed_step, iterations, q_end, omega_end, min_separation)
         if tracking:
             write_final_shadow(shadow_q, shadow_omega, log_growth, reference, first, members,
                                shadow_q_end, shadow_omega_end, log_growth_end, reference_end)

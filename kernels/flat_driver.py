@@ -57,7 +57,7 @@ def record_log_growth_flat(sample, x, shadow, first, members, log_growth, refere
 
 @lane_function
 def write_flat_final(x, h, first, members, lane_status, lane_failed, lane_iterations, status, failed_step,
-                     iterations, x_end, step_size):
+                     iterations, x_end, carried):
     """Per-member outcome and end state (the restart point of the next segment); NaN for failed members."""
     for b in range(x.shape[1]):
         m = first + b
@@ -66,7 +66,7 @@ def write_flat_final(x, h, first, members, lane_status, lane_failed, lane_iterat
         status[m] = lane_status[b]
         failed_step[m] = lane_failed[b]
         iterations[m] = lane_iterations[b]
-        step_size[m] = h[b]
+        carried[m, 0] = h[b]
         ok = lane_status[b] == OK
         for r in range(x.shape[0]):
             x_end[m, r] = x[r, b] if ok else np.nan
@@ -107,7 +107,7 @@ def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status
 
 def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, topology, n, h, n_steps,
                      save_every, options, d0, renormalise_every, step_offset, members, save_state, state_out, energy,
-                     diagnostics, status, failed_step, iterations, x_end, step_size, log_growth_out, shadow_end,
+                     diagnostics, status, failed_step, iterations, x_end, carried, log_growth_out, shadow_end,
                      log_growth_end, reference_end):
     """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
     ``renormalise_every`` > 0 each member's Benettin shadow is stepped alongside and renormalised to
@@ -147,7 +147,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
                     record_log_growth_flat(k // save_every, x, shadow, first, members, log_growth, reference,
                                            log_growth_out, scratch[-1])
         write_flat_final(x, np.full(lanes, h), first, members, lane_status, lane_failed, lane_iterations, status,
-                         failed_step, iterations, x_end, step_size)
+                         failed_step, iterations, x_end, carried)
         if tracking:
             write_flat_shadow(shadow, log_growth, reference, first, members, shadow_end, log_growth_end,
                               reference_end)

@@ -6,13 +6,13 @@ import numpy as np
 
 from .blocks import lane_width, run_in_threads, to_blocks
 from .compile import compiled_kernel
-from .integrators import FLAT, METHODS
+from .integrators import FLAT, KERNEL_METHODS
 from .lyapunov import Shadow
 
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
-        option_vector: np.ndarray, step_size: np.ndarray) -> dict:
+        option_vector: np.ndarray, carried: np.ndarray) -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
     returns the fields of a :class:`~kernels.integrate.Trajectory`."""
     space = system.space
@@ -22,7 +22,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     params = system.broadcast(members, n)
     coef = np.ascontiguousarray(system.definition.coefficients(params, n), dtype=np.float64)
     topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
-    lanes = lane_width(METHODS[method].lanes, members)
+    lanes = lane_width(KERNEL_METHODS[method].lanes, members)
     samples = n_steps // save_every + 1
     diagnostics = np.full((members, len(space.diagnostics), samples), np.nan)
     result = {
@@ -32,7 +32,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "failed_step": np.full(members, -1, np.int64),
         "solver_iterations": np.zeros(members, np.int64),
         "final": np.empty((members, rows)),
-        "step_size": step_size,
+        "carried": carried,
         "log_growth": np.full((members, samples if shadow is not None else 0), np.nan),
     }
     if shadow is None:
@@ -50,7 +50,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     run_in_threads(
         kernel, {name: to_blocks(array, lanes) for name, array in blocks.items()},
         (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
-        outputs + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "step_size",
+        outputs + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "carried",
                                              "log_growth")]
         + [shadow_end[name] for name in ("state", "log_growth", "reference")],
         lanes, members, threads)
@@ -61,5 +61,6 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
                               shadow.step_offset + n_steps)
     return dict(result, state=space.unflatten(result["state"], n), final=space.unflatten(result["final"], n),
                 diagnostics={d.name: diagnostics[:, k] for k, d in enumerate(space.diagnostics)},
-                shadow_final=shadow_final, temperature=None, implicit=False, mode="ensemble")
+                shadow_final=shadow_final, temperature=None, implicit=False, mode="ensemble", min_separation=None,
+                sample_lag=None)
 

@@ -9,9 +9,9 @@ import numpy as np
 from . import flat_runner, sphere_runner, system_parallel
 from .blocks import default_threads
 from .errors import InvalidInput
-from .integrators import METHODS, methods_for
+from .integrators import METHODS, Method, methods_for
 from .lyapunov import Shadow
-from .systems import System
+from .systems import SYSTEMS, System
 
 #: the kernels' runner of each space layout (see StateSpace.layout)
 RUNNERS = {"sphere": sphere_runner.run, "flat": flat_runner.run}
@@ -26,8 +26,13 @@ class Trajectory:
     (the restart point); energy (J) and diagnostics (each of the space's constraint diagnostics by
     name, plus ``temperature`` in the system-parallel mode): (members, samples); status (members; see
     :mod:`kernels.status`) and failed_step (−1 if none); solver_iterations: max Newton iterations in
-    any step (implicit methods) or accepted steps (rk45); carry: the method's per-member solver state
-    a later call continues from (rk45: ``step_size``, the step it would take next, s).
+    any step (implicit methods) or accepted steps (rk45, adaptive vi); carry: the method's per-member
+    solver state a later call continues from (rk45: ``step_size``, the step it would take next, s;
+    adaptive vi: ``step_density`` (1/s) and ``sample_lag`` (s)).
+    min_separation (members,): the least close-encounter separation over every step of this call,
+    for systems that declare one (sphere_nbody: min over pairs of √(1 − (q_i·q_j)²)), else None.
+    sample_lag (members, samples): adaptive vi only (else None): each sample is the first step at or
+    past its nominal time, and this is by how much (s).
     Failed members hold NaN from their failing step on.
     With a Benettin shadow: log_growth (members, samples), ln of the shadow's accumulated separation
     growth (see :mod:`kernels.lyapunov`), and shadow_final, the shadows after the last step; without:
@@ -55,6 +60,8 @@ class Trajectory:
     #: (members, samples); and how many times the Verlet lists were built (members,)
     temperature: np.ndarray | None = None
     neighbour_rebuilds: np.ndarray | None = None
+    min_separation: np.ndarray | None = None
+    sample_lag: np.ndarray | None = None
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -82,14 +89,16 @@ def _positive_int(field: str, value) -> int:
     return int(value)
 
 
-def _method_options(method: str, options: dict, n_steps: int) -> tuple[dict, np.ndarray]:
+def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tuple[Method, dict, np.ndarray]:
+    """The method that runs (a variant its options select), the merged options and the kernel's
+    option vector."""
     spec = METHODS[method]
     for name in options:
         if name not in spec.options:
             allowed = ", ".join(spec.options) or "none"
             raise InvalidInput(name, f"unknown option of method {method!r}; allowed: {allowed}")
     merged = {**spec.options, **options}
-    for name in ("newton_tol", "rtol", "atol"):
+    for name in ("newton_tol", "rtol", "atol", "tolerance"):
         if name in merged and not (np.isfinite(merged[name]) and merged[name] > 0):
             raise InvalidInput(name, f"must be > 0, got {merged[name]!r}")
     if "newton_max_iterations" in merged:
@@ -97,15 +106,39 @@ def _method_options(method: str, options: dict, n_steps: int) -> tuple[dict, np.
     if "max_steps" in merged:
         merged["max_steps"] = _positive_int("max_steps", merged["max_steps"] if merged["max_steps"] is not None
                                             else 100 * n_steps + 10_000)
-    return merged, np.array([merged[name] for name in spec.option_vector], dtype=np.float64)
+    if "max_step" in merged:
+        merged["max_step"] = dt if merged["max_step"] is None else merged["max_step"]
+        if not (isinstance(merged["max_step"], (int, float)) and np.isfinite(merged["max_step"])
+                and 0 < merged["max_step"] <= dt):
+            raise InvalidInput("max_step", f"must be in (0, dt = {dt!r}] (s), got {merged['max_step']!r}")
+    runs = spec.resolve(merged)
+    return runs, merged, np.array([merged[name] for name in runs.option_vector], dtype=np.float64)
 
 
-def _checked_shadow(shadow: Shadow, system: System, method: str, state: dict) -> Shadow:
+def _check_variant(definition, method: str, runs: Method, options: dict) -> None:
+    """Refuse a variant (adaptive vi) for a system it cannot step (InvalidInput naming the option)."""
+    if runs is not METHODS[method] and (definition.encounter is None or not definition.diagonal_inertia
+                                        or options.get("implicit")):
+        able = [name for name, d in SYSTEMS.items() if getattr(d, "encounter", None) is not None and d.diagonal_inertia]
+        raise InvalidInput("adaptive", f"adaptive vi steps the explicit (diagonal M, implicit = false) vi of systems "
+                           f"that declare close encounters, not {definition.name}; allowed systems: {', '.join(able)}")
+
+
+def resolve_method(definition, method: str, options: dict) -> Method:
+    """The kernel-level method that ``method`` with ``options`` runs for systems of ``definition``
+    (adaptive vi is a variant of vi with its own carried state and sampling), refusing a variant the
+    system cannot take.  For the layers above the kernels (store layout, checkpoints)."""
+    runs = METHODS[method].resolve({**METHODS[method].options, **options})
+    _check_variant(definition, method, runs, options)
+    return runs
+
+
+def _checked_shadow(shadow: Shadow, system: System, method: str, runs: Method, state: dict) -> Shadow:
     if not isinstance(shadow, Shadow):
         raise InvalidInput("shadow", f"must be a kernels.lyapunov.Shadow, got {type(shadow).__name__}")
-    if METHODS[method].lanes == 1:
+    if runs.lanes == 1:
         fixed = [m for m in methods_for(system.definition) if METHODS[m].lanes is None]
-        raise InvalidInput("shadow", f"Benettin shadows need a fixed-step method, not {method!r}; "
+        raise InvalidInput("shadow", f"Benettin shadows need a fixed-step method, not {method!r} ({runs.name}); "
                            f"allowed: {', '.join(fixed)}")
     members = next(iter(state.values())).shape[0]
     for name, value in state.items():
@@ -123,21 +156,27 @@ def _checked_shadow(shadow: Shadow, system: System, method: str, state: dict) ->
     return shadow
 
 
-def _initial_step_sizes(method: str, options: dict, carry: dict | None, dt: float, members: int) -> np.ndarray:
-    """Each member's first step (s): the carried ``step_size`` where finite, else ``first_step``, else dt."""
+def _initial_carry(runs: Method, options: dict, carry: dict | None, dt: float, members: int) -> np.ndarray:
+    """The method's carried solver state, (members, C) in the order of ``runs.carry``: a later call's
+    ``carry`` where finite, else the start (rk45 ``step_size``: ``first_step``, else dt; adaptive vi:
+    ``step_density`` NaN, i.e. the target density of the initial state, and ``sample_lag`` 0)."""
     first = dt if options.get("first_step") is None else options["first_step"]
-    sizes = np.broadcast_to(np.asarray(first, dtype=np.float64), (members,)).copy()
+    start = {"step_size": first, "step_density": np.nan, "sample_lag": 0.0}
+    carried = np.zeros((members, max(1, len(runs.carry))))
+    for column, name in enumerate(runs.carry):
+        carried[:, column] = np.broadcast_to(np.asarray(start[name], dtype=np.float64), (members,))
     if carry:
-        unknown = set(carry) - set(METHODS[method].carry)
+        unknown = set(carry) - set(runs.carry)
         if unknown:
-            raise InvalidInput("carry", f"unknown {sorted(unknown)}; method {method!r} carries "
-                               f"{', '.join(METHODS[method].carry) or 'nothing'}")
-        if "step_size" in carry:
-            carried = np.asarray(carry["step_size"], dtype=np.float64)
-            sizes = np.where(np.isfinite(carried), carried, sizes)
-    if not np.all(np.isfinite(sizes) & (sizes > 0)):
+            raise InvalidInput("carry", f"unknown {sorted(unknown)}; method {runs.name!r} carries "
+                               f"{', '.join(runs.carry) or 'nothing'}")
+        for column, name in enumerate(runs.carry):
+            if name in carry:
+                given = np.asarray(carry[name], dtype=np.float64)
+                carried[:, column] = np.where(np.isfinite(given), given, carried[:, column])
+    if "step_size" in runs.carry and not np.all(np.isfinite(carried[:, 0]) & (carried[:, 0] > 0)):
         raise InvalidInput("first_step", "must be > 0")
-    return sizes
+    return carried
 
 
 def integrate(system: System, method: str, state0, dt: float, n_steps: int, save_every: int = 1, *,
@@ -155,7 +194,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     as an earlier call's ``final`` (and ``carry`` its ``carry``), so that a run continued in segments
     equals an uninterrupted one and methods that drift off the manifold are not silently projected
     back; otherwise the state is put on the manifold within 1e-6 and refused beyond.
-    Method options: vi — implicit, newton_tol, newton_max_iterations; lgvi — newton_tol,
+    Method options: vi — implicit, newton_tol, newton_max_iterations, and adaptive (reversible adaptive
+    steps for systems with close encounters, see :mod:`kernels.integrators.adaptive_vi`) with
+    tolerance, max_step (default dt) and max_steps; lgvi — newton_tol,
     newton_max_iterations; rk45 — rtol, atol, max_steps, first_step (scalar or per member).
     ``shadow`` (fixed-step methods): Benettin shadows of the members (see :mod:`kernels.lyapunov`;
     :func:`kernels.lyapunov.displaced_shadow` makes the first), stepped alongside them; returned in
@@ -185,20 +226,21 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     implied = system.member_count()
     if implied not in (None, 1, members):
         raise InvalidInput("params", f"per-member parameters are given for {implied} members, the state has {members}")
-    options, option_vector = _method_options(method, method_options, n_steps)
+    runs, options, option_vector = _method_options(method, method_options, n_steps, float(dt))
+    _check_variant(system.definition, method, runs, options)
     if shadow is not None:
-        shadow = _checked_shadow(shadow, system, method, state)
-    step_size = _initial_step_sizes(method, options, carry, float(dt), members)
+        shadow = _checked_shadow(shadow, system, method, runs, state)
+    carried = _initial_carry(runs, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)
     keep = [name for name in space.names if name in outputs]
-    result = RUNNERS[space.layout](system, method, state, dt, n_steps, save_every, keep_state=bool(keep),
+    result = RUNNERS[space.layout](system, runs.name, state, dt, n_steps, save_every, keep_state=bool(keep),
                                    threads=threads, shadow=shadow, mode=mode, skin=skin, options=options,
-                                   option_vector=option_vector, step_size=step_size)
-    sizes = result.pop("step_size")
+                                   option_vector=option_vector, carried=carried)
+    carried = result.pop("carried")
     result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
     samples = n_steps // save_every + 1
     return Trajectory(time=np.arange(samples) * (save_every * float(dt)), method=method,
-                      carry={name: sizes for name in METHODS[method].carry}, **result)
+                      carry={name: carried[:, column].copy() for column, name in enumerate(runs.carry)}, **result)
 
 
 def execution_mode(system: System, method: str, members: int, n: int, shadows: bool, mode: str | None = None,

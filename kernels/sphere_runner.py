@@ -9,7 +9,7 @@ from . import system_parallel
 from .blocks import lane_width, run_in_threads, to_blocks
 from .compile import compiled_kernel
 from .errors import InvalidInput
-from .integrators import DIAGONAL, FULL, METHODS
+from .integrators import DIAGONAL, FULL, KERNEL_METHODS
 from .lyapunov import Shadow
 
 
@@ -31,9 +31,10 @@ def _checked_inertia(system, params: dict, n: int) -> np.ndarray:
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
-        option_vector: np.ndarray, step_size: np.ndarray) -> dict:
-    """Integrate (q, ω) (members, n, 3) with ``method``; returns the fields of a
-    :class:`~kernels.integrate.Trajectory` (state and diagnostics by name)."""
+        option_vector: np.ndarray, carried: np.ndarray) -> dict:
+    """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
+    returns the fields of a :class:`~kernels.integrate.Trajectory` (state and diagnostics by name),
+    with ``carried`` (members, C), the method's solver state, updated in place."""
     q, omega = state["q"], state["omega"]
     members, n = q.shape[:2]
     params = system.broadcast(members, n)
@@ -48,7 +49,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     mass_diag = mass if mass.ndim == 2 else np.diagonal(mass, axis1=1, axis2=2)
     mass_full = mass if inertia_kind == FULL else np.zeros((members, 1, 1))
 
-    lanes = lane_width(METHODS[method].lanes, members)
+    lanes = lane_width(KERNEL_METHODS[method].lanes, members)
+    timed = "sample_lag" in KERNEL_METHODS[method].carry  # samples taken off their nominal times
     samples = n_steps // save_every + 1
     state_samples = samples if keep_state else 0
     result = {
@@ -62,7 +64,9 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "solver_iterations": np.zeros(members, np.int64),
         "q_final": np.empty((members, n, 3)),
         "omega_final": np.empty((members, n, 3)),
-        "step_size": step_size,
+        "carried": carried,
+        "min_separation": np.full(members, np.inf),
+        "sample_lag": np.full((members, samples if timed else 0), np.nan),
         "log_growth": np.full((members, 0), np.nan),
         "shadow_final": None,
     }
@@ -89,7 +93,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
             kernel, {name: to_blocks(array, lanes) for name, array in blocks.items()},
             (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
             [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "status", "failed_step",
-                                       "solver_iterations", "q_final", "omega_final", "step_size", "log_growth")]
+                                       "solver_iterations", "q_final", "omega_final", "carried", "min_separation",
+                                       "sample_lag", "log_growth")]
             + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference")],
             lanes, members, threads)
         if shadow is not None:
@@ -98,6 +103,10 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
                                             shadow.renormalise_every, shadow.step_offset + n_steps)
     diagnostics = {name: result.pop(name) for name in ("unit_error", "tangency_error")}
     temperature = result.pop("temperature", None)
+    if system.definition.encounter is None or chosen == "system":
+        result["min_separation"] = None
+    if not timed:
+        result["sample_lag"] = None
     if temperature is not None:
         diagnostics["temperature"] = temperature
     return dict(result, state={"q": result.pop("q"), "omega": result.pop("omega")},

@@ -25,7 +25,7 @@ from . import neighbours as nb
 from .compile import KERNEL_FLAGS, SOURCE_HASH, bind_template
 from .systems import SYSTEMS
 from .errors import InvalidInput
-from .integrators import METHODS
+from .integrators import KERNEL_METHODS
 from .lanes import body_kinetic_energy, constraint_errors_into
 from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
 
@@ -198,7 +198,7 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
         reasons.append(f"the system has a short-range pair potential ({system.name} has none)")
     elif members == 1 and not np.isfinite(cutoff_of(system, params)):
         reasons.append("the pair potential has a finite cutoff (set the 'cutoff' parameter)")
-    if METHODS[method].system_stages is None or implicit:
+    if KERNEL_METHODS[method].system_stages is None or implicit:
         reasons.append(f"the method is explicit with per-body stages (vi with diagonal M), not {method!r}"
                        + (" implicit" if implicit else ""))
     if shadows:
@@ -248,7 +248,7 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     ok = info[STATUS] == OK
     out.update(
         status=info[STATUS:STATUS + 1].copy(), failed_step=info[FAILED_STEP:FAILED_STEP + 1].copy(),
-        solver_iterations=np.zeros(1, np.int64), step_size=np.full(1, float(dt)),
+        solver_iterations=np.zeros(1, np.int64),
         q_final=(q_final if ok else np.full((1, n, 3), np.nan)),
         omega_final=(omega_final if ok else np.full((1, n, 3), np.nan)),
         neighbour_rebuilds=info[REBUILDS:REBUILDS + 1].copy())
@@ -303,7 +303,7 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
 @functools.cache
 def compiled_system_kernel(method: str, system: str):
     """The jitted system-parallel driver (:mod:`kernels.system_parallel`) of ``method`` for ``system``."""
-    drift, kick = METHODS[method].system_stages
+    drift, kick = KERNEL_METHODS[method].system_stages
     tag = f"{method}__{system}__system__{SOURCE_HASH}"
     bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
                 **FIXED_BINDINGS}

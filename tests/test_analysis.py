@@ -75,6 +75,38 @@ def test_bounded_oscillation_has_no_growth_and_no_drift(tmp_path):
     assert float(stats.significant_drift.mean()) <= 0.05
 
 
+def test_settling_transient_is_an_offset_not_a_drift(tmp_path):
+    """A variational integrator's error: it rises from exactly 0 to an offset within the first 5 % of
+    the run (time constant 0.1 s of 10 s), then oscillates boundedly about it."""
+    rng = np.random.default_rng(4)
+    offset = rng.uniform(2e-6, 4e-6, (400, 1))
+    phase = rng.uniform(0, 2 * np.pi, (400, 1))
+    wave = 1e-6 * np.sin(2 * np.pi * 0.8 * T + phase)  # 4 whole periods in the window
+    error = offset * (1 - np.exp(-T / 0.1)) + wave - wave[:, :1]
+    ds = synthetic_store(tmp_path / "settled.zarr", error)
+    stats = energy_drift(ds).compute()
+    assert (stats.attrs["window_start"], stats.attrs["window_end"]) == (T[-1] / 2, T[-1])
+    assert abs(float(stats.drift_rate.median())) <= 2 * float(stats.drift_stderr.median())
+    assert float(stats.significant_drift.mean()) <= 0.05
+    # E0 < 0, so dE/|E0| = −error: the offset (about which the error oscillates) comes back with its
+    # sign, member by member
+    np.testing.assert_allclose(-stats.offset.values, offset[:, 0] - wave[:, 0], rtol=0.05)
+    # a fit over the whole run reads the settling as a drift rate (what the window avoids)
+    whole = energy_drift(ds, burn_in=0.0).compute()
+    assert abs(float(whole.drift_rate.median())) > 5 * abs(float(stats.drift_rate.median()))
+
+
+def test_burn_in_sets_the_window_and_bad_values_are_refused(tmp_path):
+    ds = synthetic_store(tmp_path / "line.zarr", np.tile(1e-6 * T, (4, 1)))
+    stats = energy_drift(ds, burn_in=2.0).compute()
+    assert stats.attrs["window_start"] == 2.0
+    np.testing.assert_allclose(stats.drift_rate, -1e-6, rtol=1e-9)
+    np.testing.assert_allclose(stats.offset, -1e-6 * T[T >= 2.0].mean(), rtol=1e-9)
+    for bad in (-1.0, float("nan"), 9.99, 100.0):
+        with pytest.raises(ensemble.InvalidInput, match="burn_in"):
+            energy_drift(ds, burn_in=bad)
+
+
 def example1_store(tmp_path, method):
     """Example 1 ensemble: 256 members perturbed by 1e-3, 100 s at h = 0.01 s, saved every 10 steps."""
     system = get_system("spherical_chain", "paper")
@@ -95,7 +127,9 @@ def test_vi_is_bounded_and_rk4_drifts_on_example_1_and_report_matches(tmp_path):
     vi, rk4 = (store_summary(xr.open_zarr(s)) for s in stores)
     assert vi["alpha"] < 0.7
     assert 1 - vi["significant_drift_fraction"] >= 0.95
-    assert rk4["significant_drift_fraction"] >= 0.95
+    # over the drift window (the last 50 s) rk4's drift, ~1.5e-10 1/s, is small beside its oscillations
+    # of ~4e-8, so only part of the members show it at 3σ; the ensemble's growth law does
+    assert rk4["significant_drift_fraction"] >= 0.5 and rk4["alpha"] > 0.7
 
     out = tmp_path / "report"
     table, summaries = write_report(stores, str(out))
@@ -108,9 +142,40 @@ def test_vi_is_bounded_and_rk4_drifts_on_example_1_and_report_matches(tmp_path):
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[1] == summary["method"] and int(cells[2]) == 256
         assert float(cells[3]) == pytest.approx(summary["median_max_energy_error"], rel=1e-3)
-        assert float(cells[7]) == pytest.approx(summary["alpha"], abs=1e-3)
-        assert float(cells[6].rstrip("%")) / 100 == pytest.approx(summary["significant_drift_fraction"], abs=1e-3)
+        assert float(cells[8]) == pytest.approx(summary["alpha"], abs=1e-3)
+        assert float(cells[7].rstrip("%")) / 100 == pytest.approx(summary["significant_drift_fraction"], abs=1e-3)
     assert re.search(r"!\[.*\]\(energy_error\.png\)", text)
+
+
+def test_demo_shows_bounded_vi_error_against_rk45_drift(tmp_path, capsys):
+    """`make run`'s two specs as written (128 of their 512 members): over 1000 s the baseline drifts
+    (significant in >= 80 % of members, alpha near 1) while vi's error stays bounded (median drift rate
+    below a third of the baseline's and not significant, alpha near 0)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    summaries = {}
+    for name in ("demo", "demo-rk45"):
+        ds = ensemble.run(os.path.join(root, "examples", f"{name}.toml"), members=128, workers=2,
+                          store=str(tmp_path / f"{name}.zarr"), stream=io.StringIO())
+        summaries[name] = store_summary(ds)
+        stats = energy_drift(ds).compute()
+        summaries[name]["median_drift_stderr"] = float(stats.drift_stderr.median())
+    vi, rk45 = summaries["demo"], summaries["demo-rk45"]
+    assert (vi["method"], rk45["method"], vi["t_end"]) == ("vi", "rk45", 1000.0)
+    assert abs(vi["median_drift_rate"]) < abs(rk45["median_drift_rate"]) / 3
+    assert abs(vi["median_drift_rate"]) < 3 * vi["median_drift_stderr"]
+    assert rk45["significant_drift_fraction"] >= 0.8
+    assert vi["alpha"] < 0.3 and rk45["alpha"] > 0.8
+    # at the end the baseline's typical error exceeds the worst the VI reached
+    assert rk45["median_max_energy_error"] > 3 * vi["median_max_energy_error"]
+
+    from jobs.cli import main
+    stores = [str(tmp_path / "demo.zarr"), str(tmp_path / "demo-rk45.zarr")]
+    assert main(["report", *stores, "--out", str(tmp_path / "bad"), "--burn-in", "1000"]) == 2
+    assert "burn_in: 1000 s leaves fewer than 3 samples" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
+    assert main(["report", *stores, "--out", str(tmp_path / "report"), "--burn-in", "100"]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "after the burn-in given with --burn-in" in text and text.count("drift window t = 100–1000 s") == 2
 
 
 def test_report_of_a_large_store_streams(tmp_path):

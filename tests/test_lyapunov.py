@@ -153,5 +153,5 @@ def test_lyapunov_map_chaotic_fraction_and_report(tmp_path):
         assert (out / name).stat().st_size > 10_000, name
     row = next(line for line in (out / "report.md").read_text().splitlines() if line.startswith("| swept.zarr"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert float(cells[11]) == pytest.approx(summary["median_lyapunov"], rel=1e-3)
-    assert float(cells[12].rstrip("%")) / 100 == pytest.approx(8 / 12, abs=1e-3)
+    assert float(cells[12]) == pytest.approx(summary["median_lyapunov"], rel=1e-3)
+    assert float(cells[13].rstrip("%")) / 100 == pytest.approx(8 / 12, abs=1e-3)

@@ -8,7 +8,7 @@ from typing import Callable
 from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
-from . import flat_rk, lgvi
+from . import adaptive_vi, flat_rk, lgvi
 from . import runge_kutta as rk
 from . import vi
 
@@ -40,6 +40,12 @@ class Method:
     system_stages: tuple | None = None
     #: option names that travel to the kernel as a float vector, in kernel order
     option_vector: tuple = ()
+    #: option name -> the variant Method (its own kernel, carry and lanes) that a true value selects
+    variants: dict = field(default_factory=dict)
+
+    def resolve(self, options: dict) -> "Method":
+        """The method that runs with these (merged) options: a variant an option selects, or itself."""
+        return next((variant for name, variant in self.variants.items() if options.get(name)), self)
 
     def supports(self, definition) -> bool:
         """Whether the method steps systems of this definition: its space and required capabilities."""
@@ -64,6 +70,16 @@ def _vi_recipe(kind):
          ("integrator_allocate", getattr(vi, prefix + "_allocate")),
          ("integrator_begin", getattr(vi, prefix + "_begin")),
          ("integrator_step", getattr(vi, prefix + "_step"))),
+    )
+
+
+def _adaptive_vi_recipe(kind):
+    return Recipe(
+        adaptive_vi.drive_adaptive_vi,
+        (("record_sample", record_sample_template),
+         ("integrator_allocate", vi.explicit_vi_allocate),
+         ("integrator_begin", vi.explicit_vi_begin),
+         ("integrator_step", vi.explicit_vi_step)),
     )
 
 
@@ -106,14 +122,24 @@ ON_SPHERES = frozenset({"potential", "gradient", "inertia"})
 FIELD = frozenset({"vector_field"})
 NEWTON = (codes.OK, codes.NON_FINITE, codes.NEWTON_FAILED)
 
+#: ``vi`` with ``adaptive = true``: the explicit step (diagonal M) with reversible adaptive steps,
+#: each member its own sequence (see :mod:`kernels.integrators.adaptive_vi`)
+ADAPTIVE_VI = Method(
+    "vi_adaptive", "explicit vi (29)–(30) with Hairer–Söderlind reversible adaptive steps from the system's "
+    "closest encounter", 2, {}, {SPHERES: (ON_SPHERES, _adaptive_vi_recipe)},
+    status=(codes.OK, codes.NON_FINITE, codes.VI_STEP_INFEASIBLE, codes.STEP_SIZE_UNDERFLOW),
+    carry=("step_density", "sample_lag"), lanes=1,
+    option_vector=("newton_tol", "newton_max_iterations", "tolerance", "max_step", "max_steps"))
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method("vi", "Lee–Leok–McClamroch variational integrator: explicit (29)–(30) for diagonal M, "
                "implicit (22)–(25) with Newton in Cayley coordinates otherwise", 2,
-               {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20}, {SPHERES: (ON_SPHERES, _vi_recipe)},
+               {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20, "adaptive": False,
+                "tolerance": 0.005, "max_step": None, "max_steps": None}, {SPHERES: (ON_SPHERES, _vi_recipe)},
                status=NEWTON + (codes.VI_STEP_INFEASIBLE,), system_stages=(vi.explicit_vi_drift, vi.explicit_vi_kick),
-               option_vector=("newton_tol", "newton_max_iterations")),
+               option_vector=("newton_tol", "newton_max_iterations"), variants={"adaptive": ADAPTIVE_VI}),
         Method("lgvi", "Lee–Leok–McClamroch Lie group variational integrator on SO(3)ⁿ, F_k by Newton in Cayley "
                "coordinates", 2, {"newton_tol": 1e-14, "newton_max_iterations": 20},
                {ROTATIONS: (frozenset({"torque", "inertia"}), _lgvi_recipe)}, status=NEWTON,
@@ -133,6 +159,10 @@ METHODS: dict[str, Method] = {
                option_vector=("rtol", "atol", "max_steps")),
     )
 }
+
+
+#: every kernel-level method by name, variants included (what :mod:`kernels.compile` and the runners look up)
+KERNEL_METHODS: dict[str, Method] = {**METHODS, ADAPTIVE_VI.name: ADAPTIVE_VI}
 
 
 def methods_for(definition) -> list[str]:

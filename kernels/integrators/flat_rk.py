@@ -83,11 +83,11 @@ def flat_dense_into(x, k, h, theta, out):
 
 def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, topology, n, dt, n_steps,
                         save_every, options, d0, renormalise_every, step_offset, members, save_state, state_out,
-                        energy, diagnostics, status, failed_step, iterations, x_end, step_size, log_growth_out,
+                        energy, diagnostics, status, failed_step, iterations, x_end, carried, log_growth_out,
                         shadow_end, log_growth_end, reference_end):
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
     times, the last step clipped onto n_steps·dt, and the controller's next step returned in
-    ``step_size`` (the carried state of a later segment); the same controller as the (S²)ⁿ kernel
+    ``carried[:, 0]`` (``step_size``, the carried state of a later segment); the same controller as the (S²)ⁿ kernel
     (:func:`kernels.integrators.runge_kutta.drive_adaptive`).  Shares
     :func:`kernels.flat_driver.drive_flat_fixed`'s signature; shadows are refused for it."""
     n_blocks, rows, lanes = x_blocks.shape
@@ -107,7 +107,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
         lane_status = np.zeros(1, np.int64)
         lane_failed = np.full(1, -1, np.int64)
         accepted = np.zeros(1, np.int64)
-        h = step_size[blk]
+        h = carried[blk, 0]
         record_flat_sample(0, x, n, c, topology, blk, members, lane_status, save_state, state_out, energy,  # noqa: F821
                            diagnostics, scratch)
         vector_field(x, n, c, topology, k[0], scratch_field)  # noqa: F821
@@ -149,4 +149,4 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                 lane_failed[0] = int(t / dt) + 1
                 break
         write_flat_final(x, np.full(1, h), blk, members, lane_status, lane_failed, accepted, status, failed_step,
-                         iterations, x_end, step_size)
+                         iterations, x_end, carried)

@@ -10,7 +10,11 @@ Lane functions of a system have the signatures
 ``potential(q, coef, topology, out)`` with ``q`` (n, 3, L) and ``out`` (L,), and
 ``gradient(q, coef, topology, out)`` with ``out`` (n, 3, L) = ∂V/∂q, where ``coef`` (P, L) holds
 per-member coefficients derived from the parameters and ``topology`` is an int64 array shared by
-all members (spring lists and the like).
+all members (spring lists and the like).  A system with singular close encounters (a pair potential
+that diverges at a collision) may add ``encounter(q, omega, mass_diag, coef, topology, out)`` with
+``out`` (3, L): its separation from the singularity (the member's ``min_separation`` is the least
+reached), the time scale τ (s) of motion at that separation, and d ln τ/dt (1/s); the adaptive
+``vi`` chooses its steps from τ.
 """
 
 from __future__ import annotations
@@ -116,6 +120,7 @@ class SystemDefinition(ParameterLookup):
     symmetry_axis: Callable[[dict], np.ndarray | None] | None = None  # rotation axis V is invariant about
     full_rotation_symmetry: bool = False  # V invariant under every rotation (total angular momentum)
     pair: PairPotential | None = None  # V is a short-range pair sum (enables the system-parallel mode)
+    encounter: Any = None  # close-encounter separation and time scale (see the module docstring)
     check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
     space: StateSpace = SPHERE_PRODUCT
     provides: frozenset = frozenset({"potential", "gradient", "inertia"})
