@@ -120,7 +120,7 @@ class Plan:
     @property
     def samples_off_grid(self) -> bool:
         """Whether samples are taken off their nominal times (adaptive vi), their lags stored as ``sample_lag``."""
-        return "sample_lag" in self.method.carry
+        return self.method.samples_off_grid
 
     @cached_property
     def mode(self) -> str:

@@ -119,7 +119,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
                                for name, value in shadow.state.items()},
                 log_growth=np.where(failed, fresh.log_growth, shadow.log_growth),
                 reference=np.where(failed, fresh.reference, shadow.reference))
-    outputs = tuple(name for name in spec.variables if name in names)
+    outputs = tuple(name for name in spec.variables if name in names) + ("min_separation",) * plan.tracks_encounters
     result = integrate_members(plan, first, stop, state, seg.stop - seg.start, spec.save_every, outputs=outputs,
                                shadow=shadow, restart=segment > 0, carry=carry, threads=threads)
 

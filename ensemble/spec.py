@@ -362,7 +362,7 @@ def _analysis_section(section: _Section, method: str, options: dict, system: str
                            f"separation), got {d0!r}")
     every = lyapunov.positive("renormalise_every", "int", 10, minimum=1, strict=False)
     lyapunov.finish()
-    if METHODS[method].resolve({**METHODS[method].options, **options}).lanes == 1:
+    if METHODS[method].resolve(options).lanes == 1:
         fixed = ", ".join(name for name in methods_for(SYSTEMS[system]) if METHODS[name].lanes is None)
         raise InvalidInput("analysis.lyapunov", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
     return {"d0": d0, "renormalise_every": every}

@@ -146,12 +146,13 @@ def lane_bookkeeping(first, members, lanes):
 
 def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                      log_growth_blocks, reference_blocks, topology, h, n_steps, save_every, options,
-                     d0, renormalise_every, step_offset, members, save_state,
+                     d0, renormalise_every, step_offset, track_encounters, members, save_state,
                      q_out, omega_out, energy, unit_error, tangency_error, status, failed_step, iterations,
                      q_end, omega_end, carried, min_separation, sample_time, log_growth_out, shadow_q_end,
                      shadow_omega_end, log_growth_end, reference_end):
-    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps, and track
-    each member's least close-encounter separation over every step (``min_separation``).
+    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
+    ``track_encounters`` also each member's least close-encounter separation over every step
+    (``min_separation``, else left at inf).
 
     With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
     stepped alongside it and renormalised to distance ``d0`` at every global step
@@ -185,7 +186,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         shadow_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options, shadow_work)  # noqa: F821
         record_sample(0, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
-        track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
+        if track_encounters:
+            track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
         if tracking:
             record_log_growth(0, q, omega, shadow_q, shadow_omega, first, members, log_growth, reference,
                               log_growth_out, scratch[0])
@@ -195,7 +197,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                         options, shadow_work, active, shadow_code, shadow_iterations, d0, renormalise_every,
                         log_growth, reference, scratch[0])
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
-            track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
+            if track_encounters:
+                track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
             if k % save_every == 0:
                 record_sample(k // save_every, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                               save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)

@@ -30,7 +30,8 @@ class Trajectory:
     solver state a later call continues from (rk45: ``step_size``, the step it would take next, s;
     adaptive vi: ``step_density`` (1/s) and ``sample_lag`` (s)).
     min_separation (members,): the least close-encounter separation over every step of this call,
-    for systems that declare one (sphere_nbody: min over pairs of √(1 − (q_i·q_j)²)), else None.
+    when ``outputs`` lists it (systems that declare encounters; sphere_nbody: min over pairs of
+    √(1 − (q_i·q_j)²)), else None.
     sample_lag (members, samples): adaptive vi only (else None): each sample is the first step at or
     past its nominal time, and this is by how much (s).
     Failed members hold NaN from their failing step on.
@@ -128,7 +129,7 @@ def resolve_method(definition, method: str, options: dict) -> Method:
     """The kernel-level method that ``method`` with ``options`` runs for systems of ``definition``
     (adaptive vi is a variant of vi with its own carried state and sampling), refusing a variant the
     system cannot take.  For the layers above the kernels (store layout, checkpoints)."""
-    runs = METHODS[method].resolve({**METHODS[method].options, **options})
+    runs = METHODS[method].resolve(options)
     _check_variant(definition, method, runs, options)
     return runs
 
@@ -190,7 +191,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     SO(3)ⁿ); ``dt`` (s) the step (rk45: the first step and the unit of time of ``n_steps``);
     ``save_every`` steps between saved samples.  Members run in parallel on ``threads`` Numba threads
     (default: all).  ``outputs`` chooses which state variables keep samples (default: all; energy and
-    the constraint diagnostics are always computed).  ``restart=True`` takes ``state0`` bit for bit
+    the constraint diagnostics are always computed; ``"min_separation"`` tracks close encounters of
+    systems that declare them).  ``restart=True`` takes ``state0`` bit for bit
     as an earlier call's ``final`` (and ``carry`` its ``carry``), so that a run continued in segments
     equals an uninterrupted one and methods that drift off the manifold are not silently projected
     back; otherwise the state is put on the manifold within 1e-6 and refused beyond.
@@ -217,7 +219,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     n_steps = _positive_int("n_steps", n_steps)
     save_every = _positive_int("save_every", save_every)
     outputs = space.names if outputs is None else tuple(outputs)
-    allowed = space.names + ("energy",) + tuple(d.name for d in space.diagnostics)
+    encounters = ("min_separation",) if getattr(system.definition, "encounter", None) is not None else ()
+    allowed = space.names + ("energy",) + tuple(d.name for d in space.diagnostics) + encounters
     unknown = set(outputs) - set(allowed)
     if unknown:
         raise InvalidInput("outputs", f"unknown {sorted(unknown)}; allowed: {', '.join(allowed)}")
@@ -235,7 +238,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     keep = [name for name in space.names if name in outputs]
     result = RUNNERS[space.layout](system, runs.name, state, dt, n_steps, save_every, keep_state=bool(keep),
                                    threads=threads, shadow=shadow, mode=mode, skin=skin, options=options,
-                                   option_vector=option_vector, carried=carried)
+                                   option_vector=option_vector, carried=carried,
+                                   track_encounters="min_separation" in outputs)
     carried = result.pop("carried")
     result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
     samples = n_steps // save_every + 1

@@ -31,7 +31,7 @@ def _checked_inertia(system, params: dict, n: int) -> np.ndarray:
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
-        option_vector: np.ndarray, carried: np.ndarray) -> dict:
+        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool) -> dict:
     """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
     returns the fields of a :class:`~kernels.integrate.Trajectory` (state and diagnostics by name),
     with ``carried`` (members, C), the method's solver state, updated in place."""
@@ -50,7 +50,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     mass_full = mass if inertia_kind == FULL else np.zeros((members, 1, 1))
 
     lanes = lane_width(KERNEL_METHODS[method].lanes, members)
-    timed = "sample_lag" in KERNEL_METHODS[method].carry  # samples taken off their nominal times
+    timed = KERNEL_METHODS[method].samples_off_grid
     samples = n_steps // save_every + 1
     state_samples = samples if keep_state else 0
     result = {
@@ -91,7 +91,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
                   "reference": shadow_in[3]}
         run_in_threads(
             kernel, {name: to_blocks(array, lanes) for name, array in blocks.items()},
-            (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
+            (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars + (track_encounters,),
+            keep_state,
             [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "status", "failed_step",
                                        "solver_iterations", "q_final", "omega_final", "carried", "min_separation",
                                        "sample_lag", "log_growth")]
@@ -103,7 +104,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
                                             shadow.renormalise_every, shadow.step_offset + n_steps)
     diagnostics = {name: result.pop(name) for name in ("unit_error", "tangency_error")}
     temperature = result.pop("temperature", None)
-    if system.definition.encounter is None or chosen == "system":
+    if not track_encounters or chosen == "system":
         result["min_separation"] = None
     if not timed:
         result["sample_lag"] = None

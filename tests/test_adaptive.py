@@ -45,9 +45,11 @@ def test_adaptive_vi_follows_the_close_encounters_of_the_perturbed_example_2():
 def test_adaptive_vi_continues_bit_for_bit_from_its_carry():
     state = NBODY.initial_state()
     q, omega = perturbed(state["q"], state["omega"], 3, 1e-3, 7)
-    whole = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 4000, 100, adaptive=True)
-    first = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 1500, 100, adaptive=True)
-    rest = integrate(NBODY, "vi", first.final, 1e-3, 2500, 100, adaptive=True, restart=True, carry=first.carry)
+    tracked = ("q", "omega", "min_separation")
+    whole = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 4000, 100, outputs=tracked, adaptive=True)
+    first = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 1500, 100, outputs=tracked, adaptive=True)
+    rest = integrate(NBODY, "vi", first.final, 1e-3, 2500, 100, outputs=tracked, adaptive=True, restart=True,
+                     carry=first.carry)
     for name in ("q", "omega"):
         assert np.array_equal(rest.final[name], whole.final[name])
         assert np.array_equal(np.concatenate([first.state[name], rest.state[name][:, 1:]], axis=1), whole.state[name])
@@ -61,14 +63,18 @@ def test_min_separation_is_the_least_over_every_step():
     every 50th step, the record can only be smaller than what the samples show."""
     state = NBODY.initial_state()
     q, omega = perturbed(state["q"], state["omega"], 8, 1e-3, 3)
-    every = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 3000, 1)
+    tracked = ("q", "min_separation")
+    every = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 3000, 1, outputs=tracked)
     np.testing.assert_allclose(every.min_separation, separations(every.q).min(axis=1), rtol=1e-12)
-    sparse = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 3000, 50)
+    sparse = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 3000, 50, outputs=tracked)
     assert np.array_equal(sparse.min_separation, every.min_separation)
     assert np.all(sparse.min_separation <= separations(sparse.q).min(axis=1) * (1 + 1e-12))  # numpy's rounding
     chain = get_system("spherical_chain", "paper")
     initial = {name: value[np.newaxis] for name, value in chain.initial_state().items()}
     assert integrate(chain, "vi", initial, 0.01, 10).min_separation is None  # no encounters declared
+    assert integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 10).min_separation is None  # not asked for
+    with pytest.raises(InvalidInput, match="^outputs: unknown \\['min_separation'\\]"):
+        integrate(chain, "vi", initial, 0.01, 10, outputs=("min_separation",))
 
 
 ADAPTIVE_VARIABLES = ("q", "omega", "energy", "unit_error", "min_separation")

@@ -44,8 +44,14 @@ class Method:
     variants: dict = field(default_factory=dict)
 
     def resolve(self, options: dict) -> "Method":
-        """The method that runs with these (merged) options: a variant an option selects, or itself."""
-        return next((variant for name, variant in self.variants.items() if options.get(name)), self)
+        """The method that runs with these options (defaults filled in): a variant an option selects, or itself."""
+        merged = {**self.options, **options}
+        return next((variant for name, variant in self.variants.items() if merged.get(name)), self)
+
+    @property
+    def samples_off_grid(self) -> bool:
+        """Whether its samples are the first steps past their nominal times, lags carried as ``sample_lag``."""
+        return "sample_lag" in self.carry
 
     def supports(self, definition) -> bool:
         """Whether the method steps systems of this definition: its space and required capabilities."""

@@ -49,16 +49,23 @@ def target_density(encounter_out, inverse_max_step2, tolerance):
     return np.sqrt(total), -b / total * encounter_out[2, 0]
 
 
+@lane_function
+def nominal_step(next_sample, save_every, elapsed, dt):
+    """The fixed-step count a failure at ``elapsed`` s past sample ``next_sample`` − 1 reports."""
+    return (next_sample - 1) * save_every + int(elapsed / dt) + 1
+
+
 def drive_adaptive_vi(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                       log_growth_blocks, reference_blocks, topology, dt, n_steps, save_every, options,
-                      d0, renormalise_every, step_offset, members, save_state,
+                      d0, renormalise_every, step_offset, track_encounters, members, save_state,
                       q_out, omega_out, energy, unit_error, tangency_error, status, failed_step, iterations,
                       q_end, omega_end, carried, min_separation, sample_time, log_growth_out, shadow_q_end,
                       shadow_omega_end, log_growth_end, reference_end):
     """March each member (blocks of one lane) with its own reversible step sequence until it has
     passed every save time s·save_every·dt, s ≤ n_steps/save_every (see the module docstring).
     ``sample_time`` receives each sample's lag behind its nominal time (s); ``iterations`` the steps
-    taken; ``carried`` holds (ρ, lag) in and out.  A member whose density stops being positive or
+    taken; ``carried`` holds (ρ, lag) in and out.  The controller evaluates the encounter at every
+    step anyway, so ``min_separation`` is kept whatever ``track_encounters`` says.  A member whose density stops being positive or
     that needs more than ``max_steps`` steps fails with STEP_SIZE_UNDERFLOW.  Shares
     :func:`kernels.driver.drive_fixed_step`'s signature; shadows are refused by :func:`kernels.integrate`."""
     n_blocks, n, _, lanes = q_blocks.shape
@@ -95,10 +102,9 @@ def drive_adaptive_vi(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow
         steps = 0
         while next_sample < n_samples:
             rho_half = rho + 0.5 * rate
-            nominal_step = (next_sample - 1) * save_every + int(elapsed / dt) + 1
             if not rho_half > 0.0 or steps >= max_steps:
                 lane_status[0] = STEP_SIZE_UNDERFLOW
-                lane_failed[0] = nominal_step
+                lane_failed[0] = nominal_step(next_sample, save_every, elapsed, dt)
                 break
             h = 1.0 / rho_half
             for i in range(n):
@@ -106,9 +112,9 @@ def drive_adaptive_vi(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow
             integrator_step(q, omega, md, mf, c, topology, h, options, work, active, code,  # noqa: F821
                             step_iterations)
             steps += 1
-            check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations,
-                        nominal_step, scratch)
+            check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, 0, scratch)
             if lane_status[0] != OK:
+                lane_failed[0] = nominal_step(next_sample, save_every, elapsed, dt)
                 break
             system_encounter(q, omega, md, c, topology, encounter_out)  # noqa: F821
             closest[0] = min(closest[0], encounter_out[0, 0])

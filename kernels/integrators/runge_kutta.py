@@ -205,14 +205,15 @@ def dopri_gave_up(h, t_end, attempts, max_steps):
 
 def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                    log_growth_blocks, reference_blocks, topology, dt, n_steps, save_every, options,
-                   d0, renormalise_every, step_offset, members, save_state,
+                   d0, renormalise_every, step_offset, track_encounters, members, save_state,
                    q_out, omega_out, energy, unit_error, tangency_error, status, failed_step, iterations,
                    q_end, omega_end, carried, min_separation, sample_time, log_growth_out, shadow_q_end,
                    shadow_omega_end, log_growth_end, reference_end):
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
     times s·save_every·dt; the last step is clipped to land on n_steps·dt exactly, and the step size
     the controller proposes there is returned in ``carried[:, 0]`` (``step_size``) to continue a later
-    segment.  ``min_separation``: the least close-encounter separation over the accepted steps.  A
+    segment.  With ``track_encounters``, ``min_separation``: the least close-encounter separation over
+    the accepted steps.  A
     non-finite stage makes the step rejected; a member whose step then shrinks below round-off of
     t_end (or that exceeds max_steps attempts) fails with STEP_SIZE_UNDERFLOW.
     Shares :func:`kernels.driver.drive_fixed_step`'s signature; Benettin shadows need renormalisation
@@ -245,7 +246,8 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
         closest = np.full(1, np.inf)
         record_sample(0, q, omega, md, mf, c, topology, blk, members, lane_status,  # noqa: F821
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
-        track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
+        if track_encounters:
+            track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
         equations_of_motion(q, omega, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
         t = 0.0
         next_sample = 1
@@ -281,7 +283,8 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
                     next_sample += 1
                 q[:] = q_new
                 omega[:] = omega_new
-                track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
+                if track_encounters:
+                    track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
                 kq[0] = kq[6]
                 kw[0] = kw[6]
                 t = t_new
