@@ -14,7 +14,7 @@ from .execute import execute, execute_array_task
 from .lock import StoreError, run_lock
 from .plan import Plan
 from .spec import Spec, load_spec, parse_spec
-from .store import check_writable, existing_identity, remove_store, write_template
+from .store import check_writable, existing_identity, remove_store, revision_change, write_template
 
 __all__ = ["run", "run_array_task", "load_spec", "parse_spec", "Spec", "Plan", "RunFailed", "prepare"]
 
@@ -41,6 +41,13 @@ def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
     return plan, identity is None or overwrite
 
 
+def note_revision_change(plan: Plan, stream) -> None:
+    """Say so when a resumed store was written by another revision of its system's numerics."""
+    note = revision_change(plan)
+    if note:
+        print(note, file=stream)
+
+
 def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.Dataset:
     """Run (or resume) the spec and return its store, lazily opened with xarray.
 
@@ -60,6 +67,8 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
             if create:
                 remove_store(spec.store)
                 write_template(plan)
+            else:
+                note_revision_change(plan, stream)
             execute(plan, stream)
     except StoreError as error:
         raise InvalidInput("output.store", str(error)) from None
@@ -85,4 +94,6 @@ def run_array_task(spec: Spec, index: int, size: int, stream=None) -> bool:
                            "`armillary submit` wrote")
     if identity != spec.identity():
         raise InvalidInput("output.store", f"{spec.store!r} holds a run of a different spec")
-    return execute_array_task(plan, index, size, stream or sys.stdout)
+    stream = stream or sys.stdout
+    note_revision_change(plan, stream)
+    return execute_array_task(plan, index, size, stream)

@@ -136,6 +136,18 @@ def existing_identity(url: str) -> str | None:
     return group.attrs.get("identity")  # None: a template interrupted while being written, to be redone
 
 
+def revision_change(plan) -> str | None:
+    """A one-line note when the store was written by another revision of its system's numerics (stores
+    from before revisions were recorded are revision 1): segments run now give other bits than the
+    ones already written, so the resumed run is no longer bitwise one uninterrupted run."""
+    definition = plan.system.definition
+    written = zarr.open_group(plan.spec.store, mode="r").attrs.get("system_revision", 1)
+    if written == definition.revision:
+        return None
+    return (f"note: {plan.spec.store!r} was written by revision {written} of {definition.name}'s numerics, this is "
+            f"revision {definition.revision}: the segments run now differ in the last bits from the ones written")
+
+
 def check_writable(url: str) -> None:
     """Refuse a store location that cannot be created, before anything is written."""
     if not is_local(url):
@@ -208,7 +220,7 @@ def write_template(plan: Plan) -> None:
         "n_steps": spec.n_steps, "save_every": spec.save_every, "checkpoint_every": spec.checkpoint_every,
         "chunk": spec.chunk, "initial": spec.initial, "spec": spec.to_toml(),
         "status_meanings": json.dumps({str(code): STATUS_MEANINGS[code] for code in method.status}),
-        "method_order": method.order, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "method_order": method.order, "system_revision": plan.system.definition.revision, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_versions(),
     }
     encoding.update({name: {"compressors": COMPRESSED_CHECKSUMMED} for name in coords})

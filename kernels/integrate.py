@@ -31,7 +31,7 @@ class Trajectory:
     adaptive vi: ``step_density`` (1/s) and ``sample_lag`` (s)).
     min_separation (members,): the least close-encounter separation over every step of this call,
     when ``outputs`` lists it (systems that declare encounters; sphere_nbody: min over pairs of
-    √(1 − (q_i·q_j)²)), else None.
+    ‖q_i × q_j‖ = √(1 − (q_i·q_j)²)), else None.
     sample_lag (members, samples): adaptive vi only (else None): each sample is the first step at or
     past its nominal time, and this is by how much (s).
     Failed members hold NaN from their failing step on.

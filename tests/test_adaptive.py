@@ -16,15 +16,17 @@ NBODY = get_system("sphere_nbody", "paper")
 
 
 def separations(q: np.ndarray) -> np.ndarray:
-    """min over pairs of √(1 − (q_i·q_j)²) for q (..., n, 3): sphere_nbody's distance from its singularities."""
+    """min over pairs of ‖q_i × q_j‖ = √(1 − (q_i·q_j)²) for q (..., n, 3): sphere_nbody's distance from its
+    singularities."""
     n = q.shape[-2]
-    pairs = [np.einsum("...k,...k->...", q[..., i, :], q[..., j, :]) for i in range(n) for j in range(i + 1, n)]
-    return np.sqrt(np.maximum(1.0 - np.stack(pairs) ** 2, 0.0)).min(axis=0)
+    pairs = [np.linalg.norm(np.cross(q[..., i, :], q[..., j, :]), axis=-1) for i in range(n) for j in range(i + 1, n)]
+    return np.stack(pairs).min(axis=0)
 
 
 def test_adaptive_vi_follows_the_close_encounters_of_the_perturbed_example_2():
     """200 members perturbed by 1e-3 around the paper's state (seed 7), h = 1e-3, 20 s: the fixed step
-    loses 19 members and the survivors' energy; the adaptive steps lose none, at under 3x the steps."""
+    loses members (14 measured; 19 when the separation was computed as √(1 − c²)) and the survivors'
+    energy; the adaptive steps lose none, at under 3x the steps."""
     state = NBODY.initial_state()
     q, omega = perturbed(state["q"], state["omega"], 200, 1e-3, 7)
     fixed = integrate(NBODY, "vi", {"q": q, "omega": omega}, 1e-3, 20_000, 100, outputs=())
@@ -34,12 +36,42 @@ def test_adaptive_vi_follows_the_close_encounters_of_the_perturbed_example_2():
         error = np.abs(run.energy - run.energy[:, :1]) / np.abs(run.energy[:, :1])
         return float(np.median(np.max(error[run.status == 0], axis=1)))
 
-    assert np.count_nonzero(fixed.status) == 19
+    assert np.count_nonzero(fixed.status) >= 10
     assert np.count_nonzero(adaptive.status) == 0
     assert median_max_error(adaptive) * 100 <= median_max_error(fixed)
     assert adaptive.solver_iterations.sum() <= 3 * 200 * 20_000  # accepted steps against the fixed run's
     # each sample is the first step at or past its nominal time: lagging by less than one step
     assert np.all((adaptive.sample_lag >= 0) & (adaptive.sample_lag < 2e-3)) and adaptive.sample_lag[:, 0].max() == 0
+
+
+def test_adaptive_step_sequence_retraces_itself_on_the_papers_state():
+    """Reversibility: from (q_N, −ω_N, ρ_N) the controller takes the same steps back to (q_0, −ω_0).  The
+    orbit is chaotic (rounding grows ~10⁴× in 10 s, to 6e-3 over 20 s through an encounter at s = 1.5e-5),
+    so the check runs for 10 s (12 551 steps), where rounding alone stays below 1e-10."""
+    state = {name: value[np.newaxis] for name, value in NBODY.initial_state().items()}
+    forth = integrate(NBODY, "vi", state, 1e-3, 10_000, 10_000, outputs=("q", "omega"), adaptive=True)
+    reversed_state = {"q": forth.final["q"], "omega": -forth.final["omega"]}
+    back = integrate(NBODY, "vi", reversed_state, 1e-3, 10_000, 10_000, outputs=("q", "omega"), adaptive=True,
+                     restart=True, carry={"step_density": forth.carry["step_density"], "sample_lag": np.zeros(1)})
+    assert forth.status[0] == back.status[0] == 0
+    assert back.solver_iterations[0] == forth.solver_iterations[0] > 10_000
+    assert np.abs(back.final["q"] - state["q"]).max() < 1e-10
+    assert np.abs(back.final["omega"] + state["omega"]).max() < 1e-10
+
+
+def test_adaptive_energy_error_does_not_drift_over_a_million_steps_of_the_papers_state():
+    """10⁶ steps (275 s) at tolerance 0.003: last tenth's max |ΔE|/E0 within 2x the first's (measured 1.77e-4
+    against 9.7e-5).  This realisation of the chaotic orbit stays above s = 7e-6; one that passes
+    s ~ 1e-7 (tolerance 0.005 does, at 121 s) takes a jump of ~γ·1e-16/s² from the rounding of the unit
+    vectors whatever the tolerance (README, known limits), so the precondition is asserted first."""
+    state = {name: value[np.newaxis] for name, value in NBODY.initial_state().items()}
+    run = integrate(NBODY, "vi", state, 1e-3, 275_000, 100, outputs=("min_separation",), adaptive=True,
+                    tolerance=0.003)
+    assert run.status[0] == 0 and run.solver_iterations[0] >= 1_000_000
+    assert run.min_separation[0] > 1e-6, "the orbit now meets a deep encounter: rounding, not drift, decides"
+    error = np.abs(run.energy[0] - run.energy[0, 0]) / np.abs(run.energy[0, 0])
+    tenth = error.size // 10
+    assert error[-tenth:].max() <= 2 * error[1:tenth + 1].max()
 
 
 def test_adaptive_vi_continues_bit_for_bit_from_its_carry():

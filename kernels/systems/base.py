@@ -124,6 +124,9 @@ class SystemDefinition(ParameterLookup):
     check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
     space: StateSpace = SPHERE_PRODUCT
     provides: frozenset = frozenset({"potential", "gradient", "inertia"})
+    #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores
+    #: record it and a resume across revisions says so
+    revision: int = 1
 
     @property
     def momentum(self) -> Callable[[dict, dict], np.ndarray] | None:

@@ -125,6 +125,9 @@ class RigidBodyDefinition(ParameterLookup):
     check: Callable[[dict], None] | None = None
     space: StateSpace = ROTATION
     provides: frozenset = frozenset({"potential", "torque", "inertia", "vector_field"})
+    #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores
+    #: record it and a resume across revisions says so
+    revision: int = 1
 
     def topology(self, params, n):
         return np.zeros(1, np.int64)
