@@ -323,11 +323,11 @@ def momentum_error(ds: xr.Dataset) -> xr.DataArray | None:
     of the total angular momentum when V is invariant under every rotation (sphere_nbody, sphere_lj,
     free_rigid_body), its component along the symmetry axis when V is invariant about one axis
     (spherical_chain, heavy_top: the direction of gravity).  None when the store has no state or the
-    system no symmetry."""
+    system no symmetry, or forces act."""
     if "spec" not in ds.attrs or state_of(ds) is None:
         return None
     plan = store_plan(ds)
-    if plan.system.definition.momentum is None:
+    if plan.system.definition.momentum is None or plan.system.forced:
         return None
 
     def change(system, state):

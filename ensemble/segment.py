@@ -25,15 +25,16 @@ from .store import RunStore, checkpoint_names
 
 
 def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: int, save_every: int, *,
-                      outputs=(), shadow=None, restart=False, carry=None, threads: int | None = 1):
-    """The plan's kernel on members [first, stop) from ``state``: the one call of every task, and of
+                      outputs=(), shadow=None, restart=False, carry=None, threads: int | None = 1, start_step: int = 0):
+    """The plan's kernel on members [first, stop) from ``state``, continuing after global step
+    ``start_step`` (the time origin of time-dependent forces): the one call of every task, and of
     :func:`load_kernel`, so both use the same compiled kernel (mode, method options).
     ``threads``: kernel threads of an ensemble-mode plan (None: the process's, NUMBA_NUM_THREADS);
     a system-parallel plan always uses the process's."""
     spec = plan.spec
     return integrate(plan.chunk_system(first, stop), spec.method, state, spec.dt, n_steps, save_every,
                      outputs=outputs, threads=None if plan.mode == "system" else threads, restart=restart,
-                     shadow=shadow, mode=plan.mode, carry=carry, **spec.options)
+                     shadow=shadow, mode=plan.mode, carry=carry, start_step=start_step, **spec.options)
 
 
 def load_kernel(plan: Plan) -> None:
@@ -121,7 +122,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
                 reference=np.where(failed, fresh.reference, shadow.reference))
     outputs = tuple(name for name in spec.variables if name in names) + ("min_separation",) * plan.tracks_encounters
     result = integrate_members(plan, first, stop, state, seg.stop - seg.start, spec.save_every, outputs=outputs,
-                               shadow=shadow, restart=segment > 0, carry=carry, threads=threads)
+                               shadow=shadow, restart=segment > 0, carry=carry, threads=threads, start_step=seg.start)
 
     writing = time.perf_counter()
     samples = seg.last_sample - seg.first_sample + 1

@@ -16,7 +16,7 @@ import types
 
 from numba import njit
 
-from .driver import no_encounter, track_separation_template
+from .driver import no_encounter, no_force, no_force_damping, track_separation_template
 from .flat_driver import FLAT_SHADOW_STAGES
 from .integrators import FLAT, FULL, KERNEL_METHODS
 from .lanes import kinetic_energy_diagonal, kinetic_energy_full
@@ -48,14 +48,14 @@ def bind_template(template, name: str, bindings: dict):
 
 
 @functools.cache
-def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool = False):
+def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool = False, forced: bool = False):
     """The jitted driver of ``method`` for ``system`` (cached in memory and on disk); with ``shadows``
     it steps Benettin shadows too (:mod:`kernels.lyapunov`), a separate kernel so that the common one
-    keeps its size."""
+    keeps its size; with ``forced`` the system's forces act (unforced kernels are compiled without them)."""
     definition = SYSTEMS[system]
     space = definition.space
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
-    tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{SOURCE_HASH}"
+    tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}{SOURCE_HASH}"
     if inertia_kind == FLAT:
         bindings = {**definition.lane_functions, "space_diagnostics": space.lane["diagnostics"],
                     "space_pull_back": space.lane["pull_back"], **recipe.constants}
@@ -65,6 +65,9 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
             "system_gradient": definition.gradient,
             "system_potential": definition.potential,
             "system_encounter": definition.encounter or no_encounter,
+            "system_force": definition.force if forced else no_force,
+            "system_force_damping": definition.force_damping if forced else no_force_damping,
+            "FORCED": forced,
             "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
             **recipe.constants,
         }

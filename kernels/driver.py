@@ -2,8 +2,10 @@
 
 These are plain Python functions, specialised per (integrator, system) by :mod:`kernels.compile`,
 which binds the free names ``integrator_allocate``, ``integrator_begin``, ``integrator_step``,
-``record_sample``, ``track_separation``, ``system_potential``, ``system_encounter`` and
-``kinetic_energy`` before jitting.  Members are processed
+``record_sample``, ``track_separation``, ``system_potential``, ``system_encounter``, ``system_force``,
+``system_force_damping``, ``kinetic_energy`` and the constant ``FORCED`` before jitting.  Every step
+gets the time t (s) at its start, (step_offset + k − 1)·h, computed from the global step index so a
+resumed segment sees the same bits.  Members are processed
 in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and release the GIL;
 :func:`kernels.integrate` runs disjoint ranges of blocks on several threads.
 """
@@ -98,6 +100,16 @@ def no_encounter(q, omega, mass_diag, coef, topology, out):
 
 
 @lane_function
+def no_force(t, q, omega, coef, topology, out):
+    """``system_force`` of kernels compiled without forces (never called: FORCED is False there)."""
+
+
+@lane_function
+def no_force_damping(q, coef, topology, out):
+    """``system_force_damping`` of kernels compiled without forces."""
+
+
+@lane_function
 def write_final_state(q, omega, closest, first, members, lane_status, lane_failed, lane_iterations,
                       status, failed_step, iterations, q_end, omega_end, min_separation):
     """Per-member outcome, end state (the restart point of the next segment) and the least
@@ -154,7 +166,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     ``track_encounters`` also each member's least close-encounter separation over every step
     (``min_separation``, else left at inf).
 
-    With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
+    ``step_offset`` is the global index of the step before the call's first: step k starts at time
+    (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
     stepped alongside it and renormalised to distance ``d0`` at every global step
     (``step_offset`` + k) divisible by ``renormalise_every``; otherwise the shadow arrays have no
     bodies and are ignored.  The member's own arithmetic is the same either way.  ``shadow_begin``
@@ -192,7 +205,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             record_log_growth(0, q, omega, shadow_q, shadow_omega, first, members, log_growth, reference,
                               log_growth_out, scratch[0])
         for k in range(1, n_steps + 1):
-            integrator_step(q, omega, md, mf, c, topology, h, options, work, active, code, step_iterations)  # noqa: F821
+            integrator_step((step_offset + k - 1) * h, q, omega, md, mf, c, topology, h, options, work,  # noqa: F821
+                            active, code, step_iterations)
             shadow_step(step_offset + k, q, omega, shadow_q, shadow_omega, md, mf, c, topology, h,  # noqa: F821
                         options, shadow_work, active, shadow_code, shadow_iterations, d0, renormalise_every,
                         log_growth, reference, scratch[0])

@@ -12,7 +12,7 @@ from .lyapunov import Shadow
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
-        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool) -> dict:
+        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int) -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
     returns the fields of a :class:`~kernels.integrate.Trajectory`."""
     space = system.space

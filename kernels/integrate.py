@@ -182,7 +182,7 @@ def _initial_carry(runs: Method, options: dict, carry: dict | None, dt: float, m
 
 def integrate(system: System, method: str, state0, dt: float, n_steps: int, save_every: int = 1, *,
               outputs=None, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
-              mode: str | None = None, skin: float | None = None, carry: dict | None = None,
+              mode: str | None = None, skin: float | None = None, carry: dict | None = None, start_step: int = 0,
               **method_options) -> Trajectory:
     """Integrate every member of an ensemble with one method, on the system's state space.
 
@@ -203,7 +203,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     ``shadow`` (fixed-step methods): Benettin shadows of the members (see :mod:`kernels.lyapunov`;
     :func:`kernels.lyapunov.displaced_shadow` makes the first), stepped alongside them; returned in
     ``shadow_final``.  ``mode`` and ``skin``: the (S²)ⁿ system-parallel mode (see
-    :mod:`kernels.system_parallel`).  Bad input raises :class:`~kernels.errors.InvalidInput` before
+    :mod:`kernels.system_parallel`).  ``start_step``: the global index of the step this call continues
+    after (time origin start_step·dt, what time-dependent forces see; with a shadow, its step_offset).
+    Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
     """
     if not isinstance(system, System):
@@ -231,15 +233,20 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         raise InvalidInput("params", f"per-member parameters are given for {implied} members, the state has {members}")
     runs, options, option_vector = _method_options(method, method_options, n_steps, float(dt))
     _check_variant(system.definition, method, runs, options)
+    if isinstance(start_step, bool) or not isinstance(start_step, (int, np.integer)) or start_step < 0:
+        raise InvalidInput("start_step", f"must be an integer >= 0, got {start_step!r}")
     if shadow is not None:
         shadow = _checked_shadow(shadow, system, method, runs, state)
+        if start_step not in (0, shadow.step_offset):
+            raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
+        start_step = shadow.step_offset
     carried = _initial_carry(runs, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)
     keep = [name for name in space.names if name in outputs]
     result = RUNNERS[space.layout](system, runs.name, state, dt, n_steps, save_every, keep_state=bool(keep),
                                    threads=threads, shadow=shadow, mode=mode, skin=skin, options=options,
                                    option_vector=option_vector, carried=carried,
-                                   track_encounters="min_separation" in outputs)
+                                   track_encounters="min_separation" in outputs, start_step=int(start_step))
     carried = result.pop("carried")
     result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
     samples = n_steps // save_every + 1

@@ -138,8 +138,8 @@ def shadow_step_template(step, q, omega, shadow_q, shadow_omega, mass_diag, mass
                          distance):
     """Step the shadows with the members' integrator, forget failed ones, and renormalise at every
     global ``step`` divisible by ``renormalise_every``."""
-    integrator_step(shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h, options,  # noqa: F821
-                    work, active, shadow_code, shadow_iterations)
+    integrator_step((step - 1) * h, shadow_q, shadow_omega, mass_diag, mass_full, coef, topology, h,  # noqa: F821
+                    options, work, active, shadow_code, shadow_iterations)
     forget_failed_shadows(shadow_code, log_growth)
     if step % renormalise_every == 0:
         renormalise_shadow(q, omega, shadow_q, shadow_omega, d0, log_growth, reference, distance)

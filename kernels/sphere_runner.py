@@ -31,10 +31,11 @@ def _checked_inertia(system, params: dict, n: int) -> np.ndarray:
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
-        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool) -> dict:
+        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int) -> dict:
     """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
     returns the fields of a :class:`~kernels.integrate.Trajectory` (state and diagnostics by name),
-    with ``carried`` (members, C), the method's solver state, updated in place."""
+    with ``carried`` (members, C), the method's solver state, updated in place.  ``start_step``: the global
+    index of the step the call continues after (time origin of time-dependent forces)."""
     q, omega = state["q"], state["omega"]
     members, n = q.shape[:2]
     params = system.broadcast(members, n)
@@ -49,6 +50,9 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     mass_diag = mass if mass.ndim == 2 else np.diagonal(mass, axis1=1, axis2=2)
     mass_full = mass if inertia_kind == FULL else np.zeros((members, 1, 1))
 
+    forced = system.forced
+    if forced and method == "vi" and inertia_kind != FULL:
+        raise InvalidInput("implicit", f"forces of {system.name} act through the implicit vi path; set implicit = true")
     lanes = lane_width(KERNEL_METHODS[method].lanes, members)
     timed = KERNEL_METHODS[method].samples_off_grid
     samples = n_steps // save_every + 1
@@ -71,13 +75,15 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "shadow_final": None,
     }
     chosen = system_parallel.choose_mode(mode, system, method, implicit, members, n, params, shadow is not None)
+    if forced and chosen == "system":
+        raise InvalidInput("mode", f"the system-parallel mode steps unforced systems; {system.name} is forced here")
     if chosen == "system":
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
                                           skin, keep_state, threads))
     else:
         if shadow is None:  # the kernel's shadow arguments then have no bodies and are ignored
             shadow_in = (np.zeros((members, 0, 3)), np.zeros((members, 0, 3)), np.zeros(members), np.ones(members))
-            shadow_scalars = (1.0, 0, 0)
+            shadow_scalars = (1.0, 0, start_step)
         else:
             shadow_in = tuple(np.asarray(a, dtype=np.float64) for a in (shadow.state["q"], shadow.state["omega"],
                                                                          shadow.log_growth, shadow.reference))
@@ -85,7 +91,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
             result["log_growth"] = np.full((members, samples), np.nan)
         shadow_end = {"q": np.empty(shadow_in[0].shape), "omega": np.empty(shadow_in[0].shape),
                       "log_growth": np.empty(members), "reference": np.empty(members)}
-        kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None)
+        kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced)
         blocks = {"q": q, "omega": omega, "mass_diag": mass_diag, "mass_full": mass_full, "coef": coef,
                   "shadow_q": shadow_in[0], "shadow_omega": shadow_in[1], "log_growth": shadow_in[2],
                   "reference": shadow_in[3]}

@@ -109,7 +109,8 @@ def drive_adaptive_vi(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow
             h = 1.0 / rho_half
             for i in range(n):
                 half_h_over_mass[i, 0] = 0.5 * h / md[i, 0]
-            integrator_step(q, omega, md, mf, c, topology, h, options, work, active, code,  # noqa: F821
+            t = (step_offset + (next_sample - 1) * save_every) * dt + elapsed
+            integrator_step(t, q, omega, md, mf, c, topology, h, options, work, active, code,  # noqa: F821
                             step_iterations)
             steps += 1
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, 0, scratch)

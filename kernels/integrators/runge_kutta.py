@@ -45,17 +45,23 @@ RTOL, ATOL, MAX_STEPS = 0, 1, 2
 
 
 def equations_allocate_diagonal(n, lanes):
-    return (np.empty((n, 3, lanes)), np.empty((1, 1, lanes)), np.empty((1, lanes)))
+    """Work: ∂V/∂q, (unused matrix and vector), the forces' moments g (empty in unforced kernels)."""
+    return (np.empty((n, 3, lanes)), np.empty((1, 1, lanes)), np.empty((1, lanes)),
+            np.zeros((n if FORCED else 0, 3, lanes)))  # noqa: F821 (bound at specialisation)
 
 
 def equations_allocate_full(n, lanes):
-    return (np.empty((n, 3, lanes)), np.empty((3 * n, 3 * n, lanes)), np.empty((3 * n, lanes)))
+    """Work: ∂V/∂q, the matrix and right side of (9), the forces' moments g."""
+    return (np.empty((n, 3, lanes)), np.empty((3 * n, 3 * n, lanes)), np.empty((3 * n, lanes)),
+            np.zeros((n if FORCED else 0, 3, lanes)))  # noqa: F821
 
 
-def equations_diagonal(q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
-    """(10) and (9) for diagonal M: ω̇_i = −(q_i × ∂V/∂q_i)/M_ii."""
-    grad = work[0]
+def equations_diagonal(t, q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
+    """(10) and (9) for diagonal M at time t (s): ω̇_i = (g_i − q_i × ∂V/∂q_i)/M_ii, g the forces' moments."""
+    grad, _, _, moments = work
     system_gradient(q, coef, topology, grad)  # noqa: F821 (bound at specialisation)
+    if FORCED:  # noqa: F821
+        system_force(t, q, omega, coef, topology, moments)  # noqa: F821
     velocities_into(q, omega, dq)
     for i in range(q.shape[0]):
         for b in range(q.shape[2]):
@@ -63,12 +69,19 @@ def equations_diagonal(q, omega, mass_diag, mass_full, coef, topology, dq, domeg
             domega[i, 0, b] = -inv * (q[i, 1, b] * grad[i, 2, b] - q[i, 2, b] * grad[i, 1, b])
             domega[i, 1, b] = -inv * (q[i, 2, b] * grad[i, 0, b] - q[i, 0, b] * grad[i, 2, b])
             domega[i, 2, b] = -inv * (q[i, 0, b] * grad[i, 1, b] - q[i, 1, b] * grad[i, 0, b])
+            if FORCED:  # noqa: F821
+                domega[i, 0, b] += inv * moments[i, 0, b]
+                domega[i, 1, b] += inv * moments[i, 1, b]
+                domega[i, 2, b] += inv * moments[i, 2, b]
 
 
-def equations_full(q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
-    """(10) and (9) for full M: a 3n×3n linear solve for ω̇ per member."""
-    grad, matrix, rhs = work
+def equations_full(t, q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
+    """(10) and (9) for full M at time t (s): a 3n×3n linear solve for ω̇ per member, the forces'
+    moments g_i joining −q_i × ∂V/∂q_i on the right (eq. (40) with the digest's corrected moments)."""
+    grad, matrix, rhs, moments = work
     system_gradient(q, coef, topology, grad)  # noqa: F821
+    if FORCED:  # noqa: F821
+        system_force(t, q, omega, coef, topology, moments)  # noqa: F821
     velocities_into(q, omega, dq)
     assemble_velocity_matrix(q, mass_full, matrix)
     n = q.shape[0]
@@ -83,6 +96,10 @@ def equations_full(q, omega, mass_diag, mass_full, coef, topology, dq, domega, w
                     r0 += w2 * (q[i, 1, b] * q[j, 2, b] - q[i, 2, b] * q[j, 1, b])
                     r1 += w2 * (q[i, 2, b] * q[j, 0, b] - q[i, 0, b] * q[j, 2, b])
                     r2 += w2 * (q[i, 0, b] * q[j, 1, b] - q[i, 1, b] * q[j, 0, b])
+            if FORCED:  # noqa: F821
+                r0 += moments[i, 0, b]
+                r1 += moments[i, 1, b]
+                r2 += moments[i, 2, b]
             rhs[3 * i, b] = r0
             rhs[3 * i + 1, b] = r1
             rhs[3 * i + 2, b] = r2
@@ -122,19 +139,22 @@ def explicit_rk_begin(q, omega, mass_diag, mass_full, coef, topology, h, options
     pass
 
 
-def explicit_rk_step(q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
-    """One step of the explicit Runge–Kutta method (tableau_a, tableau_b) on (9)–(10)."""
+def explicit_rk_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
+    """One step from time t (s) of the explicit Runge–Kutta method (tableau_a, tableau_b) on (9)–(10)."""
     kq, kw, yq, yw, eq_work = work
     stages = tableau_b.shape[0]  # noqa: F821
     for s in range(stages):
         yq[:] = q
         yw[:] = omega
+        node = 0.0  # c_s = Σ_r a_sr, the stage's time within the step
         for r in range(s):
             a = tableau_a[s, r]  # noqa: F821
+            node += a
             if a != 0.0:
                 add_scaled(yq, kq[r], h * a)
                 add_scaled(yw, kw[r], h * a)
-        equations_of_motion(yq, yw, mass_diag, mass_full, coef, topology, kq[s], kw[s], eq_work)  # noqa: F821
+        equations_of_motion(t + node * h, yq, yw, mass_diag, mass_full, coef, topology, kq[s], kw[s],  # noqa: F821
+                            eq_work)
     for r in range(stages):
         weight = tableau_b[r]  # noqa: F821
         if weight != 0.0:
@@ -248,7 +268,8 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
         if track_encounters:
             track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
-        equations_of_motion(q, omega, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
+        t_start = step_offset * dt  # the segment's time origin, from the global step index
+        equations_of_motion(t_start, q, omega, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
         t = 0.0
         next_sample = 1
         attempts = 0
@@ -259,15 +280,19 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
             for s in range(1, 7):
                 yq[:] = q
                 yw[:] = omega
+                node = 0.0
                 for r in range(s):
                     a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
+                    node += a
                     if a != 0.0:
                         add_scaled(yq, kq[r], h_step * a)
                         add_scaled(yw, kw[r], h_step * a)
                 if s == 6:
                     q_new[:] = yq
                     omega_new[:] = yw
-                equations_of_motion(yq, yw, md, mf, c, topology, kq[s], kw[s], eq_work)  # noqa: F821
+                    node = 1.0
+                equations_of_motion(t_start + t + node * h_step, yq, yw, md, mf, c, topology, kq[s], kw[s],  # noqa: F821
+                                    eq_work)
             error = dopri_error_norm(q, omega, q_new, omega_new, kq, kw, h_step, rtol, atol)
             if error <= 1.0:
                 t_new = t_end if last else t + h_step

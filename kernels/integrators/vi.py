@@ -86,8 +86,9 @@ def explicit_vi_kick(q_next, omega, grad, half_h_over_mass, q, i, b):
     q[i, 2, b] = q2
 
 
-def explicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
-    """One step of Lee–Leok–McClamroch eqs. (29)–(30); ∂V/∂q_{k+1} is kept for the next step."""
+def explicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
+    """One step of Lee–Leok–McClamroch eqs. (29)–(30); ∂V/∂q_{k+1} is kept for the next step.  Unforced
+    systems only (forces take the implicit path, see :func:`implicit_vi_step`), so t is unused."""
     q_next, grad, torque, half_h_over_mass, margin = work
     n = q.shape[0]
     lanes = q.shape[2]
@@ -107,11 +108,14 @@ def explicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
 
 def implicit_vi_allocate(n, lanes):
     """Work: ∂V/∂q, d (22), f, y = F q − q, 2/(1 + ‖f_j‖²), u, D_j = ∂y_j/∂f_j, Newton matrix and
-    vector, q_i × Σ_j M_ij y_j and its inner sums, per-lane norms (see NORM_ROWS), done."""
+    vector, q_i × Σ_j M_ij y_j and its inner sums, per-lane norms (see NORM_ROWS), done; for forced
+    kernels the moments g, a zero ω and ∂g/∂ω (empty otherwise)."""
+    forced_n = n if FORCED else 0  # noqa: F821 (bound at specialisation)
     return (np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)),
             np.empty((n, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, 3, lanes)), np.empty((3 * n, 3 * n, lanes)),
             np.empty((3 * n, lanes)), np.empty((n, 3, lanes)), np.empty((3, lanes)), np.empty((NORM_ROWS, lanes)),
-            np.empty(lanes, np.bool_))
+            np.empty(lanes, np.bool_), np.empty((forced_n, 3, lanes)), np.zeros((forced_n, 3, lanes)),
+            np.empty((3 * forced_n, 3 * forced_n, lanes)))
 
 
 def implicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
@@ -179,8 +183,13 @@ def assemble_velocity_matrix(q, mass_full, a):
                             a[3 * i + r, 3 * j + c, b] = -mass_full[i, j, b] * value
 
 
-def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
-    """One step of Lee–Leok–McClamroch eqs. (22)–(25).
+def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
+    """One step of Lee–Leok–McClamroch eqs. (22)–(25), from time t (s).
+
+    Forces (kernels compiled with FORCED) enter by the discrete Lagrange–d'Alembert principle with the
+    trapezoidal discrete forces f⁻_k = (h/2) g(t_k, q_k, ω_k) and f⁺_k = (h/2) g(t_{k+1}, q_{k+1}, ω_{k+1}):
+    (h²/2) g_k joins d of (22) beside −(h²/2) q × ∂V_k/∂q, and (h/2) g_{k+1} the right side of (25) beside
+    −(h/2) q × ∂V_{k+1}/∂q.  g is affine in ω, so (25) stays linear: its matrix loses (h/2) ∂g/∂ω.
 
     Newton on the residual R_i(f) = 2M_ii f_i/(1+‖f_i‖²) + q_i × Σ_{j≠i} M_ij y_j(f) − d_i + q_i (q_i·f_i):
     its tangential part is (28) and its normal part pins f_i·q_i = 0 so the Jacobian is regular.
@@ -189,7 +198,7 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
     block; only the bookkeeping is per lane, and a lane stops changing once it is done, so its result
     does not depend on which other members share its block.
     """
-    grad, d, f, y, cayley_scale, u, dy, jac, vec, cross, sums, norms, done = work
+    grad, d, f, y, cayley_scale, u, dy, jac, vec, cross, sums, norms, done, moments, at_rest, damping = work
     n = q.shape[0]
     lanes = q.shape[2]
     tol = options[NEWTON_TOLERANCE]
@@ -203,6 +212,8 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
     cross_with_mass_sums(q, mass_full, u, True, sums, cross)
     half_h = 0.5 * h
     half_h2 = 0.5 * h * h
+    if FORCED:  # noqa: F821
+        system_force(t, q, omega, coef, topology, moments)  # noqa: F821
     for b in range(lanes):
         norms[D_NORM, b] = 0.0
         norms[PREVIOUS_RESIDUAL, b] = np.inf
@@ -218,6 +229,10 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
                                                                             - q[i, 0, b] * grad[i, 2, b])
             d[i, 2, b] = hm * omega[i, 2, b] - cross[i, 2, b] - half_h2 * (q[i, 0, b] * grad[i, 1, b]
                                                                             - q[i, 1, b] * grad[i, 0, b])
+            if FORCED:  # noqa: F821 (a compile-time constant: the branch is pruned in unforced kernels)
+                d[i, 0, b] += half_h2 * moments[i, 0, b]
+                d[i, 1, b] += half_h2 * moments[i, 1, b]
+                d[i, 2, b] += half_h2 * moments[i, 2, b]
             for k in range(3):
                 norms[D_NORM, b] = max(norms[D_NORM, b], abs(d[i, k, b]))
             # first guess f_i = (h/2) ω_i: y_i ≈ 2 f_i × q_i must match h q̇_i = h ω_i × q_i to first order
@@ -320,6 +335,16 @@ def implicit_vi_step(q, omega, mass_diag, mass_full, coef, topology, h, options,
             vec[3 * i, b] = cross[i, 0, b] * inverse_h - 0.5 * h * (q[i, 1, b] * grad[i, 2, b] - q[i, 2, b] * grad[i, 1, b])
             vec[3 * i + 1, b] = cross[i, 1, b] * inverse_h - 0.5 * h * (q[i, 2, b] * grad[i, 0, b] - q[i, 0, b] * grad[i, 2, b])
             vec[3 * i + 2, b] = cross[i, 2, b] * inverse_h - 0.5 * h * (q[i, 0, b] * grad[i, 1, b] - q[i, 1, b] * grad[i, 0, b])
+    if FORCED:  # noqa: F821
+        system_force(t + h, q, at_rest, coef, topology, moments)  # noqa: F821 (g at ω = 0: its affine part)
+        damping[:] = 0.0
+        system_force_damping(q, coef, topology, damping)  # noqa: F821
+        for r in range(3 * n):
+            for b in range(lanes):
+                vec[r, b] += half_h * moments[r // 3, r % 3, b]
+            for c in range(3 * n):
+                for b in range(lanes):
+                    jac[r, c, b] -= half_h * damping[r, c, b]
     solve_in_lanes(jac, vec)
     for i in range(n):
         for k in range(3):

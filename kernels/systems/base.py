@@ -121,6 +121,14 @@ class SystemDefinition(ParameterLookup):
     full_rotation_symmetry: bool = False  # V invariant under every rotation (total angular momentum)
     pair: PairPotential | None = None  # V is a short-range pair sum (enables the system-parallel mode)
     encounter: Any = None  # close-encounter separation and time scale (see the module docstring)
+    #: generalised forces, affine in ω: force(t, q, omega, coef, topology, out (n, 3, L)) writes the moments
+    #: g_i = q_i × f_i (N·m) that join −q_i × ∂V/∂q_i (Lee–Leok–McClamroch eq. (10)), and
+    #: force_damping(q, coef, topology, out (3n, 3n, L)) adds ∂g/∂ω (N·m·s) to ``out``
+    force: Any = None
+    force_damping: Any = None
+    #: whether parameter values (broadcast, per member) switch any force on; unforced runs use kernels
+    #: compiled without the force terms
+    forced: Callable[[dict], bool] = lambda params: False
     check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
     space: StateSpace = SPHERE_PRODUCT
     provides: frozenset = frozenset({"potential", "gradient", "inertia"})
@@ -232,11 +240,17 @@ class System:
             raise InvalidInput("preset", f"system {self.name!r} was built without a preset, so it has no initial state")
         return {name: np.array(value, dtype=np.float64) for name, value in self.preset_state.items()}
 
+    @property
+    def forced(self) -> bool:
+        """Whether its parameter values switch on any of the system's forces (in any member)."""
+        return getattr(self.definition, "forced", lambda params: False)(self.params)
+
     def momentum(self, state: dict) -> np.ndarray | None:
         """The system's conserved momentum map (see the definition's ``momentum_doc``) of a state with a
-        leading member axis, (members, ..., k); None when the system has no symmetry."""
+        leading member axis, (members, ..., k); None when the system has no symmetry or forces act
+        (they need not respect it)."""
         function = self.definition.momentum
-        if function is None:
+        if function is None or self.forced:
             return None
         first = np.asarray(state[self.space.variables[0].name])
         return function(state, self.broadcast(first.shape[0], self.space.body_count(state)))
