@@ -64,12 +64,16 @@ def open_store(url: str, damaged=()) -> xr.Dataset:
 
 def relative_energy_error(ds: xr.Dataset) -> xr.DataArray:
     """ΔE(t)/|E0| = (E(t) − E(0)) / |E(0)| per member (lazy); absolute (J) for members with
-    |E0| < 1e-12, whose count is in ``attrs["absolute_members"]``."""
+    |E0| < 1e-12, whose count is in ``attrs["absolute_members"]``.  In a forced run's store (one with
+    ``work``) the energy balance error (E(t) − E(0) − W(t)) / |E(0)|: what the forces did is not an
+    error of the integrator."""
     initial = ds.energy.isel(time=0).compute()
     scale = abs(initial).where(abs(initial) >= ABSOLUTE_BELOW, 1.0)
-    error = (ds.energy - initial) / scale
+    change = ds.energy - initial - (ds.work if "work" in ds else 0.0)
+    error = change / scale
     absolute = int((abs(initial) < ABSOLUTE_BELOW).sum())
-    error.attrs = {"long_name": "relative energy error dE/|E0|", "units": "1", "absolute_members": absolute}
+    name = "energy balance error (dE - W)/|E0|" if "work" in ds else "relative energy error dE/|E0|"
+    error.attrs = {"long_name": name, "units": "1", "absolute_members": absolute}
     return error
 
 

@@ -117,6 +117,17 @@ class Plan:
         the spec's output variables (only systems that declare encounters allow it)."""
         return "min_separation" in self.spec.variables
 
+    @cached_property
+    def forced(self) -> bool:
+        """Whether forces act on some member (sweeps included): the store then keeps ``work``."""
+        return self.chunk_system(0, self.spec.members).forced
+
+    @property
+    def carried(self) -> tuple[str, ...]:
+        """What a segment hands the next beside the state: the method's solver state, and for a forced
+        run the work done so far."""
+        return self.method.carry + ("work",) * self.forced
+
     @property
     def samples_off_grid(self) -> bool:
         """Whether samples are taken off their nominal times (adaptive vi), their lags stored as ``sample_lag``."""

@@ -185,7 +185,11 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
     lines = ["# Armillary report", "", markdown_table(labels, summaries), "",
              "dE/|E0| is the relative energy error (absolute, in J, for members with |E0| < 1e-12: "
              + ", ".join(f"{label}: {s['absolute_members']}" for label, s in zip(labels, summaries)) + "). "
-             "Drift rate: least-squares slope of dE/|E0| against t per member over the drift window "
+             + ("For forced runs (" + ", ".join(label for label, ds in zip(labels, datasets) if "work" in ds)
+                + ") dE is the energy balance error E(t) − E(0) − W(t), W the work the forces did (stored as "
+                "`work`): what the forces did is not the integrator's error. " if any("work" in ds for ds in datasets)
+                else "")
+             + "Drift rate: least-squares slope of dE/|E0| against t per member over the drift window "
              + ("after the burn-in given with --burn-in" if burn_in is not None else "(the second half of the run)")
              + " stated per store below, so that the settling of a bounded error is not read as drift; its "
              "standard error is Newey–West (Bartlett kernel, lag ⌊4 (T/100)^{2/9}⌋), and a drift counts as "

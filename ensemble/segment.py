@@ -83,8 +83,9 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     store.count_attempt(chunk, segment)
     started = time.perf_counter()
     spec, names = plan.spec, plan.space.names
-    carried = plan.method.carry
     first, stop = plan.chunks[chunk]
+    # a chunk whose members are all unforced runs the unforced kernel, which carries no work (it is 0)
+    carried = plan.method.carry + ("work",) * plan.chunk_system(first, stop).forced
     members = slice(first, stop)
     seg = plan.segments[segment]
     shadow, carry = None, None
@@ -130,13 +131,17 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     status = np.where(failed, status, result.status)
     failed_step = np.where(new_failure, seg.start + result.failed_step, failed_step)
     region = (members, slice(seg.first_sample, seg.last_sample + 1))
-    timed = {"energy": result.energy, "sample_lag": result.sample_lag}
-    for name in [v for v in spec.variables if v != "min_separation"] + ["sample_lag"] * plan.samples_off_grid:
+    work = result.work if result.work is not None else np.zeros_like(result.energy)
+    timed = {"energy": result.energy, "sample_lag": result.sample_lag, "work": work}
+    for name in ([v for v in spec.variables if v != "min_separation"] + ["sample_lag"] * plan.samples_off_grid
+                 + ["work"] * plan.forced):
         source = result.state if name in names else timed if name in timed else result.diagnostics
         values = source[name][:, :samples].copy()
         values[failed] = np.nan
         writes.append((name, region, values))
     checkpoint = {"status": status, "failed_step": failed_step, **result.carry}
+    if plan.forced:
+        checkpoint.setdefault("work", work[:, -1])
     if plan.tracks_encounters:  # the least separation over all segments so far; failed members keep theirs
         closest = np.where(failed, closest, np.minimum(closest, result.min_separation))
         checkpoint["min_separation"] = closest

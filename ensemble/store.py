@@ -67,6 +67,7 @@ COMMON_ATTRS = {
     "min_separation": ("1", "least close-encounter separation reached over every step so far (the system's "
                        "distance from its singularity)"),
     "sample_lag": ("s", "time of the saved step minus the sample's nominal time (adaptive steps)"),
+    "work": ("J", "work done by the forces since t = 0 (E(t) - E(0) - work is the integrator's error)"),
 }
 LYAPUNOV_VARIABLES = ("lyapunov", "lyapunov_estimate")
 #: the status meanings of stores written before they were stored as an attribute (all (S²)ⁿ codes)
@@ -86,7 +87,7 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
     for d in space.diagnostics + space.optional_diagnostics:
         layout[d.name] = ((members, samples), ("member", "time"), d.unit, d.long_name)
     for name, (unit, long_name) in COMMON_ATTRS.items():
-        over_time = name in ("energy", "lyapunov_estimate", "sample_lag")
+        over_time = name in ("energy", "lyapunov_estimate", "sample_lag", "work")
         layout[name] = ((members, samples) if over_time else (members,), ("member", "time") if over_time
                         else ("member",), unit, long_name)
     return layout
@@ -94,10 +95,10 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
 
 def checkpoint_names(plan: Plan) -> tuple[str, ...]:
     """Per-member state a segment hands to the next through the checkpoint slots: the state variables,
-    the method's carried solver state, status, failed_step; with ``[analysis] lyapunov`` also the
+    the method's carried solver state (and a forced run's work), status, failed_step; with ``[analysis] lyapunov`` also the
     Benettin shadows (``shadow_<name>``), log_growth and reference; for systems with encounters the
     running ``min_separation``."""
-    names = plan.space.names + plan.method.carry + ("status", "failed_step")
+    names = plan.space.names + plan.carried + ("status", "failed_step")
     if plan.tracks_encounters:
         names += ("min_separation",)
     if plan.spec.lyapunov:
@@ -200,7 +201,7 @@ def write_template(plan: Plan) -> None:
     names = list(spec.variables) + [name + "0" for name in space.names] + ["status", "failed_step"]
     if spec.lyapunov:
         names += LYAPUNOV_VARIABLES
-    names += ["sample_lag"] * plan.samples_off_grid
+    names += ["sample_lag"] * plan.samples_off_grid + ["work"] * plan.forced
     data, encoding = {}, {}
     for name in names:
         shape, dims, unit, long_name = layout[name]

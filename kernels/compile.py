@@ -16,7 +16,7 @@ import types
 
 from numba import njit
 
-from .driver import no_encounter, no_force, no_force_damping, track_separation_template
+from .driver import force_power_template, no_encounter, no_force, no_force_damping, track_separation_template
 from .flat_driver import FLAT_SHADOW_STAGES
 from .integrators import FLAT, FULL, KERNEL_METHODS
 from .lanes import kinetic_energy_diagonal, kinetic_energy_full
@@ -71,7 +71,9 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
             "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
             **recipe.constants,
         }
-        templates = recipe.helpers + SHADOW_STAGES[shadows] + (("track_separation", track_separation_template),)
+        # force_power first: templates are bound in order, and the methods' helpers may call it
+        templates = ((("force_power", force_power_template),) + recipe.helpers + SHADOW_STAGES[shadows]
+                     + (("track_separation", track_separation_template),))
     for name, template in templates:
         bindings[name] = njit(**KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     driver = bind_template(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)

@@ -99,6 +99,36 @@ def no_encounter(q, omega, mass_diag, coef, topology, out):
         out[2, b] = 0.0
 
 
+def force_power_template(t, q, omega, coef, topology, moments, out):
+    """out[b] = Σ_i g_i·ω_i (W), the power of the forces at time t (``system_force`` bound at
+    specialisation; called in forced kernels only)."""
+    system_force(t, q, omega, coef, topology, moments)  # noqa: F821
+    for b in range(q.shape[2]):
+        out[b] = 0.0
+    for i in range(q.shape[0]):
+        for k in range(3):
+            for b in range(q.shape[2]):
+                out[b] += moments[i, k, b] * omega[i, k, b]
+
+
+@lane_function
+def accumulate_work(done, power, next_power, h):
+    """The trapezoidal rule over one step of size h: done += h (P_k + P_{k+1})/2; then P_k ← P_{k+1}."""
+    for b in range(done.shape[0]):
+        done[b] += 0.5 * h * (power[b] + next_power[b])
+        power[b] = next_power[b]
+
+
+@lane_function
+def record_work(sample, done, first, members, lane_status, work_out):
+    """Write the block's work done so far (J) at one saved sample (NaN for failed members)."""
+    for b in range(done.shape[0]):
+        m = first + b
+        if m >= members:
+            break
+        work_out[m, sample] = done[b] if lane_status[b] == OK else np.nan
+
+
 @lane_function
 def no_force(t, q, omega, coef, topology, out):
     """``system_force`` of kernels compiled without forces (never called: FORCED is False there)."""
@@ -159,12 +189,14 @@ def lane_bookkeeping(first, members, lanes):
 def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                      log_growth_blocks, reference_blocks, topology, h, n_steps, save_every, options,
                      d0, renormalise_every, step_offset, track_encounters, members, save_state,
-                     q_out, omega_out, energy, unit_error, tangency_error, status, failed_step, iterations,
+                     q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
                      q_end, omega_end, carried, min_separation, sample_time, log_growth_out, shadow_q_end,
                      shadow_omega_end, log_growth_end, reference_end):
     """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
     ``track_encounters`` also each member's least close-encounter separation over every step
-    (``min_separation``, else left at inf).
+    (``min_separation``, else left at inf).  Forced kernels also integrate the forces' power by the
+    trapezoidal rule into ``work_out`` at the samples, continuing from (and returning in) the last column
+    of ``carried``.
 
     ``step_offset`` is the global index of the step before the call's first: step k starts at time
     (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
@@ -199,6 +231,16 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         shadow_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options, shadow_work)  # noqa: F821
         record_sample(0, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+        work_column = carried.shape[1] - 1
+        moments = np.empty((n if FORCED else 0, 3, lanes))  # noqa: F821
+        done_work = np.zeros(lanes)
+        power = np.zeros(lanes)
+        next_power = np.zeros(lanes)
+        if FORCED:  # noqa: F821
+            for b in range(min(lanes, members - first)):
+                done_work[b] = carried[first + b, work_column]
+            force_power(step_offset * h, q, omega, c, topology, moments, power)  # noqa: F821
+            record_work(0, done_work, first, members, lane_status, work_out)
         if track_encounters:
             track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
         if tracking:
@@ -213,14 +255,22 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
             if track_encounters:
                 track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
+            if FORCED:  # noqa: F821
+                force_power((step_offset + k) * h, q, omega, c, topology, moments, next_power)  # noqa: F821
+                accumulate_work(done_work, power, next_power, h)
             if k % save_every == 0:
                 record_sample(k // save_every, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                               save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+                if FORCED:  # noqa: F821
+                    record_work(k // save_every, done_work, first, members, lane_status, work_out)
                 if tracking:
                     record_log_growth(k // save_every, q, omega, shadow_q, shadow_omega, first, members, log_growth,
                                       reference, log_growth_out, scratch[0])
         write_final_state(q, omega, closest, first, members, lane_status, lane_failed, lane_iterations,
                           status, failed_step, iterations, q_end, omega_end, min_separation)
+        if FORCED:  # noqa: F821
+            for b in range(min(lanes, members - first)):
+                carried[first + b, work_column] = done_work[b]
         if tracking:
             write_final_shadow(shadow_q, shadow_omega, log_growth, reference, first, members,
                                shadow_q_end, shadow_omega_end, log_growth_end, reference_end)

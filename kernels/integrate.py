@@ -34,6 +34,9 @@ class Trajectory:
     ‖q_i × q_j‖ = √(1 − (q_i·q_j)²)), else None.
     sample_lag (members, samples): adaptive vi only (else None): each sample is the first step at or
     past its nominal time, and this is by how much (s).
+    work (members, samples): forced systems only (else None): W(t) = ∫ Σ_i g_i·ω_i dt (J), the work of
+    the forces since the first call (continued through ``carry["work"]``), by the trapezoidal rule over
+    the steps, so that E(t) − E(0) − W(t) is the integrator's energy error, not the forcing.
     Failed members hold NaN from their failing step on.
     With a Benettin shadow: log_growth (members, samples), ln of the shadow's accumulated separation
     growth (see :mod:`kernels.lyapunov`), and shadow_final, the shadows after the last step; without:
@@ -63,6 +66,7 @@ class Trajectory:
     neighbour_rebuilds: np.ndarray | None = None
     min_separation: np.ndarray | None = None
     sample_lag: np.ndarray | None = None
+    work: np.ndarray | None = None
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -157,21 +161,28 @@ def _checked_shadow(shadow: Shadow, system: System, method: str, runs: Method, s
     return shadow
 
 
-def _initial_carry(runs: Method, options: dict, carry: dict | None, dt: float, members: int) -> np.ndarray:
-    """The method's carried solver state, (members, C) in the order of ``runs.carry``: a later call's
-    ``carry`` where finite, else the start (rk45 ``step_size``: ``first_step``, else dt; adaptive vi:
-    ``step_density`` NaN, i.e. the target density of the initial state, and ``sample_lag`` 0)."""
+def carried_names(runs: Method, system: System) -> tuple:
+    """What a call carries to the next, in column order: the method's solver state, then for a forced
+    system the work its forces have done (J), which the kernels keep in the last column."""
+    return runs.carry + (("work",) if system.forced else ())
+
+
+def _initial_carry(runs: Method, names: tuple, options: dict, carry: dict | None, dt: float,
+                   members: int) -> np.ndarray:
+    """The carried state, (members, C) in the order of ``names``: a later call's ``carry`` where
+    finite, else the start (rk45 ``step_size``: ``first_step``, else dt; adaptive vi: ``step_density``
+    NaN, i.e. the target density of the initial state, and ``sample_lag`` 0; ``work`` 0)."""
     first = dt if options.get("first_step") is None else options["first_step"]
-    start = {"step_size": first, "step_density": np.nan, "sample_lag": 0.0}
-    carried = np.zeros((members, max(1, len(runs.carry))))
-    for column, name in enumerate(runs.carry):
+    start = {"step_size": first, "step_density": np.nan, "sample_lag": 0.0, "work": 0.0}
+    carried = np.zeros((members, max(1, len(names))))
+    for column, name in enumerate(names):
         carried[:, column] = np.broadcast_to(np.asarray(start[name], dtype=np.float64), (members,))
     if carry:
-        unknown = set(carry) - set(runs.carry)
+        unknown = set(carry) - set(names)
         if unknown:
             raise InvalidInput("carry", f"unknown {sorted(unknown)}; method {runs.name!r} carries "
-                               f"{', '.join(runs.carry) or 'nothing'}")
-        for column, name in enumerate(runs.carry):
+                               f"{', '.join(names) or 'nothing'} here")
+        for column, name in enumerate(names):
             if name in carry:
                 given = np.asarray(carry[name], dtype=np.float64)
                 carried[:, column] = np.where(np.isfinite(given), given, carried[:, column])
@@ -240,7 +251,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         if start_step not in (0, shadow.step_offset):
             raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
         start_step = shadow.step_offset
-    carried = _initial_carry(runs, options, carry, float(dt), members)
+    names = carried_names(runs, system)
+    carried = _initial_carry(runs, names, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)
     keep = [name for name in space.names if name in outputs]
     result = RUNNERS[space.layout](system, runs.name, state, dt, n_steps, save_every, keep_state=bool(keep),
@@ -251,7 +263,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
     samples = n_steps // save_every + 1
     return Trajectory(time=np.arange(samples) * (save_every * float(dt)), method=method,
-                      carry={name: carried[:, column].copy() for column, name in enumerate(runs.carry)}, **result)
+                      carry={name: carried[:, column].copy() for column, name in enumerate(names)}, **result)
 
 
 def execution_mode(system: System, method: str, members: int, n: int, shadows: bool, mode: str | None = None,

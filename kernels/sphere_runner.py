@@ -63,6 +63,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "energy": np.full((members, samples), np.nan),
         "unit_error": np.full((members, samples), np.nan),
         "tangency_error": np.full((members, samples), np.nan),
+        "work": np.full((members, samples), np.nan),
         "status": np.zeros(members, np.int64),
         "failed_step": np.full(members, -1, np.int64),
         "solver_iterations": np.zeros(members, np.int64),
@@ -99,7 +100,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
             kernel, {name: to_blocks(array, lanes) for name, array in blocks.items()},
             (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars + (track_encounters,),
             keep_state,
-            [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "status", "failed_step",
+            [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "work", "status", "failed_step",
                                        "solver_iterations", "q_final", "omega_final", "carried", "min_separation",
                                        "sample_lag", "log_growth")]
             + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference")],
@@ -114,6 +115,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         result["min_separation"] = None
     if not timed:
         result["sample_lag"] = None
+    if not forced:
+        result["work"] = None
     if temperature is not None:
         diagnostics["temperature"] = temperature
     return dict(result, state={"q": result.pop("q"), "omega": result.pop("omega")},

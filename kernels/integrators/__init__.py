@@ -103,7 +103,8 @@ def _explicit_rk_recipe(tableau_a, tableau_b, project):
 
 
 def _rk45_recipe(kind):
-    return Recipe(rk.drive_adaptive, (("record_sample", record_sample_template),) + _equations(kind))
+    return Recipe(rk.drive_adaptive, (("record_sample", record_sample_template),) + _equations(kind)
+                  + (("simpson_power", rk.simpson_power_template),))
 
 
 def _flat_rk_recipe(tableau_a, tableau_b):

@@ -9,7 +9,7 @@ Free names bound at specialisation: ``system_gradient``, ``equations_of_motion``
 
 import numpy as np
 
-from ..driver import write_final_state
+from ..driver import record_work, write_final_state
 from ..lanes import lane_function, solve_in_lanes, velocities_into
 from ..status import STEP_SIZE_UNDERFLOW
 from .vi import assemble_velocity_matrix
@@ -216,6 +216,16 @@ def dopri_next_step(h, h_step, error, last):
     return h_step * (max(0.2, 0.9 * error ** -0.2) if error == error else 0.2)
 
 
+def simpson_power_template(t_start, t, t_end, q, omega, kq, kw, h, coef, topology, moments, yq, yw, mid_power,
+                           end_power):
+    """The forces' power at the midpoint and the end of [t, t_end] within the step of size h from
+    (q, ω) at t, both from the dense output (the end exactly when t_end closes the step)."""
+    dopri_dense_into(q, omega, kq, kw, h, 0.5 * (t_end - t) / h, yq, yw)
+    force_power(t_start + 0.5 * (t + t_end), yq, yw, coef, topology, moments, mid_power)  # noqa: F821
+    dopri_dense_into(q, omega, kq, kw, h, (t_end - t) / h, yq, yw)
+    force_power(t_start + t_end, yq, yw, coef, topology, moments, end_power)  # noqa: F821
+
+
 @lane_function
 def dopri_gave_up(h, t_end, attempts, max_steps):
     """A member fails (STEP_SIZE_UNDERFLOW) once its step is below round-off of t_end or it has made
@@ -226,7 +236,7 @@ def dopri_gave_up(h, t_end, attempts, max_steps):
 def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                    log_growth_blocks, reference_blocks, topology, dt, n_steps, save_every, options,
                    d0, renormalise_every, step_offset, track_encounters, members, save_state,
-                   q_out, omega_out, energy, unit_error, tangency_error, status, failed_step, iterations,
+                   q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
                    q_end, omega_end, carried, min_separation, sample_time, log_growth_out, shadow_q_end,
                    shadow_omega_end, log_growth_end, reference_end):
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
@@ -238,7 +248,10 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
     t_end (or that exceeds max_steps attempts) fails with STEP_SIZE_UNDERFLOW.
     Shares :func:`kernels.driver.drive_fixed_step`'s signature; Benettin shadows need renormalisation
     at common fixed steps, so :func:`kernels.integrate` refuses them here and the shadow arguments
-    are unused."""
+    are unused.  Forced kernels integrate the forces' power P by Simpson's rule over each accepted step
+    (P at the step's ends and at its midpoint's dense-output state; to a sample inside a step, over
+    [t, t_sample] likewise) into ``work_out``, carried in the last column of ``carried``: fifth order
+    per step, so the work is as accurate as the state."""
     n_blocks, n, _, lanes = q_blocks.shape
     t_end = n_steps * dt
     n_samples = n_steps // save_every + 1
@@ -270,6 +283,16 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
             track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
         t_start = step_offset * dt  # the segment's time origin, from the global step index
         equations_of_motion(t_start, q, omega, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
+        moments = np.empty((n if FORCED else 0, 3, 1))  # noqa: F821
+        done_work = np.zeros(1)
+        power = np.zeros(1)
+        next_power = np.zeros(1)
+        mid_power = np.zeros(1)
+        sample_work = np.zeros(1)
+        if FORCED:  # noqa: F821
+            done_work[0] = carried[blk, carried.shape[1] - 1]
+            force_power(t_start, q, omega, c, topology, moments, power)  # noqa: F821
+            record_work(0, done_work, blk, members, lane_status, work_out)
         t = 0.0
         next_sample = 1
         attempts = 0
@@ -305,7 +328,18 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
                         dopri_dense_into(q, omega, kq, kw, h_step, (t_sample - t) / h_step, yq, yw)
                     record_sample(next_sample, yq, yw, md, mf, c, topology, blk, members, lane_status,  # noqa: F821
                                   save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+                    if FORCED:  # noqa: F821
+                        simpson_power(t_start, t, t_sample, q, omega, kq, kw, h_step, c, topology, moments, yq, yw,
+                                      mid_power, next_power)
+                        sample_work[0] = done_work[0] + (t_sample - t) / 6.0 * (power[0] + 4.0 * mid_power[0]
+                                                                               + next_power[0])
+                        record_work(next_sample, sample_work, blk, members, lane_status, work_out)
                     next_sample += 1
+                if FORCED:  # noqa: F821
+                    simpson_power(t_start, t, t_new, q, omega, kq, kw, h_step, c, topology, moments, yq, yw,
+                                  mid_power, next_power)
+                    done_work[0] += (t_new - t) / 6.0 * (power[0] + 4.0 * mid_power[0] + next_power[0])
+                    power[0] = next_power[0]
                 q[:] = q_new
                 omega[:] = omega_new
                 if track_encounters:
@@ -322,3 +356,5 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
         write_final_state(q, omega, closest, blk, members, lane_status, lane_failed, accepted,
                           status, failed_step, iterations, q_end, omega_end, min_separation)
         carried[blk, 0] = h
+        if FORCED:  # noqa: F821
+            carried[blk, carried.shape[1] - 1] = done_work[0]
