@@ -6,7 +6,11 @@ the same system member by member in the same run.
 Targets (2 cores): explicit vi 3-body ≥ 1e8 member-steps/s, implicit vi double pendulum ≥ 1e7,
 both ≥ 3000× scipy per step.  Then the close encounters of the perturbed Example 2 (200 members,
 seed 7, 20 s): adaptive vi against fixed-step vi and rk45 at several tolerances (to match errors):
-accepted steps per member, member-steps per second and the median max |dE|/E0 of the survivors.  Each kernel is timed ``--repeats`` times and the fastest counts (every
+accepted steps per member, member-steps per second and the median max |dE|/E0 of the survivors.
+Then forcing (issue 16): a 3-link chain driven by a periodic base torque with joint damping, forced
+vi and rk4 against the same chain unforced (target: forcing costs ≤ 1.3× the unforced step), and the
+energy balance |E − E0 − W| of forced vi over 10⁶ steps (first and last tenth).  Each kernel is timed
+``--repeats`` times and the fastest counts (every
 rate is printed), because this kind of VM's speed drifts by up to 2× within minutes; the hypervisor's
 steal over the run is printed too.
 """
@@ -63,6 +67,31 @@ def scipy_rate(system, q, omega, dt, steps, members=4):
     return members * steps / (time.perf_counter() - start)
 
 
+def forcing_comparison(members, steps, repeats):
+    """Forced against unforced member-steps per second on the 3-link chain, and vi's energy balance
+    over 10⁶ steps of one driven, damped member."""
+    masses, lengths = [1.0, 0.7, 1.3], [1.0, 0.8, 0.6]
+    unforced = get_system("spherical_chain", m=masses, l=lengths, g=9.81)
+    driven = get_system("spherical_chain", m=masses, l=lengths, g=9.81, base_torque_amplitude=[0.0, 2.0, 0.0],
+                        base_torque_frequency=1.3, damping=0.3)
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((members, 3, 3))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    omega = np.cross(q, rng.standard_normal((members, 3, 3)))
+    print(f"\nforcing: 3-link chain, {members} members, {steps} steps, fastest of {repeats}")
+    print(f"{'method':<10}{'unforced':>14}{'forced':>14}{'cost ratio':>12}{'target':>8}")
+    for method, dt in (("vi", 0.01), ("rk4", 0.01)):
+        plain = max(kernel_rates(unforced, method, q, omega, dt, steps, repeats))
+        forced = max(kernel_rates(driven, method, q, omega, dt, steps, repeats))
+        print(f"{method:<10}{plain:>14.3e}{forced:>14.3e}{plain / forced:>12.2f}{'1.3':>8}", flush=True)
+    for h in (0.01, 0.005):
+        run = integrate(driven, "vi", {"q": q[:1], "omega": omega[:1]}, h, 1_000_000, 500)
+        balance = np.abs(run.energy[0] - run.energy[0, 0] - run.work[0])
+        tenth = balance.size // 10
+        print(f"vi h = {h:g}, 10^6 steps: max |E - E0 - W| first tenth {balance[1:tenth + 1].max():.3e} J, "
+              f"last tenth {balance[-tenth:].max():.3e} J (E moves by {np.ptp(run.energy[0]):.1f} J)", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--members", type=int, default=20_000)
@@ -87,6 +116,7 @@ def main():
         print(f"{label:<40}{rate:>16.3e}{reference:>12.3e}{rate / reference:>10.0f}"
               f"{(f'{target:.0e}' if target else '-'):>10}   each {' '.join(f'{r:.2e}' for r in rates)}", flush=True)
     encounter_comparison(args.repeats)
+    forcing_comparison(args.members, args.steps, args.repeats)
     print(f"hypervisor steal over the run: {steal_since(ticks):.1%}")
 
 

@@ -161,7 +161,7 @@ def test_ctrl_c_stops_workers_releases_the_lock_keeps_segments_and_exits_130(tmp
     workers = worker_processes(process.pid)
     os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 130, err
+    assert process.returncode == 130, (out, err)
     assert "interrupted" in err and "Traceback" not in err, err
     _, alive = psutil.wait_procs(workers, timeout=15)
     assert not alive, "workers outlived Ctrl-C"
