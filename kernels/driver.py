@@ -135,7 +135,7 @@ def no_force(t, q, omega, coef, topology, out):
 
 
 @lane_function
-def no_force_damping(q, coef, topology, out):
+def no_force_damping(q, coef, topology, scale, out):
     """``system_force_damping`` of kernels compiled without forces."""
 
 

@@ -109,13 +109,12 @@ def explicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
 def implicit_vi_allocate(n, lanes):
     """Work: ∂V/∂q, d (22), f, y = F q − q, 2/(1 + ‖f_j‖²), u, D_j = ∂y_j/∂f_j, Newton matrix and
     vector, q_i × Σ_j M_ij y_j and its inner sums, per-lane norms (see NORM_ROWS), done; for forced
-    kernels the moments g, a zero ω and ∂g/∂ω (empty otherwise)."""
+    kernels the moments g and a zero ω (empty otherwise)."""
     forced_n = n if FORCED else 0  # noqa: F821 (bound at specialisation)
     return (np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)),
             np.empty((n, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, 3, lanes)), np.empty((3 * n, 3 * n, lanes)),
             np.empty((3 * n, lanes)), np.empty((n, 3, lanes)), np.empty((3, lanes)), np.empty((NORM_ROWS, lanes)),
-            np.empty(lanes, np.bool_), np.empty((forced_n, 3, lanes)), np.zeros((forced_n, 3, lanes)),
-            np.empty((3 * forced_n, 3 * forced_n, lanes)))
+            np.empty(lanes, np.bool_), np.empty((forced_n, 3, lanes)), np.zeros((forced_n, 3, lanes)))
 
 
 def implicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
@@ -198,7 +197,7 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
     block; only the bookkeeping is per lane, and a lane stops changing once it is done, so its result
     does not depend on which other members share its block.
     """
-    grad, d, f, y, cayley_scale, u, dy, jac, vec, cross, sums, norms, done, moments, at_rest, damping = work
+    grad, d, f, y, cayley_scale, u, dy, jac, vec, cross, sums, norms, done, moments, at_rest = work
     n = q.shape[0]
     lanes = q.shape[2]
     tol = options[NEWTON_TOLERANCE]
@@ -337,14 +336,10 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
             vec[3 * i + 2, b] = cross[i, 2, b] * inverse_h - 0.5 * h * (q[i, 0, b] * grad[i, 1, b] - q[i, 1, b] * grad[i, 0, b])
     if FORCED:  # noqa: F821
         system_force(t + h, q, at_rest, coef, topology, moments)  # noqa: F821 (g at ω = 0: its affine part)
-        damping[:] = 0.0
-        system_force_damping(q, coef, topology, damping)  # noqa: F821
+        system_force_damping(q, coef, topology, -half_h, jac)  # noqa: F821 (jac += −(h/2) ∂g/∂ω)
         for r in range(3 * n):
             for b in range(lanes):
                 vec[r, b] += half_h * moments[r // 3, r % 3, b]
-            for c in range(3 * n):
-                for b in range(lanes):
-                    jac[r, c, b] -= half_h * damping[r, c, b]
     solve_in_lanes(jac, vec)
     for i in range(n):
         for k in range(3):

@@ -123,7 +123,7 @@ class SystemDefinition(ParameterLookup):
     encounter: Any = None  # close-encounter separation and time scale (see the module docstring)
     #: generalised forces, affine in ω: force(t, q, omega, coef, topology, out (n, 3, L)) writes the moments
     #: g_i = q_i × f_i (N·m) that join −q_i × ∂V/∂q_i (Lee–Leok–McClamroch eq. (10)), and
-    #: force_damping(q, coef, topology, out (3n, 3n, L)) adds ∂g/∂ω (N·m·s) to ``out``
+    #: force_damping(q, coef, topology, scale, out (3n, 3n, L)) adds scale · ∂g/∂ω (N·m·s) to ``out``
     force: Any = None
     force_damping: Any = None
     #: whether parameter values (broadcast, per member) switch any force on; unforced runs use kernels

@@ -109,21 +109,22 @@ def force(t, q, omega, coef, topology, out):
 
 
 @lane_function
-def force_damping(q, coef, topology, out):
-    """out += ∂g/∂ω (N·m·s): blocks −(c_i + c_{i+1}) P_i, c_i P_i (i, i − 1) and c_{i+1} P_i (i, i + 1)."""
+def force_damping(q, coef, topology, scale, out):
+    """out += scale · ∂g/∂ω (N·m·s): blocks −(c_i + c_{i+1}) P_i, c_i P_i (i, i − 1) and c_{i+1} P_i (i, i + 1)."""
     n = q.shape[0]
+    damper = n + 3 + 11
     for i in range(n):
-        for b in range(q.shape[2]):
-            c_in = coef[n + 3 + 11, b]
-            c_out = c_in if i + 1 < n else 0.0
-            for r in range(3):
-                for c in range(3):
-                    projector = (1.0 if r == c else 0.0) - q[i, r, b] * q[i, c, b]
-                    out[3 * i + r, 3 * i + c, b] -= (c_in + c_out) * projector
+        outward = 1.0 if i + 1 < n else 0.0  # the last link has no joint beyond it
+        for r in range(3):
+            for c in range(3):
+                identity = 1.0 if r == c else 0.0
+                for b in range(q.shape[2]):  # lanes innermost: one SIMD sweep per entry
+                    weighted = scale * coef[damper, b] * (identity - q[i, r, b] * q[i, c, b])
+                    out[3 * i + r, 3 * i + c, b] -= (1.0 + outward) * weighted
                     if i > 0:
-                        out[3 * i + r, 3 * (i - 1) + c, b] += c_in * projector
+                        out[3 * i + r, 3 * (i - 1) + c, b] += weighted
                     if i + 1 < n:
-                        out[3 * i + r, 3 * (i + 1) + c, b] += c_out * projector
+                        out[3 * i + r, 3 * (i + 1) + c, b] += weighted
 
 
 def _paper():
