@@ -14,7 +14,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int) -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
-    returns the fields of a :class:`~kernels.integrate.Trajectory`."""
+    returns the fields of a :class:`~kernels.integrate.Trajectory`.  ``start_step`` is unused: no
+    system on a flat space declares time-dependent forces."""
     space = system.space
     n = space.body_count(state)
     x = space.flatten(state)
