@@ -2,7 +2,6 @@
 workers, segments and restarts; sweeps; divergence as data; the store contract."""
 
 import io
-import os
 import tomllib
 
 import numpy as np
@@ -100,7 +99,7 @@ def test_diverging_member_is_data_and_leaves_its_chunk_intact(tmp_path):
     assert np.array_equal(ds.energy.values[keep], direct.energy)
 
 
-def test_sweep_lands_as_member_coordinates_and_matches_direct_calls(tmp_path):
+def test_sweep_lands_as_member_coordinates_and_matches_direct_calls(tmp_path, monkeypatch):
     text = """
 [system]
 name = "spherical_chain"
@@ -123,7 +122,7 @@ chunk = 12
 [output]
 store = "sweep.zarr"
 """
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # relative store path; restored after the test
     ds = run_quietly(write_spec(tmp_path, "sweep.toml", text=text))
     assert ds.g.dims == ("member",) and ds.l.dims == ("member",)
     points = {(g, l) for g, l in zip(ds.g.values, ds.l.values)}

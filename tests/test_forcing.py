@@ -3,6 +3,8 @@ forced implicit vi (discrete Lagrange–d'Alembert, trapezoidal discrete forces)
 methods, checked against an rk45 reference, the conserved E' = E − d·x_n of a constant tip force and
 the dissipation of damping."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -202,7 +204,7 @@ def test_driven_chain_lambda_map_is_regular_at_the_unforced_corner(tmp_path):
     from ensemble.analysis import chaos_threshold, lyapunov_map
     from jobs.cli import main
 
-    text = open("examples/driven-chain.toml").read()
+    text = (Path(__file__).parent.parent / "examples" / "driven-chain.toml").read_text()
     text = re.sub(r"base_torque_amplitude = .*", "base_torque_amplitude = { values = [0.0, 300.0] }", text)
     text = re.sub(r"base_torque_frequency = .*", "base_torque_frequency = { values = [0.5, 2.0] }", text)
     text = text.replace("members = 256", "members = 8").replace("chunk = 64", "chunk = 8")

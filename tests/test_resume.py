@@ -6,6 +6,8 @@ bitwise identical to an uninterrupted run."""
 import io
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -156,12 +158,18 @@ def test_second_run_of_the_same_store_is_refused_and_the_first_is_unaffected(tmp
 def test_ctrl_c_stops_workers_releases_the_lock_keeps_segments_and_exits_130(tmp_path, reference):
     spec_path, expected = reference
     store = str(tmp_path / "interrupted.zarr")
-    process = armillary("run", spec_path, "--store", store, start_new_session=True)
+    # A terminal's foreground job has Python's default Ctrl-C handler; a child inherits an ignored
+    # SIGINT from its parent instead, so the run is started with the default installed explicitly.
+    inherited = signal.getsignal(signal.SIGINT)
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+         "from jobs.cli import main; sys.exit(main())", "run", spec_path, "--store", store],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     wait_for_records(store, 6)
     workers = worker_processes(process.pid)
     os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 130, (out, err)
+    assert process.returncode == 130, (out, err, f"SIGINT in the test process: {inherited}")
     assert "interrupted" in err and "Traceback" not in err, err
     _, alive = psutil.wait_procs(workers, timeout=15)
     assert not alive, "workers outlived Ctrl-C"
