@@ -11,7 +11,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from kernels import InvalidInput, execution_mode, get_system, resolve_method
+from kernels import InvalidInput, carried_names, execution_mode, get_system, resolve_method
 from kernels.lyapunov import Shadow, displaced_shadow
 
 from .initial import member_normals, shadow_directions
@@ -122,11 +122,11 @@ class Plan:
         """Whether forces act on some member (sweeps included): the store then keeps ``work``."""
         return self.chunk_system(0, self.spec.members).forced
 
-    @property
+    @cached_property
     def carried(self) -> tuple[str, ...]:
         """What a segment hands the next beside the state: the method's solver state, and for a forced
         run the work done so far."""
-        return self.method.carry + ("work",) * self.forced
+        return carried_names(self.method, self.chunk_system(0, self.spec.members))
 
     @property
     def samples_off_grid(self) -> bool:

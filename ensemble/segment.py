@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from kernels import integrate
+from kernels import carried_names, integrate
 from kernels.lyapunov import Shadow
 from kernels.status import OK
 
@@ -85,7 +85,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     spec, names = plan.spec, plan.space.names
     first, stop = plan.chunks[chunk]
     # a chunk whose members are all unforced runs the unforced kernel, which carries no work (it is 0)
-    carried = plan.method.carry + ("work",) * plan.chunk_system(first, stop).forced
+    carried = carried_names(plan.method, plan.chunk_system(first, stop))
     members = slice(first, stop)
     seg = plan.segments[segment]
     shadow, carry = None, None

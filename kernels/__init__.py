@@ -3,11 +3,11 @@ classical integrators, in-kernel diagnostics.  No I/O, no Dask.  The way in: :fu
 :func:`integrate`."""
 
 from .errors import InvalidInput
-from .integrate import Trajectory, execution_mode, integrate, resolve_method
+from .integrate import Trajectory, carried_names, execution_mode, integrate, resolve_method
 from .integrators import METHODS, methods_for
 from .spaces import SPACES
 from .status import MEANINGS as STATUS_MEANINGS
 from .systems import SYSTEMS, get_system
 
-__all__ = ["get_system", "integrate", "Trajectory", "InvalidInput", "SYSTEMS", "METHODS", "SPACES",
+__all__ = ["get_system", "integrate", "carried_names", "Trajectory", "InvalidInput", "SYSTEMS", "METHODS", "SPACES",
            "STATUS_MEANINGS", "methods_for", "execution_mode", "resolve_method"]
