@@ -273,6 +273,11 @@ def _integrator_section(section: _Section, system: str) -> dict:
                            f"got {checkpoint_every}")
     options = {}
     for key, default in METHODS[method].options.items():
+        if key in METHODS[method].choices:  # named values (formulation)
+            value = section.choice(key, METHODS[method].choices[key])
+            if value is not None:
+                options[key] = value
+            continue
         kind = "bool" if isinstance(default, bool) else "int" if key.endswith(("iterations", "steps")) else "float"
         value = section.get(key, kind)
         if value is not None:

@@ -140,8 +140,9 @@ def systems(args) -> int:
         print(f"{definition.name}: {definition.summary}")
         print(f"    space {space.name}: " + ", ".join(f"{v.name} ({', '.join(v.dims)}) [{v.unit}]"
                                                     for v in space.variables))
+        width = max(len(p.name) for p in definition.parameters)
         for p in definition.parameters:
-            print(f"    {p.name:<18} {p.shape:<8} [{p.unit}] {p.doc}")
+            print(f"    {p.name:<{width}} {p.shape:<8} [{p.unit}] {p.doc}")
         for name, preset in definition.presets.items():
             print(f"    preset {name}: {preset().doc}")
         print(f"    methods: {', '.join(methods_for(definition))}")
@@ -149,7 +150,9 @@ def systems(args) -> int:
         print(f"space {space.name}: {space.summary}; diagnostics "
               + ", ".join(d.name for d in space.diagnostics) + "; initial = preset, perturb, file, "
               + ", ".join(f"{name} ({sampler.doc})" for name, sampler in space.samplers.items()))
-    print("methods: " + ", ".join(f"{m.name} (order {m.order}; {', '.join(m.spaces)})" for m in METHODS.values()))
+    print("methods: " + ", ".join(f"{m.name} (order {m.order}; {', '.join(m.spaces)}"
+                                  + "".join(f"; {option} {' | '.join(values)}" for option, values in m.choices.items())
+                                  + ")" for m in METHODS.values()))
     print("status codes: " + "; ".join(f"{code} {meaning}" for code, meaning in STATUS_MEANINGS.items()))
     return 0
 

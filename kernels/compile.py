@@ -16,9 +16,11 @@ import types
 
 from numba import njit
 
-from .driver import force_power_template, no_encounter, no_force, no_force_damping, track_separation_template
+from .driver import (force_power_template, no_configuration_inertia, no_encounter, no_force, no_force_damping,
+                     track_separation_template)
 from .flat_driver import FLAT_SHADOW_STAGES
 from .integrators import FLAT, FULL, KERNEL_METHODS
+from .integrators.formulations import kinetic_energy_configuration_template
 from .lanes import kinetic_energy_diagonal, kinetic_energy_full
 from .lyapunov import SHADOW_STAGES
 from .systems import SYSTEMS
@@ -68,9 +70,15 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
             "system_force": definition.force if forced else no_force,
             "system_force_damping": definition.force_damping if forced else no_force_damping,
             "FORCED": forced,
+            "system_inertia": definition.configuration_inertia or no_configuration_inertia,
+            "system_inertia_gradient": definition.configuration_inertia_gradient or no_configuration_inertia,
+            "VARIABLE_INERTIA": definition.configuration_inertia is not None,
             "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
             **recipe.constants,
         }
+        if definition.configuration_inertia is not None:
+            bindings["kinetic_energy"] = njit(**KERNEL_FLAGS)(bind_template(
+                kinetic_energy_configuration_template, f"kinetic_energy_configuration__{tag}", bindings))
         # force_power first: templates are bound in order, and the methods' helpers may call it
         templates = ((("force_power", force_power_template),) + recipe.helpers + SHADOW_STAGES[shadows]
                      + (("track_separation", track_separation_template),))

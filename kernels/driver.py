@@ -3,7 +3,8 @@
 These are plain Python functions, specialised per (integrator, system) by :mod:`kernels.compile`,
 which binds the free names ``integrator_allocate``, ``integrator_begin``, ``integrator_step``,
 ``record_sample``, ``track_separation``, ``system_potential``, ``system_encounter``, ``system_force``,
-``system_force_damping``, ``kinetic_energy`` and the constant ``FORCED`` before jitting.  Every step
+``system_force_damping``, ``kinetic_energy``, ``system_inertia``, ``system_inertia_gradient`` and the
+constants ``FORCED`` and ``VARIABLE_INERTIA`` before jitting.  Every step
 gets the time t (s) at its start, (step_offset + k − 1)·h, computed from the global step index so a
 resumed segment sees the same bits.  Members are processed
 in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and release the GIL;
@@ -24,7 +25,7 @@ def record_sample_template(sample, q, omega, mass_diag, mass_full, coef, topolog
     E = ½ Σ_ij M_ij q̇_i·q̇_j + V (J); failed members get NaN from their failing step on.
     """
     lanes = q.shape[2]
-    kinetic_energy(q, omega, mass_diag, mass_full, scratch[0])  # noqa: F821 (bound at specialisation)
+    kinetic_energy(q, omega, mass_diag, mass_full, coef, topology, scratch[0])  # noqa: F821 (bound at specialisation)
     system_potential(q, coef, topology, scratch[1])  # noqa: F821
     constraint_errors_into(q, omega, scratch[2], scratch[3])
     for b in range(lanes):
@@ -274,3 +275,9 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         if tracking:
             write_final_shadow(shadow_q, shadow_omega, log_growth, reference, first, members,
                                shadow_q_end, shadow_omega_end, log_growth_end, reference_end)
+
+
+@lane_function
+def no_configuration_inertia(q, coef, topology, out):
+    """``system_inertia`` and ``system_inertia_gradient`` of systems with constant inertia (never called:
+    VARIABLE_INERTIA is False there)."""

@@ -103,6 +103,9 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
             allowed = ", ".join(spec.options) or "none"
             raise InvalidInput(name, f"unknown option of method {method!r}; allowed: {allowed}")
     merged = {**spec.options, **options}
+    for name, allowed in spec.choices.items():
+        if merged[name] not in allowed:
+            raise InvalidInput(name, f"unknown {name} {merged[name]!r} of method {method!r}; allowed: {', '.join(allowed)}")
     for name in ("newton_tol", "rtol", "atol", "tolerance"):
         if name in merged and not (np.isfinite(merged[name]) and merged[name] > 0):
             raise InvalidInput(name, f"must be > 0, got {merged[name]!r}")
@@ -121,9 +124,16 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
 
 
 def _check_variant(definition, method: str, runs: Method, options: dict) -> None:
-    """Refuse a variant (adaptive vi) for a system it cannot step (InvalidInput naming the option)."""
-    if runs is not METHODS[method] and (definition.encounter is None or not definition.diagonal_inertia
-                                        or options.get("implicit")):
+    """Refuse a variant (adaptive vi, a formulation of a Runge–Kutta method) for a system it cannot step
+    (InvalidInput naming the option)."""
+    if runs is METHODS[method]:
+        return
+    if runs.formulation is not None:
+        if not runs.supports(definition):
+            raise InvalidInput("formulation", f"the formulations are those of (S²)ⁿ; {definition.name} is on "
+                               f"{definition.space.name}: leave formulation unset")
+        return
+    if definition.encounter is None or not definition.diagonal_inertia or options.get("implicit"):
         able = [name for name, d in SYSTEMS.items() if getattr(d, "encounter", None) is not None and d.diagonal_inertia]
         raise InvalidInput("adaptive", f"adaptive vi steps the explicit (diagonal M, implicit = false) vi of systems "
                            f"that declare close encounters, not {definition.name}; allowed systems: {', '.join(able)}")

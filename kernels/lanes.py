@@ -52,6 +52,44 @@ def solve_in_lanes(a, x):
 
 
 @lane_function
+def solve_pivoted_in_lanes(a, x):
+    """Solve ``a[:, :, l] @ y = x[:, l]`` for every lane ``l`` by Gaussian elimination with partial
+    pivoting, lane by lane (the pivot rows differ between lanes); ``x`` is overwritten by ``y`` and
+    ``a`` destroyed.  For the non-symmetric matrix of Lee–Leok–McClamroch eq. (13)."""
+    size = a.shape[0]
+    for b in range(a.shape[2]):
+        for k in range(size):
+            pivot = k
+            for i in range(k + 1, size):
+                if abs(a[i, k, b]) > abs(a[pivot, k, b]):
+                    pivot = i
+            if pivot != k:
+                for j in range(k, size):
+                    a[k, j, b], a[pivot, j, b] = a[pivot, j, b], a[k, j, b]
+                x[k, b], x[pivot, b] = x[pivot, b], x[k, b]
+            inverse = 1.0 / a[k, k, b]
+            for i in range(k + 1, size):
+                factor = a[i, k, b] * inverse
+                for j in range(k + 1, size):
+                    a[i, j, b] -= factor * a[k, j, b]
+                x[i, b] -= factor * x[k, b]
+            a[k, k, b] = inverse
+        for k in range(size - 1, -1, -1):
+            for j in range(k + 1, size):
+                x[k, b] -= a[k, j, b] * x[j, b]
+            x[k, b] *= a[k, k, b]
+
+
+@lane_function
+def add_scaled(target, source, scale):
+    """target += scale · source, elementwise over (n, 3, lanes)."""
+    for i in range(target.shape[0]):
+        for k in range(3):
+            for b in range(target.shape[2]):
+                target[i, k, b] += scale * source[i, k, b]
+
+
+@lane_function
 def chord(q, i, j, b):
     """q_i − q_j and its squared length (chord², m²) for lane b."""
     d0 = q[i, 0, b] - q[j, 0, b]
@@ -82,8 +120,9 @@ def body_kinetic_energy(q, omega, mass_diag, i, b):
 
 
 @lane_function
-def kinetic_energy_diagonal(q, omega, mass_diag, mass_full, out):
-    """T = ½ Σ_i M_ii ‖ω_i × q_i‖² for diagonal inertia (J); ``mass_full`` is unused."""
+def kinetic_energy_diagonal(q, omega, mass_diag, mass_full, coef, topology, out):
+    """T = ½ Σ_i M_ii ‖ω_i × q_i‖² for diagonal inertia (J); ``mass_full``, ``coef`` and ``topology`` are unused
+    (the signature of every ``kinetic_energy``)."""
     n = q.shape[0]
     lanes = q.shape[2]
     for b in range(lanes):
@@ -94,7 +133,7 @@ def kinetic_energy_diagonal(q, omega, mass_diag, mass_full, out):
 
 
 @lane_function
-def kinetic_energy_full(q, omega, mass_diag, mass_full, out):
+def kinetic_energy_full(q, omega, mass_diag, mass_full, coef, topology, out):
     """T = ½ Σ_ij M_ij (ω_i × q_i)·(ω_j × q_j) for a full inertia matrix (J)."""
     n = q.shape[0]
     lanes = q.shape[2]

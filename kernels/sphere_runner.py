@@ -10,11 +10,15 @@ from .blocks import lane_width, run_in_threads, to_blocks
 from .compile import compiled_kernel
 from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, KERNEL_METHODS
+from .integrators.formulations import DEFAULT_FORMULATION
 from .lyapunov import Shadow
 
 
 def _checked_inertia(system, params: dict, n: int) -> np.ndarray:
-    """M per member, refused unless symmetric positive definite."""
+    """M per member, refused unless symmetric positive definite (configuration-dependent inertia, evaluated
+    inside the kernels: zeros here)."""
+    if system.definition.configuration_inertia is not None:
+        return np.zeros((params[next(iter(params))].shape[0], n, n))
     mass = system.definition.inertia(params, n)
     if system.definition.diagonal_inertia:
         if not np.all(mass > 0):
@@ -44,7 +48,9 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
 
     implicit = method == "vi" and (not system.definition.diagonal_inertia or bool(options.get("implicit")))
-    inertia_kind = DIAGONAL if system.definition.diagonal_inertia and not implicit else FULL
+    # the formulations other than (9)–(11)'s q_omega solve a full 3n×3n system whatever M's shape
+    reformulated = KERNEL_METHODS[method].formulation not in (None, DEFAULT_FORMULATION)
+    inertia_kind = DIAGONAL if system.definition.diagonal_inertia and not implicit and not reformulated else FULL
     if inertia_kind == FULL and mass.ndim == 2:
         mass = mass[:, :, np.newaxis] * np.eye(n)
     mass_diag = mass if mass.ndim == 2 else np.diagonal(mass, axis1=1, axis2=2)

@@ -11,7 +11,7 @@ from kernels.systems.sphere_lj import zero_force_sigma
 
 #: (dt, steps) that keep each paper example well resolved
 STEP = {"spherical_chain": 0.01, "sphere_nbody": 1e-3, "spring_pendula": 1e-3, "elastic_rod": 1e-4,
-        "dipole_array": 1e-3, "sphere_lj": 0.005}
+        "dipole_array": 1e-3, "sphere_lj": 0.005, "jacobi_chain": 1e-3}
 
 
 def small_lj():
@@ -23,11 +23,11 @@ def small_lj():
 
 
 def case(name):
-    """(system, q0, ω0) with one member axis."""
+    """(system, q0, ω0) with one member axis: the paper's example, or the system's first preset."""
     if name == "sphere_lj":
         system, q, omega = small_lj()
     else:
-        system = get_system(name, "paper")
+        system = get_system(name, "paper" if "paper" in SYSTEMS[name].presets else next(iter(SYSTEMS[name].presets)))
         state = system.initial_state()
         q, omega = state["q"], state["omega"]
     return system, q[np.newaxis], omega[np.newaxis]
@@ -46,9 +46,12 @@ def ensemble(q, omega, members, scale=1e-3, seed=0):
     return perturbed(q[0], omega[0], members, scale, seed)
 
 
-#: the registered systems on (S²)ⁿ (the space of ``case``'s q, ω and of its "paper" presets)
+#: the registered systems on (S²)ⁿ (the space of ``case``'s q, ω and of its presets)
 SPHERE_SYSTEMS = [name for name, definition in SYSTEMS.items() if definition.space is SPHERE_PRODUCT]
 ALL_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS]
+#: those that vi steps (configuration-dependent inertia is for the Runge–Kutta methods only)
+VI_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS
+              if METHODS["vi"].supports(SYSTEMS[name])]
 #: (system, method) for every (S²)ⁿ system and every method that steps it
 ALL_SYSTEM_METHODS = [pytest.param(name, method, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS
                       for method in METHODS if METHODS[method].supports(SYSTEMS[name])]

@@ -8,7 +8,7 @@ from typing import Callable
 from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
-from . import adaptive_vi, flat_rk, lgvi
+from . import adaptive_vi, flat_rk, formulations, lgvi
 from . import runge_kutta as rk
 from . import vi
 
@@ -40,13 +40,23 @@ class Method:
     system_stages: tuple | None = None
     #: option names that travel to the kernel as a float vector, in kernel order
     option_vector: tuple = ()
-    #: option name -> the variant Method (its own kernel, carry and lanes) that a true value selects
+    #: option name -> the variant Method (its own kernel, carry and lanes) that a true value selects, or
+    #: -> {value: variant} for an option with named values
     variants: dict = field(default_factory=dict)
+    #: option name -> its allowed values, for options with named values (``formulation``)
+    choices: dict = field(default_factory=dict)
+    #: the Lee–Leok–McClamroch formulation a Runge–Kutta kernel steps (see
+    #: :mod:`kernels.integrators.formulations`); None for methods with their own
+    formulation: str | None = None
 
     def resolve(self, options: dict) -> "Method":
         """The method that runs with these options (defaults filled in): a variant an option selects, or itself."""
         merged = {**self.options, **options}
-        return next((variant for name, variant in self.variants.items() if merged.get(name)), self)
+        for name, variant in self.variants.items():
+            chosen = variant.get(merged.get(name)) if isinstance(variant, dict) else variant if merged.get(name) else None
+            if chosen is not None:
+                return chosen
+        return self
 
     @property
     def samples_off_grid(self) -> bool:
@@ -62,10 +72,28 @@ class Method:
         return self.spaces[space][1](kind)
 
 
-def _equations(kind):
+#: the equations of motion of each formulation (:mod:`kernels.integrators.formulations`) for full M
+_FORMULATION_EQUATIONS = {"q_qdot": formulations.equations_q_qdot, "q_omega": rk.equations_full,
+                          "q_mu": formulations.equations_q_mu, "q_pi": formulations.equations_q_pi}
+_CONVERSIONS = {"q_qdot": (formulations.qdot_from_stored, formulations.qdot_to_stored),
+                "q_omega": (formulations.same_velocity, formulations.same_velocity),
+                "q_mu": (formulations.mu_from_stored, formulations.mu_to_stored),
+                "q_pi": (formulations.pi_from_stored, formulations.pi_to_stored)}
+
+
+def _equations(kind, formulation=formulations.DEFAULT_FORMULATION):
+    """The Runge–Kutta methods' helpers for one kernel kind and formulation: the formulation's own
+    helpers, its equations and its conversions to and from the stored (q, ω) (DIAGONAL: ``q_omega`` only)."""
+    to_v, from_v = _CONVERSIONS[formulation]
+    shared = (("inertia_now", formulations.inertia_now_template),
+              ("momentum_velocity", formulations.momentum_velocity_template),
+              ("pi_angular", formulations.pi_angular_template),
+              ("velocity_from_stored", to_v), ("velocity_to_stored", from_v))
     if kind == DIAGONAL:
-        return (("equations_allocate", rk.equations_allocate_diagonal), ("equations_of_motion", rk.equations_diagonal))
-    return (("equations_allocate", rk.equations_allocate_full), ("equations_of_motion", rk.equations_full))
+        return shared + (("equations_allocate", rk.equations_allocate_diagonal),
+                         ("equations_of_motion", rk.equations_diagonal))
+    return shared + (("equations_allocate", formulations.formulation_allocate),
+                     ("equations_of_motion", _FORMULATION_EQUATIONS[formulation]))
 
 
 def _vi_recipe(kind):
@@ -89,22 +117,31 @@ def _adaptive_vi_recipe(kind):
     )
 
 
-def _explicit_rk_recipe(tableau_a, tableau_b, project):
+def _explicit_rk_recipe_of(tableau_a, tableau_b, project):
+    return lambda formulation: _explicit_rk_recipe(tableau_a, tableau_b, project, formulation)
+
+
+def _explicit_rk_recipe(tableau_a, tableau_b, project, formulation):
     def recipe(kind):
         return Recipe(
             drive_fixed_step,
-            (("record_sample", record_sample_template),) + _equations(kind)
+            (("record_sample", record_sample_template),) + _equations(kind, formulation)
             + (("integrator_allocate", rk.explicit_rk_allocate),
                ("integrator_begin", rk.explicit_rk_begin),
                ("integrator_step", rk.explicit_rk_step)),
-            {"tableau_a": tableau_a, "tableau_b": tableau_b, "project_after_step": project},
+            {"tableau_a": tableau_a, "tableau_b": tableau_b, "project_after_step": project,
+             "CONVERTS": formulation != formulations.DEFAULT_FORMULATION},
         )
     return recipe
 
 
-def _rk45_recipe(kind):
-    return Recipe(rk.drive_adaptive, (("record_sample", record_sample_template),) + _equations(kind)
-                  + (("simpson_power", rk.simpson_power_template),))
+def _rk45_recipe_of(formulation):
+    def recipe(kind):
+        return Recipe(rk.drive_adaptive, (("record_sample", record_sample_template),) + _equations(kind, formulation)
+                      + (("dense_power", rk.dense_power_template), ("simpson_power", rk.simpson_power_template)),
+                      {"CONVERTS": formulation != formulations.DEFAULT_FORMULATION})
+    return recipe
+
 
 
 def _flat_rk_recipe(tableau_a, tableau_b):
@@ -126,6 +163,8 @@ def _lgvi_recipe(kind):
 
 
 ON_SPHERES = frozenset({"potential", "gradient", "inertia"})
+#: the Runge–Kutta methods step constant or configuration-dependent inertia alike
+RK_ON_SPHERES = frozenset({"potential", "gradient"})
 FIELD = frozenset({"vector_field"})
 NEWTON = (codes.OK, codes.NON_FINITE, codes.NEWTON_FAILED)
 
@@ -137,6 +176,19 @@ ADAPTIVE_VI = Method(
     status=(codes.OK, codes.NON_FINITE, codes.VI_STEP_INFEASIBLE, codes.STEP_SIZE_UNDERFLOW),
     carry=("step_density", "sample_lag"), lanes=1,
     option_vector=("newton_tol", "newton_max_iterations", "tolerance", "max_step", "max_steps"))
+
+def _runge_kutta(name, summary, order, options, spheres_recipe_of, other_spaces, **details) -> Method:
+    """A Runge–Kutta method with the ``formulation`` option on (S²)ⁿ: ``q_omega`` steps the method itself,
+    each other formulation a variant (its own kernels) named ``<name>_<formulation>``."""
+    default = formulations.DEFAULT_FORMULATION
+    variants = {form: Method(f"{name}_{form}", f"{summary}, in ({form.replace('_', ', ')})", order, {},
+                             {SPHERES: (RK_ON_SPHERES, spheres_recipe_of(form))}, formulation=form, **details)
+                for form in formulations.FORMULATIONS if form != default}
+    return Method(name, summary, order, {**options, "formulation": default},
+                  {SPHERES: (RK_ON_SPHERES, spheres_recipe_of(default)), **other_spaces},
+                  variants={"formulation": variants}, choices={"formulation": formulations.FORMULATIONS},
+                  formulation=default, **details)
+
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -151,25 +203,29 @@ METHODS: dict[str, Method] = {
                "coordinates", 2, {"newton_tol": 1e-14, "newton_max_iterations": 20},
                {ROTATIONS: (frozenset({"torque", "inertia"}), _lgvi_recipe)}, status=NEWTON,
                option_vector=("newton_tol", "newton_max_iterations")),
-        Method("rk2", "explicit midpoint rule on the equations of motion", 2, {},
-               {SPHERES: (ON_SPHERES, _explicit_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, False)),
-                ROTATIONS: (FIELD, _flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B))}),
-        Method("rk2_projected", "explicit midpoint rule, each q_i renormalised after every step", 2, {},
-               {SPHERES: (ON_SPHERES, _explicit_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, True))}),
-        Method("rk4", "classical 4th-order Runge–Kutta on the equations of motion", 4, {},
-               {SPHERES: (ON_SPHERES, _explicit_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B, False)),
-                ROTATIONS: (FIELD, _flat_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B))}),
-        Method("rk45", "adaptive Dormand–Prince 5(4), a step size per member, dense output at save points", 5,
-               {"rtol": 1e-6, "atol": 1e-9, "max_steps": None, "first_step": None},
-               {SPHERES: (ON_SPHERES, _rk45_recipe), ROTATIONS: (FIELD, _flat_rk45_recipe)},
-               status=(codes.OK, codes.NON_FINITE, codes.STEP_SIZE_UNDERFLOW), carry=("step_size",), lanes=1,
-               option_vector=("rtol", "atol", "max_steps")),
+        _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
+                     _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
+                     {ROTATIONS: (FIELD, _flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B))}),
+        _runge_kutta("rk2_projected", "explicit midpoint rule, each q_i renormalised after every step", 2, {},
+                     _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, True), {}),
+        _runge_kutta("rk4", "classical 4th-order Runge–Kutta on the equations of motion", 4, {},
+                     _explicit_rk_recipe_of(rk.CLASSICAL_A, rk.CLASSICAL_B, False),
+                     {ROTATIONS: (FIELD, _flat_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B))}),
+        _runge_kutta("rk45", "adaptive Dormand–Prince 5(4), a step size per member, dense output at save points", 5,
+                     {"rtol": 1e-6, "atol": 1e-9, "max_steps": None, "first_step": None}, _rk45_recipe_of,
+                     {ROTATIONS: (FIELD, _flat_rk45_recipe)},
+                     status=(codes.OK, codes.NON_FINITE, codes.STEP_SIZE_UNDERFLOW), carry=("step_size",), lanes=1,
+                     option_vector=("rtol", "atol", "max_steps")),
     )
 }
 
 
 #: every kernel-level method by name, variants included (what :mod:`kernels.compile` and the runners look up)
-KERNEL_METHODS: dict[str, Method] = {**METHODS, ADAPTIVE_VI.name: ADAPTIVE_VI}
+KERNEL_METHODS: dict[str, Method] = {
+    **METHODS,
+    **{variant.name: variant for method in METHODS.values() for chosen in method.variants.values()
+       for variant in (chosen.values() if isinstance(chosen, dict) else (chosen,))},
+}
 
 
 def methods_for(definition) -> list[str]:

@@ -10,8 +10,9 @@ Free names bound at specialisation: ``system_gradient``, ``equations_of_motion``
 import numpy as np
 
 from ..driver import record_work, write_final_state
-from ..lanes import lane_function, solve_in_lanes, velocities_into
+from ..lanes import add_scaled, lane_function, solve_in_lanes, velocities_into
 from ..status import STEP_SIZE_UNDERFLOW
+from .formulations import add_configuration_force
 from .vi import assemble_velocity_matrix
 
 MIDPOINT_A = np.array([[0.0, 0.0], [0.5, 0.0]])
@@ -50,10 +51,6 @@ def equations_allocate_diagonal(n, lanes):
             np.zeros((n if FORCED else 0, 3, lanes)))  # noqa: F821 (bound at specialisation)
 
 
-def equations_allocate_full(n, lanes):
-    """Work: ∂V/∂q, the matrix and right side of (9), the forces' moments g."""
-    return (np.empty((n, 3, lanes)), np.empty((3 * n, 3 * n, lanes)), np.empty((3 * n, lanes)),
-            np.zeros((n if FORCED else 0, 3, lanes)))  # noqa: F821
 
 
 def equations_diagonal(t, q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
@@ -77,12 +74,18 @@ def equations_diagonal(t, q, omega, mass_diag, mass_full, coef, topology, dq, do
 
 def equations_full(t, q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
     """(10) and (9) for full M at time t (s): a 3n×3n linear solve for ω̇ per member, the forces'
-    moments g_i joining −q_i × ∂V/∂q_i on the right (eq. (40) with the digest's corrected moments)."""
-    grad, matrix, rhs, moments = work
+    moments g_i joining −q_i × ∂V/∂q_i on the right (eq. (40) with the digest's corrected moments).
+    With configuration-dependent inertia m_jk(q) (``VARIABLE_INERTIA``), eq. (19): M is m(q) and F_i(q, ω)
+    joins ∂V/∂q_i.  Work from :func:`kernels.integrators.formulations.formulation_allocate`."""
+    grad, matrix, rhs, moments, m, dm, _, _, _ = work
     system_gradient(q, coef, topology, grad)  # noqa: F821
     if FORCED:  # noqa: F821
         system_force(t, q, omega, coef, topology, moments)  # noqa: F821
     velocities_into(q, omega, dq)
+    if VARIABLE_INERTIA:  # noqa: F821
+        inertia_now(q, mass_full, coef, topology, m, dm)  # noqa: F821
+        add_configuration_force(dq, dm, grad)
+        mass_full = m
     assemble_velocity_matrix(q, mass_full, matrix)
     n = q.shape[0]
     for i in range(n):
@@ -111,15 +114,6 @@ def equations_full(t, q, omega, mass_diag, mass_full, coef, topology, dq, domega
 
 
 @lane_function
-def add_scaled(target, source, scale):
-    """target += scale · source, elementwise over (n, 3, lanes)."""
-    for i in range(target.shape[0]):
-        for k in range(3):
-            for b in range(target.shape[2]):
-                target[i, k, b] += scale * source[i, k, b]
-
-
-@lane_function
 def normalise_rows(q):
     for i in range(q.shape[0]):
         for b in range(q.shape[2]):
@@ -130,9 +124,12 @@ def normalise_rows(q):
 
 
 def explicit_rk_allocate(n, lanes):
+    """Work: stage slopes of q and v, the stage state, the equations' work, and v (a formulation's own
+    velocity variable; none for ``q_omega``, which steps ω itself)."""
     stages = tableau_b.shape[0]  # noqa: F821
     return (np.empty((stages, n, 3, lanes)), np.empty((stages, n, 3, lanes)), np.empty((n, 3, lanes)),
-            np.empty((n, 3, lanes)), equations_allocate(n, lanes))  # noqa: F821
+            np.empty((n, 3, lanes)), equations_allocate(n, lanes),  # noqa: F821
+            np.empty((n if CONVERTS else 0, 3, lanes)))  # noqa: F821
 
 
 def explicit_rk_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
@@ -140,12 +137,17 @@ def explicit_rk_begin(q, omega, mass_diag, mass_full, coef, topology, h, options
 
 
 def explicit_rk_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
-    """One step from time t (s) of the explicit Runge–Kutta method (tableau_a, tableau_b) on (9)–(10)."""
-    kq, kw, yq, yw, eq_work = work
+    """One step from time t (s) of the explicit Runge–Kutta method (tableau_a, tableau_b) on (9)–(10), or on
+    a formulation's (q, v) (``CONVERTS``: v from the stored ω before the step, ω from v after it)."""
+    kq, kw, yq, yw, eq_work, v = work
+    if CONVERTS:  # noqa: F821
+        velocity_from_stored(q, omega, mass_full, coef, topology, v, eq_work)  # noqa: F821
+    else:
+        v = omega
     stages = tableau_b.shape[0]  # noqa: F821
     for s in range(stages):
         yq[:] = q
-        yw[:] = omega
+        yw[:] = v
         node = 0.0  # c_s = Σ_r a_sr, the stage's time within the step
         for r in range(s):
             a = tableau_a[s, r]  # noqa: F821
@@ -159,9 +161,11 @@ def explicit_rk_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
         weight = tableau_b[r]  # noqa: F821
         if weight != 0.0:
             add_scaled(q, kq[r], h * weight)
-            add_scaled(omega, kw[r], h * weight)
+            add_scaled(v, kw[r], h * weight)
     if project_after_step:  # noqa: F821
         normalise_rows(q)
+    if CONVERTS:  # noqa: F821
+        velocity_to_stored(q, v, mass_full, coef, topology, omega, eq_work)  # noqa: F821
     for b in range(q.shape[2]):
         code[b] = 0
         iterations[b] = 0
@@ -216,14 +220,26 @@ def dopri_next_step(h, h_step, error, last):
     return h_step * (max(0.2, 0.9 * error ** -0.2) if error == error else 0.2)
 
 
-def simpson_power_template(t_start, t, t_end, q, omega, kq, kw, h, coef, topology, moments, yq, yw, mid_power,
-                           end_power):
+def dense_power_template(time, theta, q, v, kq, kw, h, mass_full, coef, topology, moments, yq, yw, yomega, eq_work,
+                         out):
+    """The forces' power at ``time`` (s), the state θ into the step of size h from (q, v) by the dense
+    output; a formulation's v is converted to ω (``yomega``) for the forces."""
+    dopri_dense_into(q, v, kq, kw, h, theta, yq, yw)
+    if CONVERTS:  # noqa: F821
+        velocity_to_stored(yq, yw, mass_full, coef, topology, yomega, eq_work)  # noqa: F821
+    else:
+        yomega[:] = yw
+    force_power(time, yq, yomega, coef, topology, moments, out)  # noqa: F821
+
+
+def simpson_power_template(t_start, t, t_end, q, v, kq, kw, h, mass_full, coef, topology, moments, yq, yw, yomega,
+                           eq_work, mid_power, end_power):
     """The forces' power at the midpoint and the end of [t, t_end] within the step of size h from
-    (q, ω) at t, both from the dense output (the end exactly when t_end closes the step)."""
-    dopri_dense_into(q, omega, kq, kw, h, 0.5 * (t_end - t) / h, yq, yw)
-    force_power(t_start + 0.5 * (t + t_end), yq, yw, coef, topology, moments, mid_power)  # noqa: F821
-    dopri_dense_into(q, omega, kq, kw, h, (t_end - t) / h, yq, yw)
-    force_power(t_start + t_end, yq, yw, coef, topology, moments, end_power)  # noqa: F821
+    (q, v) at t, both from the dense output (the end exactly when t_end closes the step)."""
+    dense_power(t_start + 0.5 * (t + t_end), 0.5 * (t_end - t) / h, q, v, kq, kw, h, mass_full,  # noqa: F821
+                coef, topology, moments, yq, yw, yomega, eq_work, mid_power)
+    dense_power(t_start + t_end, (t_end - t) / h, q, v, kq, kw, h, mass_full, coef, topology,  # noqa: F821
+                moments, yq, yw, yomega, eq_work, end_power)
 
 
 @lane_function
@@ -271,6 +287,10 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
         q_new = np.empty((n, 3, 1))
         omega_new = np.empty((n, 3, 1))
         eq_work = equations_allocate(n, 1)  # noqa: F821
+        v = np.empty((n, 3, 1)) if CONVERTS else omega  # noqa: F821 (a formulation's own velocity variable)
+        if CONVERTS:  # noqa: F821
+            velocity_from_stored(q, omega, mf, c, topology, v, eq_work)  # noqa: F821
+        yomega = np.empty((n, 3, 1))
         scratch = np.empty((4, 1))
         lane_status = np.zeros(1, np.int64)
         lane_failed = np.full(1, -1, np.int64)
@@ -282,7 +302,7 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
         if track_encounters:
             track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
         t_start = step_offset * dt  # the segment's time origin, from the global step index
-        equations_of_motion(t_start, q, omega, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
+        equations_of_motion(t_start, q, v, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
         moments = np.empty((n if FORCED else 0, 3, 1))  # noqa: F821
         done_work = np.zeros(1)
         power = np.zeros(1)
@@ -302,7 +322,7 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
             h_step = t_end - t if last else h
             for s in range(1, 7):
                 yq[:] = q
-                yw[:] = omega
+                yw[:] = v
                 node = 0.0
                 for r in range(s):
                     a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
@@ -316,7 +336,7 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
                     node = 1.0
                 equations_of_motion(t_start + t + node * h_step, yq, yw, md, mf, c, topology, kq[s], kw[s],  # noqa: F821
                                     eq_work)
-            error = dopri_error_norm(q, omega, q_new, omega_new, kq, kw, h_step, rtol, atol)
+            error = dopri_error_norm(q, v, q_new, omega_new, kq, kw, h_step, rtol, atol)
             if error <= 1.0:
                 t_new = t_end if last else t + h_step
                 while next_sample < n_samples and next_sample * save_every * dt <= t_new:
@@ -325,28 +345,38 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
                         yq[:] = q_new
                         yw[:] = omega_new
                     else:
-                        dopri_dense_into(q, omega, kq, kw, h_step, (t_sample - t) / h_step, yq, yw)
-                    record_sample(next_sample, yq, yw, md, mf, c, topology, blk, members, lane_status,  # noqa: F821
-                                  save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+                        dopri_dense_into(q, v, kq, kw, h_step, (t_sample - t) / h_step, yq, yw)
+                    if CONVERTS:  # noqa: F821
+                        velocity_to_stored(yq, yw, mf, c, topology, yomega, eq_work)  # noqa: F821
+                    else:
+                        yomega[:] = yw
+                    record_sample(next_sample, yq, yomega, md, mf, c, topology, blk, members,  # noqa: F821
+                                  lane_status, save_state, q_out, omega_out, energy, unit_error, tangency_error,
+                                  scratch)
                     if FORCED:  # noqa: F821
-                        simpson_power(t_start, t, t_sample, q, omega, kq, kw, h_step, c, topology, moments, yq, yw,
-                                      mid_power, next_power)
+                        simpson_power(t_start, t, t_sample, q, v, kq, kw, h_step, mf, c, topology, moments, yq, yw,
+                                      yomega, eq_work, mid_power, next_power)
                         sample_work[0] = done_work[0] + (t_sample - t) / 6.0 * (power[0] + 4.0 * mid_power[0]
                                                                                + next_power[0])
                         record_work(next_sample, sample_work, blk, members, lane_status, work_out)
                     next_sample += 1
                 if FORCED:  # noqa: F821
-                    simpson_power(t_start, t, t_new, q, omega, kq, kw, h_step, c, topology, moments, yq, yw,
-                                  mid_power, next_power)
+                    simpson_power(t_start, t, t_new, q, v, kq, kw, h_step, mf, c, topology, moments, yq, yw, yomega,
+                                  eq_work, mid_power, next_power)
                     done_work[0] += (t_new - t) / 6.0 * (power[0] + 4.0 * mid_power[0] + next_power[0])
                     power[0] = next_power[0]
                 q[:] = q_new
-                omega[:] = omega_new
+                v[:] = omega_new
+                t = t_new
+                if CONVERTS:  # the step ends in the stored (q, ω), so a restart from them continues bitwise
+                    velocity_to_stored(q, v, mf, c, topology, omega, eq_work)  # noqa: F821
+                    velocity_from_stored(q, omega, mf, c, topology, v, eq_work)  # noqa: F821
+                    equations_of_motion(t_start + t, q, v, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
+                else:
+                    kq[0] = kq[6]
+                    kw[0] = kw[6]
                 if track_encounters:
                     track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
-                kq[0] = kq[6]
-                kw[0] = kw[6]
-                t = t_new
                 accepted[0] += 1
             h = dopri_next_step(h, h_step, error, last)
             if dopri_gave_up(h, t_end, attempts, max_steps):

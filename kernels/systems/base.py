@@ -129,6 +129,12 @@ class SystemDefinition(ParameterLookup):
     #: whether parameter values (broadcast, per member) switch any force on; unforced runs use kernels
     #: compiled without the force terms
     forced: Callable[[dict], bool] = lambda params: False
+    #: configuration-dependent inertia (Lee–Leok–McClamroch eq. (12)): configuration_inertia(q, coef, topology,
+    #: out (n, n, L)) writes the scalars m_jk(q) (kg·m²) and configuration_inertia_gradient(q, coef, topology,
+    #: out (n, n, n, 3, L)) writes ∂m_jk/∂q_i at out[j, k, i]; ``inertia`` is then unused (None) and only the
+    #: Runge–Kutta methods step the system
+    configuration_inertia: Any = None
+    configuration_inertia_gradient: Any = None
     check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
     space: StateSpace = SPHERE_PRODUCT
     provides: frozenset = frozenset({"potential", "gradient", "inertia"})
@@ -162,12 +168,25 @@ class SystemDefinition(ParameterLookup):
         """Σ_ij M_ij q_i × q̇_j (kg·m²/s), q̇_j = ω_j × q_j, for q and ω of shape (members, ..., n, 3)
         and broadcast parameters; returns (members, ..., 3)."""
         q = np.asarray(state["q"], dtype=np.float64)
-        n = q.shape[-2]
-        mass = self.inertia(params, n)
-        mass = mass[:, :, np.newaxis] * np.eye(n) if mass.ndim == 2 else mass
         qdot = np.cross(state["omega"], q)
-        momentum = np.einsum("mij,m...jk->m...ik", mass, qdot)
+        momentum = np.einsum("m...ij,m...jk->m...ik", self.inertia_at(q, params), qdot)
         return np.cross(q, momentum).sum(axis=-2)
+
+    def inertia_at(self, q: np.ndarray, params: dict) -> np.ndarray:
+        """M_ij (kg·m²) at configurations q (members, ..., n, 3), as (members, ..., n, n): the constant M
+        broadcast, or m_ij(q) of configuration-dependent inertia evaluated at each q."""
+        members, n = q.shape[0], q.shape[-2]
+        if self.configuration_inertia is None:
+            mass = self.inertia(params, n)
+            mass = mass[:, :, np.newaxis] * np.eye(n) if mass.ndim == 2 else mass
+            return mass.reshape((members,) + (1,) * (q.ndim - 3) + (n, n))
+        flat = q.reshape(members, -1, n, 3)
+        coef = np.repeat(self.coefficients(params, n), flat.shape[1], axis=0)
+        lanes_q = np.ascontiguousarray(np.moveaxis(flat.reshape(-1, n, 3), 0, -1))
+        out = np.empty((n, n, lanes_q.shape[-1]))
+        self.configuration_inertia(lanes_q, np.ascontiguousarray(coef.T),
+                                   np.ascontiguousarray(self.topology(params, n), dtype=np.int64), out)
+        return np.moveaxis(out, -1, 0).reshape(q.shape[:-2] + (n, n))
 
 
 

@@ -28,7 +28,8 @@ def _tail_masses(params):
     return np.cumsum(params["m"][:, ::-1], axis=1)[:, ::-1]
 
 
-def _inertia(params, n):
+def chain_inertia(params, n):
+    """M_ij = (Σ_{k ≥ max(i,j)} m_k) l_i l_j (kg·m²), (members, n, n)."""
     tail = _tail_masses(params)
     heavier = tail[:, np.maximum.outer(np.arange(n), np.arange(n))]
     lengths = params["l"]
@@ -40,11 +41,22 @@ def _inertia(params, n):
 FORCE_ROWS = 12
 
 
+def chain_parameters() -> tuple:
+    """The chain's masses, lengths and gravity (shared with :mod:`kernels.systems.jacobi_chain`)."""
+    return (Parameter("m", PER_BODY, "kg", "point mass at the end of each link"),
+            Parameter("l", PER_BODY, "m", "length of each link"),
+            *gravity_parameters())
+
+
+def potential_coefficients(params):
+    """c_i = (Σ_{k≥i} m_k) g l_i (N·m), (members, n): V = −Σ_i c_i e·q_i."""
+    return _tail_masses(params) * params["g"][:, np.newaxis] * params["l"]
+
+
 def _coefficients(params, n):
     """[c_1..c_n, e_x, e_y, e_z] with c_i = S_i g l_i (N·m), so ∂V/∂q_i = −c_i e; then the forces'
     [τ_0, τ_amplitude, ν, φ, d, c, l_1..l_n] (see FORCE_ROWS)."""
-    c = _tail_masses(params) * params["g"][:, np.newaxis] * params["l"]
-    return np.concatenate([c, params["gravity_direction"], params["base_torque"], params["base_torque_amplitude"],
+    return np.concatenate([potential_coefficients(params), params["gravity_direction"], params["base_torque"], params["base_torque_amplitude"],
                            params["base_torque_frequency"][:, np.newaxis], params["base_torque_phase"][:, np.newaxis],
                            params["tip_force"], params["damping"][:, np.newaxis], params["l"]], axis=1)
 
@@ -55,6 +67,7 @@ def _forced(params):
 
 @lane_function
 def potential(q, coef, topology, out):
+    """V = −Σ_i c_i e·q_i (J) from coef rows [c_1..c_n, e] (the layout jacobi_chain shares)."""
     n = q.shape[0]
     for b in range(q.shape[2]):
         out[b] = 0.0
@@ -142,9 +155,7 @@ DEFINITION = SystemDefinition(
     name="spherical_chain",
     summary="n-link spherical pendulum chain under gravity (Example 1)",
     parameters=(
-        Parameter("m", PER_BODY, "kg", "point mass at the end of each link"),
-        Parameter("l", PER_BODY, "m", "length of each link"),
-        *gravity_parameters(),
+        *chain_parameters(),
         Parameter("base_torque", VECTOR3, "N·m", "constant torque of the base on link 1", default=(0.0, 0.0, 0.0),
                   check="finite"),
         Parameter("base_torque_amplitude", VECTOR3, "N·m", "amplitude of the periodic base torque",
@@ -161,7 +172,7 @@ DEFINITION = SystemDefinition(
     presets={"paper": _paper},
     diagonal_inertia=False,
     bodies=lambda params: params["m"].shape[-1],
-    inertia=_inertia,
+    inertia=chain_inertia,
     coefficients=_coefficients,
     potential=potential,
     gradient=gradient,
