@@ -90,6 +90,19 @@ def add_scaled(target, source, scale):
 
 
 @lane_function
+def add_metric_gradient(dm, a, scale, out):
+    """out_i += scale · Σ_jk (a_j·a_k) ∂m_jk/∂q_i (J for a = q̇): the kinetic energy's explicit q-gradient."""
+    n = a.shape[0]
+    for j in range(n):
+        for k in range(n):
+            for b in range(a.shape[2]):
+                weight = scale * (a[j, 0, b] * a[k, 0, b] + a[j, 1, b] * a[k, 1, b] + a[j, 2, b] * a[k, 2, b])
+                for i in range(n):
+                    for c in range(3):
+                        out[i, c, b] += weight * dm[j, k, i, c, b]
+
+
+@lane_function
 def chord(q, i, j, b):
     """q_i − q_j and its squared length (chord², m²) for lane b."""
     d0 = q[i, 0, b] - q[j, 0, b]

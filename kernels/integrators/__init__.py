@@ -163,8 +163,8 @@ def _lgvi_recipe(kind):
 
 
 ON_SPHERES = frozenset({"potential", "gradient", "inertia"})
-#: the Runge–Kutta methods step constant or configuration-dependent inertia alike
-RK_ON_SPHERES = frozenset({"potential", "gradient"})
+#: implicit vi and the Runge–Kutta methods step constant or configuration-dependent inertia alike
+ANY_INERTIA_ON_SPHERES = frozenset({"potential", "gradient"})
 FIELD = frozenset({"vector_field"})
 NEWTON = (codes.OK, codes.NON_FINITE, codes.NEWTON_FAILED)
 
@@ -182,10 +182,10 @@ def _runge_kutta(name, summary, order, options, spheres_recipe_of, other_spaces,
     each other formulation a variant (its own kernels) named ``<name>_<formulation>``."""
     default = formulations.DEFAULT_FORMULATION
     variants = {form: Method(f"{name}_{form}", f"{summary}, in ({form.replace('_', ', ')})", order, {},
-                             {SPHERES: (RK_ON_SPHERES, spheres_recipe_of(form))}, formulation=form, **details)
+                             {SPHERES: (ANY_INERTIA_ON_SPHERES, spheres_recipe_of(form))}, formulation=form, **details)
                 for form in formulations.FORMULATIONS if form != default}
     return Method(name, summary, order, {**options, "formulation": default},
-                  {SPHERES: (RK_ON_SPHERES, spheres_recipe_of(default)), **other_spaces},
+                  {SPHERES: (ANY_INERTIA_ON_SPHERES, spheres_recipe_of(default)), **other_spaces},
                   variants={"formulation": variants}, choices={"formulation": formulations.FORMULATIONS},
                   formulation=default, **details)
 
@@ -196,7 +196,8 @@ METHODS: dict[str, Method] = {
         Method("vi", "Lee–Leok–McClamroch variational integrator: explicit (29)–(30) for diagonal M, "
                "implicit (22)–(25) with Newton in Cayley coordinates otherwise", 2,
                {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20, "adaptive": False,
-                "tolerance": 0.005, "max_step": None, "max_steps": None}, {SPHERES: (ON_SPHERES, _vi_recipe)},
+                "tolerance": 0.005, "max_step": None, "max_steps": None},
+               {SPHERES: (ANY_INERTIA_ON_SPHERES, _vi_recipe)},
                status=NEWTON + (codes.VI_STEP_INFEASIBLE,), system_stages=(vi.explicit_vi_drift, vi.explicit_vi_kick),
                option_vector=("newton_tol", "newton_max_iterations"), variants={"adaptive": ADAPTIVE_VI}),
         Method("lgvi", "Lee–Leok–McClamroch Lie group variational integrator on SO(3)ⁿ, F_k by Newton in Cayley "

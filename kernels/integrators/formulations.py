@@ -22,7 +22,7 @@ Free names bound at specialisation: ``system_gradient``, ``system_force``, ``sys
 
 import numpy as np
 
-from ..lanes import add_scaled, kinetic_energy_full, lane_function, solve_in_lanes, solve_pivoted_in_lanes, velocities_into
+from ..lanes import add_metric_gradient, add_scaled, kinetic_energy_full, lane_function, solve_in_lanes, solve_pivoted_in_lanes, velocities_into
 from .vi import assemble_velocity_matrix
 
 FORMULATIONS = ("q_qdot", "q_omega", "q_mu", "q_pi")
@@ -53,19 +53,6 @@ def kinetic_energy_configuration_template(q, omega, mass_diag, mass_full, coef, 
     m = np.empty((q.shape[0], q.shape[0], q.shape[2]))
     system_inertia(q, coef, topology, m)  # noqa: F821
     kinetic_energy_full(q, omega, mass_diag, m, coef, topology, out)
-
-
-@lane_function
-def add_metric_gradient(dm, a, scale, out):
-    """out_i += scale · Σ_jk (a_j·a_k) ∂m_jk/∂q_i (J for a = q̇): the kinetic energy's explicit q-gradient."""
-    n = a.shape[0]
-    for j in range(n):
-        for k in range(n):
-            for b in range(a.shape[2]):
-                weight = scale * (a[j, 0, b] * a[k, 0, b] + a[j, 1, b] * a[k, 1, b] + a[j, 2, b] * a[k, 2, b])
-                for i in range(n):
-                    for c in range(3):
-                        out[i, c, b] += weight * dm[j, k, i, c, b]
 
 
 @lane_function

@@ -2,13 +2,16 @@
 
 ``explicit_vi_*``: the explicit form (29)–(30) for diagonal M.
 ``implicit_vi_*``: the implicit form (22)–(25) for any SPD M; (22) is solved in Cayley coordinates
-(27)–(28) by Newton's method with the analytic Jacobian, then (25) gives ω_{k+1}.
-Free names bound at specialisation: ``system_gradient``.
+(27)–(28) by Newton's method with the analytic Jacobian, then (25) gives ω_{k+1}.  With forces (the
+discrete Lagrange–d'Alembert principle) and with configuration-dependent inertia m_jk(q) (a symmetric
+discrete Lagrangian, see :func:`implicit_vi_step`).
+Free names bound at specialisation: ``system_gradient``, ``system_force``, ``system_force_damping``,
+``system_inertia``, ``system_inertia_gradient``, ``FORCED``, ``VARIABLE_INERTIA``.
 """
 
 import numpy as np
 
-from ..lanes import lane_function, solve_in_lanes
+from ..lanes import add_metric_gradient, lane_function, solve_in_lanes
 from ..status import NEWTON_FAILED, VI_STEP_INFEASIBLE
 
 #: method options of the implicit solve, in the order of the ``options`` array
@@ -109,12 +112,16 @@ def explicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
 def implicit_vi_allocate(n, lanes):
     """Work: ∂V/∂q, d (22), f, y = F q − q, 2/(1 + ‖f_j‖²), u, D_j = ∂y_j/∂f_j, Newton matrix and
     vector, q_i × Σ_j M_ij y_j and its inner sums, per-lane norms (see NORM_ROWS), done; for forced
-    kernels the moments g and a zero ω (empty otherwise)."""
+    kernels the moments g and a zero ω; for configuration-dependent inertia the trial q_{k+1}, m(q_k),
+    m̄, m(q_{k+1}), ∂m/∂q at q_k and q_{k+1} and Σ_jl (y_j·y_l) ∂m_jl/∂q_i (empty when not needed)."""
     forced_n = n if FORCED else 0  # noqa: F821 (bound at specialisation)
+    v = n if VARIABLE_INERTIA else 0  # noqa: F821
     return (np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, lanes)),
             np.empty((n, lanes)), np.empty((n, 3, lanes)), np.empty((n, 3, 3, lanes)), np.empty((3 * n, 3 * n, lanes)),
             np.empty((3 * n, lanes)), np.empty((n, 3, lanes)), np.empty((3, lanes)), np.empty((NORM_ROWS, lanes)),
-            np.empty(lanes, np.bool_), np.empty((forced_n, 3, lanes)), np.zeros((forced_n, 3, lanes)))
+            np.empty(lanes, np.bool_), np.empty((forced_n, 3, lanes)), np.zeros((forced_n, 3, lanes)),
+            np.empty((v, 3, lanes)), np.empty((v, v, lanes)), np.empty((v, v, lanes)), np.empty((v, v, lanes)),
+            np.empty((v, v, v, 3, lanes)), np.empty((v, v, v, 3, lanes)), np.empty((v, 3, lanes)))
 
 
 def implicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
@@ -182,6 +189,59 @@ def assemble_velocity_matrix(q, mass_full, a):
                             a[3 * i + r, 3 * j + c, b] = -mass_full[i, j, b] * value
 
 
+@lane_function
+def add_cross(q, v, scale, out):
+    """out_i += scale · q_i × v_i for every body and lane."""
+    for i in range(q.shape[0]):
+        for b in range(q.shape[2]):
+            out[i, 0, b] += scale * (q[i, 1, b] * v[i, 2, b] - q[i, 2, b] * v[i, 1, b])
+            out[i, 1, b] += scale * (q[i, 2, b] * v[i, 0, b] - q[i, 0, b] * v[i, 2, b])
+            out[i, 2, b] += scale * (q[i, 0, b] * v[i, 1, b] - q[i, 1, b] * v[i, 0, b])
+
+
+@lane_function
+def metric_moment(q, dm, y, scale, metric, out):
+    """out_i += scale · q_i × Σ_jl (y_j·y_l) ∂m_jl/∂q_i, the discrete Lagrangian's inertia-gradient moment
+    (``metric`` is scratch)."""
+    metric[:] = 0.0
+    add_metric_gradient(dm, y, 1.0, metric)
+    add_cross(q, metric, scale, out)
+
+
+@lane_function
+def add_inertia_variation_jacobian(q, f, y, cayley_scale, dy, dm_now, dm_next, jac):
+    """jac += ∂/∂f_j of the configuration-inertia terms of :func:`implicit_vi_step`'s residual R_i.
+
+    Through m̄ = ½(m(q_k) + m(q_k + y)): Σ_l v_il ⊗ ½ D_jᵀ ∂m_il/∂q_j(q_{k+1}), with v_ii = 2f_i/(1 + ‖f_i‖²)
+    and v_il = q_i × y_l (l ≠ i) the factors m̄_il multiplies; through −¼ q_i × Σ_jl (y_j·y_l) ∂m_jl/∂q_i(q_k)
+    (m symmetric): −½ Σ_l (q_i × ∂m_jl/∂q_i(q_k)) ⊗ D_jᵀ y_l.  D_j = ∂y_j/∂f_j is ``dy[j, row, column]``.
+    """
+    n = q.shape[0]
+    for i in range(n):
+        for j in range(n):
+            for l in range(n):
+                for b in range(q.shape[2]):
+                    if l == i:
+                        v0 = cayley_scale[i, b] * f[i, 0, b]
+                        v1 = cayley_scale[i, b] * f[i, 1, b]
+                        v2 = cayley_scale[i, b] * f[i, 2, b]
+                    else:
+                        v0 = q[i, 1, b] * y[l, 2, b] - q[i, 2, b] * y[l, 1, b]
+                        v1 = q[i, 2, b] * y[l, 0, b] - q[i, 0, b] * y[l, 2, b]
+                        v2 = q[i, 0, b] * y[l, 1, b] - q[i, 1, b] * y[l, 0, b]
+                    h0, h1, h2 = dm_now[j, l, i, 0, b], dm_now[j, l, i, 1, b], dm_now[j, l, i, 2, b]
+                    w0 = q[i, 1, b] * h2 - q[i, 2, b] * h1
+                    w1 = q[i, 2, b] * h0 - q[i, 0, b] * h2
+                    w2 = q[i, 0, b] * h1 - q[i, 1, b] * h0
+                    for c in range(3):
+                        e = 0.5 * (dm_next[i, l, j, 0, b] * dy[j, 0, c, b] + dm_next[i, l, j, 1, b] * dy[j, 1, c, b]
+                                   + dm_next[i, l, j, 2, b] * dy[j, 2, c, b])
+                        z = 0.5 * (y[l, 0, b] * dy[j, 0, c, b] + y[l, 1, b] * dy[j, 1, c, b] + y[l, 2, b] * dy[j, 2, c, b])
+                        jac[3 * i, 3 * j + c, b] += v0 * e - w0 * z
+                        jac[3 * i + 1, 3 * j + c, b] += v1 * e - w1 * z
+                        jac[3 * i + 2, 3 * j + c, b] += v2 * e - w2 * z
+
+
 def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
     """One step of Lee–Leok–McClamroch eqs. (22)–(25), from time t (s).
 
@@ -190,6 +250,14 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
     (h²/2) g_k joins d of (22) beside −(h²/2) q × ∂V_k/∂q, and (h/2) g_{k+1} the right side of (25) beside
     −(h/2) q × ∂V_{k+1}/∂q.  g is affine in ω, so (25) stays linear: its matrix loses (h/2) ∂g/∂ω.
 
+    Configuration-dependent inertia (kernels compiled with VARIABLE_INERTIA): the discrete Lagrangian
+    (13) with m̄ = ½(m(q_k) + m(q_{k+1})) in place of M, L_d = (1/2h) Σ m̄_jl Δ_j·Δ_l − (h/2)(V_k + V_{k+1}),
+    Δ_j = q_{j,k+1} − q_{j,k}: symmetric in its two points, hence second order.  Its derivatives add one
+    term each to (22) and (25): the left side of (22) becomes q_i × Σ_j m̄_ij Δ_j − ¼ q_i × Σ_jl (Δ_j·Δ_l)
+    ∂m_jl/∂q_i(q_k), with h π_k (π_i = q_i × Σ_j m_ij(q_k) q̇_j) on its right; the right side of (24) is
+    (1/h) q_i × [Σ_j m̄_ij Δ_j + ¼ Σ_jl (Δ_j·Δ_l) ∂m_jl/∂q_i(q_{k+1})] − …, and (25)'s matrix takes m(q_{k+1}).
+    Newton's Jacobian carries the f-derivatives of both new terms (:func:`add_inertia_variation_jacobian`).
+
     Newton on the residual R_i(f) = 2M_ii f_i/(1+‖f_i‖²) + q_i × Σ_{j≠i} M_ij y_j(f) − d_i + q_i (q_i·f_i):
     its tangential part is (28) and its normal part pins f_i·q_i = 0 so the Jacobian is regular.
     Converged when ‖R‖_∞ ≤ tol ‖d‖_∞ (or stalled at round-off, see STALLED_RESIDUAL_FACTOR);
@@ -197,7 +265,13 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
     block; only the bookkeeping is per lane, and a lane stops changing once it is done, so its result
     does not depend on which other members share its block.
     """
-    grad, d, f, y, cayley_scale, u, dy, jac, vec, cross, sums, norms, done, moments, at_rest = work
+    grad, d, f, y, cayley_scale, u, dy, jac, vec, cross, sums, norms, done, moments, at_rest = work[:15]
+    if VARIABLE_INERTIA:  # noqa: F821 (a compile-time constant, as FORCED)
+        q_next, mass_now, mass_mean, mass_next, dm_now, dm_next, metric = work[15:]
+        system_inertia(q, coef, topology, mass_now)  # noqa: F821
+        system_inertia_gradient(q, coef, topology, dm_now)  # noqa: F821
+    else:
+        mass_now, mass_mean, mass_next = mass_full, mass_full, mass_full
     n = q.shape[0]
     lanes = q.shape[2]
     tol = options[NEWTON_TOLERANCE]
@@ -208,7 +282,7 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
             u[j, 0, b] = h * (q[j, 1, b] * omega[j, 2, b] - q[j, 2, b] * omega[j, 1, b])
             u[j, 1, b] = h * (q[j, 2, b] * omega[j, 0, b] - q[j, 0, b] * omega[j, 2, b])
             u[j, 2, b] = h * (q[j, 0, b] * omega[j, 1, b] - q[j, 1, b] * omega[j, 0, b])
-    cross_with_mass_sums(q, mass_full, u, True, sums, cross)
+    cross_with_mass_sums(q, mass_now, u, True, sums, cross)
     half_h = 0.5 * h
     half_h2 = 0.5 * h * h
     if FORCED:  # noqa: F821
@@ -221,7 +295,7 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
         code[b] = 0
     for i in range(n):
         for b in range(lanes):
-            hm = h * mass_full[i, i, b]
+            hm = h * mass_now[i, i, b]
             d[i, 0, b] = hm * omega[i, 0, b] - cross[i, 0, b] - half_h2 * (q[i, 1, b] * grad[i, 2, b]
                                                                             - q[i, 2, b] * grad[i, 1, b])
             d[i, 1, b] = hm * omega[i, 1, b] - cross[i, 1, b] - half_h2 * (q[i, 2, b] * grad[i, 0, b]
@@ -240,12 +314,25 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
             f[i, 2, b] = half_h * omega[i, 2, b]
     for iteration in range(max_iterations + 1):
         cayley_displacement(q, f, y, cayley_scale)
-        cross_with_mass_sums(q, mass_full, y, True, sums, cross)
+        if VARIABLE_INERTIA:  # noqa: F821
+            for j in range(n):
+                for k in range(3):
+                    for b in range(lanes):
+                        q_next[j, k, b] = q[j, k, b] + y[j, k, b]
+            system_inertia(q_next, coef, topology, mass_next)  # noqa: F821
+            system_inertia_gradient(q_next, coef, topology, dm_next)  # noqa: F821
+            for j in range(n):
+                for k in range(n):
+                    for b in range(lanes):
+                        mass_mean[j, k, b] = 0.5 * (mass_now[j, k, b] + mass_next[j, k, b])
+        cross_with_mass_sums(q, mass_mean, y, True, sums, cross)
+        if VARIABLE_INERTIA:  # noqa: F821
+            metric_moment(q, dm_now, y, -0.25, metric, cross)
         for b in range(lanes):
             norms[RESIDUAL, b] = 0.0
         for i in range(n):
             for b in range(lanes):
-                scaled_mass = mass_full[i, i, b] * cayley_scale[i, b]
+                scaled_mass = mass_mean[i, i, b] * cayley_scale[i, b]
                 normal = q[i, 0, b] * f[i, 0, b] + q[i, 1, b] * f[i, 1, b] + q[i, 2, b] * f[i, 2, b]
                 for k in range(3):
                     r = scaled_mass * f[i, k, b] + cross[i, k, b] - d[i, k, b] + q[i, k, b] * normal
@@ -288,7 +375,7 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
                     if i == j:
                         for b in range(lanes):
                             inv = 0.5 * cayley_scale[i, b]  # 1/(1 + ‖f_i‖²), exactly
-                            m2 = 2.0 * mass_full[i, i, b]
+                            m2 = 2.0 * mass_mean[i, i, b]
                             for c in range(3):
                                 value = -2.0 * m2 * inv * inv * f[i, r, b] * f[i, c, b] + q[i, r, b] * q[i, c, b]
                                 if r == c:
@@ -297,11 +384,13 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
                     else:
                         c = r  # column c of the block M_ij q̂_i D_j
                         for b in range(lanes):
-                            m = mass_full[i, j, b]
+                            m = mass_mean[i, j, b]
                             x0, x1, x2 = dy[j, 0, c, b], dy[j, 1, c, b], dy[j, 2, c, b]
                             jac[3 * i, 3 * j + c, b] = m * (q[i, 1, b] * x2 - q[i, 2, b] * x1)
                             jac[3 * i + 1, 3 * j + c, b] = m * (q[i, 2, b] * x0 - q[i, 0, b] * x2)
                             jac[3 * i + 2, 3 * j + c, b] = m * (q[i, 0, b] * x1 - q[i, 1, b] * x0)
+        if VARIABLE_INERTIA:  # noqa: F821
+            add_inertia_variation_jacobian(q, f, y, cayley_scale, dy, dm_now, dm_next, jac)
         solve_in_lanes(jac, vec)
         # f ← f − Newton correction in lanes still iterating (a select, so the sweep stays SIMD)
         for b in range(lanes):
@@ -320,14 +409,17 @@ def implicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
                 if norms[CORRECTION, b] <= ROUND_OFF_CORRECTION * norms[SIZE, b]:
                     done[b] = True
     # q_{k+1} = F q_k (23); ω_{k+1} from the linear system (25).  Every exit from the Newton loop
-    # follows a residual evaluation, so y already holds F q_k − q_k for the final f.
+    # follows a residual evaluation, so y already holds F q_k − q_k for the final f (and m(q_{k+1}),
+    # ∂m/∂q at q_{k+1} and m̄ belong to it).
     for j in range(n):
         for k in range(3):
             for b in range(lanes):
                 q[j, k, b] += y[j, k, b]
     system_gradient(q, coef, topology, grad)  # noqa: F821
-    assemble_velocity_matrix(q, mass_full, jac)
-    cross_with_mass_sums(q, mass_full, y, False, sums, cross)
+    assemble_velocity_matrix(q, mass_next, jac)
+    cross_with_mass_sums(q, mass_mean, y, False, sums, cross)
+    if VARIABLE_INERTIA:  # noqa: F821
+        metric_moment(q, dm_next, y, 0.25, metric, cross)
     inverse_h = 1.0 / h
     for i in range(n):
         for b in range(lanes):

@@ -13,7 +13,8 @@ along a geodesic with T = C, dt/dτ = √(C/2) / (E − V(q)) (from ½ q̇ᵀ M 
 ∂m_jk/∂q_i = −2 M_jk ∂V/∂q_i = 2 M_jk c_i e.  The metric is positive definite where V < E; ``path_energy``
 must exceed the potential's maximum Σ_i c_i so that it is everywhere.  (Rigid rods instead of point
 masses would not give an example of eq. (12)'s q-dependence: a thin rod's kinetic energy is again a
-constant-coefficient form in the q̇_j.)  Only the Runge–Kutta methods step it.
+constant-coefficient form in the q̇_j.)  ``vi`` steps it by its implicit path with the symmetric discrete
+Lagrangian of :func:`kernels.integrators.vi.implicit_vi_step`, the Runge–Kutta methods in any formulation.
 """
 
 import numpy as np
