@@ -75,6 +75,28 @@ def test_joint_damping_only_dissipates(method):
     assert np.all(np.diff(energy) <= 1e-6 * np.abs(energy[0])) and energy[-1] < energy[0] - 0.1
 
 
+def test_each_joint_damper_dissipates_its_own_relative_motion():
+    """Per-joint dampers c = (0.3, 0, 0.7): the dampers' power is −Σ_i c_i ‖ω_i − ω_{i−1}‖² (ω_0 = 0; the moments
+    summed by parts), so E(T) − E(0) equals its integral over the stored ω (Simpson, 1001 samples over 2 s;
+    rk45 rtol 1e-11: agreement to 1e-8 relative); the same dampers with joints 1 and 3 swapped dissipate
+    visibly differently."""
+    dampers = np.array([0.3, 0.0, 0.7])
+    state = random_state(4)
+
+    def energy_and_dissipation(c):
+        chain = get_system("spherical_chain", m=MASSES, l=LENGTHS, g=9.81, damping=list(c))
+        run = integrate(chain, "rk45", state, 0.002, 1000, 1, outputs=("omega",), rtol=1e-11, atol=1e-13)
+        relative = np.diff(run.omega[0], axis=1, prepend=0.0)
+        power = -np.einsum("i,sik,sik->s", np.asarray(c), relative, relative)
+        work = 0.002 / 3 * (power[0] + 4 * power[1:-1:2].sum() + 2 * power[2:-1:2].sum() + power[-1])
+        return run.energy[0, -1] - run.energy[0, 0], work
+
+    change, work = energy_and_dissipation(dampers)
+    assert work < -0.1 and abs(change - work) <= 1e-8 * abs(work), (change, work)
+    swapped, _ = energy_and_dissipation(dampers[::-1])
+    assert abs(swapped - change) > 1e-2 * abs(change)
+
+
 def test_a_base_torque_along_the_first_link_is_projected():
     """A torque along q_1 would spin the massless link about itself; only P_1 τ acts.  Unprojected, its
     5 N·m would tilt ω_1 off the tangent plane by ~5 t/M_11 rad/s; vi keeps q_i·ω_i = 0 to round-off."""
@@ -90,6 +112,8 @@ def test_forcing_refusals():
         get_system("spherical_chain", "paper", base_torque=[1.0, 0.0])
     with pytest.raises(InvalidInput, match="^damping: "):
         get_system("spherical_chain", "paper", damping=-1.0)
+    with pytest.raises(InvalidInput, match=r"^damping: needs one value per body \(2 bodies\) or one for all"):
+        get_system("spherical_chain", "paper", damping=[0.1, 0.2, 0.3])
     chain = get_system("spherical_chain", "paper", tip_force=[0.0, 1.0, 0.0])
     state = {name: value[np.newaxis] for name, value in chain.initial_state().items()}
     with pytest.raises(InvalidInput, match="^start_step: must be an integer >= 0"):

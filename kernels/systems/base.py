@@ -48,6 +48,9 @@ class Parameter:
     check: str = "positive"  # positive | nonnegative | finite | direction | cutoff | structural
     parse: Callable[[Any], Any] | None = None  # for structural (non-numeric, never per-member) values
     normalise: Callable[[Any], np.ndarray] | None = None  # numeric values → canonical base shape (inertia forms)
+    #: a per-body parameter that also takes one number for every body (expanded to the definition's
+    #: ``bodies`` when the system is bound, so sweeps and per-member values see the per-body shape)
+    every_body: bool = False
 
     @property
     def structural(self) -> bool:
@@ -209,6 +212,8 @@ def _validate_value(system: str, spec: Parameter, value: Any) -> Any:
     if spec.normalise is not None:
         array = spec.normalise(array)
     base = _BASE_NDIM[spec.shape]
+    if spec.every_body and array.ndim == base - 1:
+        base -= 1  # one number for every body: expanded by bind_system
     if array.ndim not in (base, base + 1):
         raise InvalidInput(
             spec.name,
@@ -352,6 +357,7 @@ class System:
         merged = dict(self.params)
         for key, value in params.items():
             merged[key] = _validate_value(self.name, self.definition.parameter(key), value)
+        _expand_every_body(self.definition, merged)
         if self.definition.check is not None:
             self.definition.check(merged)
         return System(self.definition, merged, self.preset, self.preset_state)
@@ -378,9 +384,28 @@ def bind_system(definition, preset: str | None, params: dict) -> System:
                 raise InvalidInput(spec.name, f"required parameter of system {definition.name!r} ({spec.doc})")
             values[spec.name] = spec.default
         validated[spec.name] = _validate_value(definition.name, spec, values[spec.name])
+    _expand_every_body(definition, validated)
     if definition.check is not None:
         definition.check(validated)
     return System(definition, validated, preset, state)
+
+
+def _expand_every_body(definition, validated: dict) -> None:
+    """Give ``every_body`` parameters their per-body axis in place: one number repeated for each of the
+    definition's bodies; per-body values (per member or not) are checked against their number."""
+    for spec in definition.parameters:
+        if not spec.every_body:
+            continue
+        value = validated[spec.name]
+        n = definition.bodies(validated)
+        if value.ndim == _BASE_NDIM[spec.shape] - 1:
+            if n is None:
+                raise InvalidInput(spec.name, f"one value for every body needs the number of bodies, which "
+                                   f"{definition.name} takes from the state; give one value per body")
+            validated[spec.name] = np.full(value.shape + (n,), value)
+        elif n is not None and value.shape[-1] != n:
+            raise InvalidInput(spec.name, f"needs one value per body ({n} bodies) or one for all, got shape "
+                               f"{value.shape}")
 
 
 def per_body(values: np.ndarray, n: int) -> np.ndarray:

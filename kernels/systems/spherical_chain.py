@@ -10,8 +10,8 @@ g_i = q_i × f_i that enter eq. (40) beside gravity:
   applied by the base to link 1: g_1 += P_1 τ, P_i = I − q_i q_iᵀ (the component along q_1 would spin
   the massless link about itself; it is projected away, not refused);
 - a force d = tip_force at the last mass: g_i += l_i q_i × d for every link (δx_n = Σ l_i γ_i × q_i);
-- a viscous damper c_i = damping (the same c in every joint) in joint i (between link i − 1, or the base, and link i), a torque
-  −c_i (ω_i − ω_{i−1}) on link i and its reaction on link i − 1:
+- a viscous damper c_i = damping[i] in joint i (between link i − 1, or the base, and link i; one number
+  gives every joint the same c), a torque −c_i (ω_i − ω_{i−1}) on link i and its reaction on link i − 1:
   g_i += P_i [−c_i (ω_i − ω_{i−1}) + c_{i+1} (ω_{i+1} − ω_i)], with ω_0 = 0 and c_{n+1} = 0.
 Their power Σ g_i·ω_i is the rate of the energy E = T + V.
 """
@@ -37,8 +37,8 @@ def chain_inertia(params, n):
 
 
 #: rows of the force coefficients after the n + 3 of gravity: τ_0 (3), its amplitude (3), frequency,
-#: phase, d (3), the joints' damping c; then l_1..l_n
-FORCE_ROWS = 12
+#: phase, d (3); then the joints' damping c_1..c_n and the lengths l_1..l_n
+FORCE_ROWS = 11
 
 
 def chain_parameters() -> tuple:
@@ -55,10 +55,10 @@ def potential_coefficients(params):
 
 def _coefficients(params, n):
     """[c_1..c_n, e_x, e_y, e_z] with c_i = S_i g l_i (N·m), so ∂V/∂q_i = −c_i e; then the forces'
-    [τ_0, τ_amplitude, ν, φ, d, c, l_1..l_n] (see FORCE_ROWS)."""
+    [τ_0, τ_amplitude, ν, φ, d, c_1..c_n, l_1..l_n] (see FORCE_ROWS)."""
     return np.concatenate([potential_coefficients(params), params["gravity_direction"], params["base_torque"], params["base_torque_amplitude"],
                            params["base_torque_frequency"][:, np.newaxis], params["base_torque_phase"][:, np.newaxis],
-                           params["tip_force"], params["damping"][:, np.newaxis], params["l"]], axis=1)
+                           params["tip_force"], params["damping"], params["l"]], axis=1)
 
 
 def _forced(params):
@@ -90,15 +90,16 @@ def force(t, q, omega, coef, topology, out):
     """The moments g_i (N·m) at time t (s); see the module docstring."""
     n = q.shape[0]
     base = n + 3
-    lengths = base + FORCE_ROWS
+    dampers = base + FORCE_ROWS
+    lengths = dampers + n
     for b in range(q.shape[2]):
         wave = np.sin(coef[base + 6, b] * t + coef[base + 7, b])
         for i in range(n):
             d0, d1, d2 = coef[base + 8, b], coef[base + 9, b], coef[base + 10, b]
             l = coef[lengths + i, b]
             # tip force: l_i q_i × d; dampers: torque on link i from joints i and i + 1
-            c_in = coef[base + 11, b]
-            c_out = c_in if i + 1 < n else 0.0
+            c_in = coef[dampers + i, b]
+            c_out = coef[dampers + i + 1, b] if i + 1 < n else 0.0
             t0 = -(c_in + c_out) * omega[i, 0, b]
             t1 = -(c_in + c_out) * omega[i, 1, b]
             t2 = -(c_in + c_out) * omega[i, 2, b]
@@ -125,19 +126,21 @@ def force(t, q, omega, coef, topology, out):
 def force_damping(q, coef, topology, scale, out):
     """out += scale · ∂g/∂ω (N·m·s): blocks −(c_i + c_{i+1}) P_i, c_i P_i (i, i − 1) and c_{i+1} P_i (i, i + 1)."""
     n = q.shape[0]
-    damper = n + 3 + 11
+    dampers = n + 3 + FORCE_ROWS
     for i in range(n):
-        outward = 1.0 if i + 1 < n else 0.0  # the last link has no joint beyond it
         for r in range(3):
             for c in range(3):
                 identity = 1.0 if r == c else 0.0
                 for b in range(q.shape[2]):  # lanes innermost: one SIMD sweep per entry
-                    weighted = scale * coef[damper, b] * (identity - q[i, r, b] * q[i, c, b])
-                    out[3 * i + r, 3 * i + c, b] -= (1.0 + outward) * weighted
+                    projector = identity - q[i, r, b] * q[i, c, b]
+                    inward = scale * coef[dampers + i, b] * projector
+                    # the last link has no joint beyond it
+                    outward = scale * coef[dampers + i + 1, b] * projector if i + 1 < n else 0.0
+                    out[3 * i + r, 3 * i + c, b] -= inward + outward
                     if i > 0:
-                        out[3 * i + r, 3 * (i - 1) + c, b] += weighted
+                        out[3 * i + r, 3 * (i - 1) + c, b] += inward
                     if i + 1 < n:
-                        out[3 * i + r, 3 * (i + 1) + c, b] += weighted
+                        out[3 * i + r, 3 * (i + 1) + c, b] += outward
 
 
 def _paper():
@@ -166,8 +169,9 @@ DEFINITION = SystemDefinition(
                   check="finite"),
         Parameter("tip_force", VECTOR3, "N", "constant force on the last mass", default=(0.0, 0.0, 0.0),
                   check="finite"),
-        Parameter("damping", SCALAR, "N·m·s", "viscous damping c of every joint (on the relative angular velocity)",
-                  default=0.0, check="nonnegative"),
+        Parameter("damping", PER_BODY, "N·m·s", "viscous damping c_i of each joint i (on the relative angular "
+                  "velocity of link i and link i − 1 or the base); one number for every joint",
+                  default=0.0, check="nonnegative", every_body=True),
     ),
     presets={"paper": _paper},
     diagonal_inertia=False,
