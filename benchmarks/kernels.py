@@ -10,7 +10,7 @@ accepted steps per member, member-steps per second and the median max |dE|/E0 of
 Then forcing (issue 16): a 3-link chain driven by a periodic base torque with joint damping, forced
 vi and rk4 in each of the four formulations against the same chain unforced (target: forcing costs ≤ 1.3×
 the unforced step; "vs q_omega": the unforced step's cost relative to rk4's default formulation), and the
-energy balance |E − E0 − W| of forced vi over 10⁶ steps (first and last tenth).  Each kernel is timed
+energy balance |E − E0 − W| of forced vi and rk4 over 10⁶ steps (first and last tenth).  Each kernel is timed
 ``--repeats`` times and the fastest counts (every
 rate is printed), because this kind of VM's speed drifts by up to 2× within minutes; the hypervisor's
 steal over the run is printed too.
@@ -70,8 +70,8 @@ def scipy_rate(system, q, omega, dt, steps, members=4):
 
 
 def forcing_comparison(members, steps, repeats):
-    """Forced against unforced member-steps per second on the 3-link chain, and vi's energy balance
-    over 10⁶ steps of one driven, damped member."""
+    """Forced against unforced member-steps per second on the 3-link chain, and vi's and rk4's energy
+    balance over 10⁶ steps of one driven, damped member."""
     masses, lengths = [1.0, 0.7, 1.3], [1.0, 0.8, 0.6]
     unforced = get_system("spherical_chain", m=masses, l=lengths, g=9.81)
     driven = get_system("spherical_chain", m=masses, l=lengths, g=9.81, base_torque_amplitude=[0.0, 2.0, 0.0],
@@ -93,11 +93,11 @@ def forcing_comparison(members, steps, repeats):
         label = f"{method} {options.get('formulation', '')}"
         relative = f"{default / plain:>12.2f}" if method == "rk4" and default else f"{'-':>12}"
         print(f"{label:<16}{plain:>14.3e}{forced:>14.3e}{plain / forced:>12.2f}{'1.3':>8}{relative}", flush=True)
-    for h in (0.01, 0.005):
-        run = integrate(driven, "vi", {"q": q[:1], "omega": omega[:1]}, h, 1_000_000, 500)
+    for method, h in (("vi", 0.01), ("vi", 0.005), ("rk4", 0.01)):
+        run = integrate(driven, method, {"q": q[:1], "omega": omega[:1]}, h, 1_000_000, 500)
         balance = np.abs(run.energy[0] - run.energy[0, 0] - run.work[0])
         tenth = balance.size // 10
-        print(f"vi h = {h:g}, 10^6 steps: max |E - E0 - W| first tenth {balance[1:tenth + 1].max():.3e} J, "
+        print(f"{method} h = {h:g}, 10^6 steps: max |E - E0 - W| first tenth {balance[1:tenth + 1].max():.3e} J, "
               f"last tenth {balance[-tenth:].max():.3e} J (E moves by {np.ptp(run.energy[0]):.1f} J)", flush=True)
 
 

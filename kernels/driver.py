@@ -112,6 +112,13 @@ def force_power_template(t, q, omega, coef, topology, moments, out):
                 out[b] += moments[i, k, b] * omega[i, k, b]
 
 
+def trapezoid_work_template(t_next, q, omega, coef, topology, moments, power, next_power, done, h, work):
+    """``integrator_work`` of methods without their own quadrature (vi): done += h (P_k + P_{k+1})/2 with
+    P_{k+1} the forces' power at the new state and time t_next (s); P_k ← P_{k+1}."""
+    force_power(t_next, q, omega, coef, topology, moments, next_power)  # noqa: F821
+    accumulate_work(done, power, next_power, h)
+
+
 @lane_function
 def accumulate_work(done, power, next_power, h):
     """The trapezoidal rule over one step of size h: done += h (P_k + P_{k+1})/2; then P_k ← P_{k+1}."""
@@ -195,9 +202,9 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                      shadow_omega_end, log_growth_end, reference_end):
     """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
     ``track_encounters`` also each member's least close-encounter separation over every step
-    (``min_separation``, else left at inf).  Forced kernels also integrate the forces' power by the
-    trapezoidal rule into ``work_out`` at the samples, continuing from (and returning in) the last column
-    of ``carried``.
+    (``min_separation``, else left at inf).  Forced kernels also integrate the forces' power into
+    ``work_out`` at the samples, continuing from (and returning in) the last column of ``carried``, each
+    step by the method's ``integrator_work`` (the trapezoidal rule, or the method's own quadrature).
 
     ``step_offset`` is the global index of the step before the call's first: step k starts at time
     (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
@@ -257,8 +264,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             if track_encounters:
                 track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
             if FORCED:  # noqa: F821
-                force_power((step_offset + k) * h, q, omega, c, topology, moments, next_power)  # noqa: F821
-                accumulate_work(done_work, power, next_power, h)
+                integrator_work((step_offset + k) * h, q, omega, c, topology, moments, power,  # noqa: F821
+                                next_power, done_work, h, work)
             if k % save_every == 0:
                 record_sample(k // save_every, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                               save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import status as codes
-from ..driver import drive_fixed_step, record_sample_template
+from ..driver import drive_fixed_step, record_sample_template, trapezoid_work_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
 from . import adaptive_vi, flat_rk, formulations, lgvi
 from . import runge_kutta as rk
@@ -103,7 +103,8 @@ def _vi_recipe(kind):
         (("record_sample", record_sample_template),
          ("integrator_allocate", getattr(vi, prefix + "_allocate")),
          ("integrator_begin", getattr(vi, prefix + "_begin")),
-         ("integrator_step", getattr(vi, prefix + "_step"))),
+         ("integrator_step", getattr(vi, prefix + "_step")),
+         ("integrator_work", trapezoid_work_template)),
     )
 
 
@@ -128,7 +129,8 @@ def _explicit_rk_recipe(tableau_a, tableau_b, project, formulation):
             (("record_sample", record_sample_template),) + _equations(kind, formulation)
             + (("integrator_allocate", rk.explicit_rk_allocate),
                ("integrator_begin", rk.explicit_rk_begin),
-               ("integrator_step", rk.explicit_rk_step)),
+               ("integrator_step", rk.explicit_rk_step),
+               ("integrator_work", rk.stage_work)),
             {"tableau_a": tableau_a, "tableau_b": tableau_b, "project_after_step": project,
              "CONVERTS": formulation != formulations.DEFAULT_FORMULATION},
         )

@@ -273,8 +273,8 @@ def equations_q_mu(t, q, mu, mass_diag, mass_full, coef, topology, dq, dmu, work
     if FORCED:  # noqa: F821
         angular_from_tangent(q, dq, omega)
         system_force(t, q, omega, coef, topology, moments)  # noqa: F821
-        tangential_forces(q, moments, omega)
-        add_scaled(grad, omega, -1.0)
+        tangential_forces(q, moments, w)  # w as scratch: ω must stay the stage's for the forces' power
+        add_scaled(grad, w, -1.0)
     w[:] = 0.0
     add_mass_times(m, dq, w, 1.0)
     for i in range(q.shape[0]):

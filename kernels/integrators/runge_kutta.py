@@ -51,8 +51,6 @@ def equations_allocate_diagonal(n, lanes):
             np.zeros((n if FORCED else 0, 3, lanes)))  # noqa: F821 (bound at specialisation)
 
 
-
-
 def equations_diagonal(t, q, omega, mass_diag, mass_full, coef, topology, dq, domega, work):
     """(10) and (9) for diagonal M at time t (s): ω̇_i = (g_i − q_i × ∂V/∂q_i)/M_ii, g the forces' moments."""
     grad, _, _, moments = work
@@ -125,11 +123,11 @@ def normalise_rows(q):
 
 def explicit_rk_allocate(n, lanes):
     """Work: stage slopes of q and v, the stage state, the equations' work, and v (a formulation's own
-    velocity variable; none for ``q_omega``, which steps ω itself)."""
+    velocity variable; none for ``q_omega``, which steps ω itself), and in forced kernels the step's work."""
     stages = tableau_b.shape[0]  # noqa: F821
     return (np.empty((stages, n, 3, lanes)), np.empty((stages, n, 3, lanes)), np.empty((n, 3, lanes)),
             np.empty((n, 3, lanes)), equations_allocate(n, lanes),  # noqa: F821
-            np.empty((n if CONVERTS else 0, 3, lanes)))  # noqa: F821
+            np.empty((n if CONVERTS else 0, 3, lanes)), np.zeros(lanes if FORCED else 0))  # noqa: F821
 
 
 def explicit_rk_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
@@ -138,8 +136,14 @@ def explicit_rk_begin(q, omega, mass_diag, mass_full, coef, topology, h, options
 
 def explicit_rk_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
     """One step from time t (s) of the explicit Runge–Kutta method (tableau_a, tableau_b) on (9)–(10), or on
-    a formulation's (q, v) (``CONVERTS``: v from the stored ω before the step, ω from v after it)."""
-    kq, kw, yq, yw, eq_work, v = work
+    a formulation's (q, v) (``CONVERTS``: v from the stored ω before the step, ω from v after it).
+
+    Forced kernels also keep the step's work h Σ_s b_s P_s, the method's own quadrature of the forces'
+    power P_s = Σ_i g_i·ω_i at its stages (4th order for rk4), from the moments the stages computed anyway
+    (a separate power evaluation after the step would cost one more force evaluation per step)."""
+    kq, kw, yq, yw, eq_work, v, step_work = work
+    if FORCED:  # noqa: F821
+        step_work[:] = 0.0
     if CONVERTS:  # noqa: F821
         velocity_from_stored(q, omega, mass_full, coef, topology, v, eq_work)  # noqa: F821
     else:
@@ -157,6 +161,11 @@ def explicit_rk_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
                 add_scaled(yw, kw[r], h * a)
         equations_of_motion(t + node * h, yq, yw, mass_diag, mass_full, coef, topology, kq[s], kw[s],  # noqa: F821
                             eq_work)
+        if FORCED:  # noqa: F821 (the moments are eq_work[3]; ω of a converting formulation's stage eq_work[6])
+            if CONVERTS:  # noqa: F821
+                add_power(eq_work[3], eq_work[6], h * tableau_b[s], step_work)  # noqa: F821
+            else:
+                add_power(eq_work[3], yw, h * tableau_b[s], step_work)  # noqa: F821
     for r in range(stages):
         weight = tableau_b[r]  # noqa: F821
         if weight != 0.0:
@@ -169,6 +178,22 @@ def explicit_rk_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
     for b in range(q.shape[2]):
         code[b] = 0
         iterations[b] = 0
+
+
+def stage_work(t_next, q, omega, coef, topology, moments, power, next_power, done, h, work):
+    """``integrator_work`` of :func:`explicit_rk_step`: done += the step's work it kept (J)."""
+    step_work = work[6]
+    for b in range(done.shape[0]):
+        done[b] += step_work[b]
+
+
+@lane_function
+def add_power(moments, omega, scale, out):
+    """out += scale · Σ_i g_i·ω_i per lane (J for scale in s)."""
+    for i in range(moments.shape[0]):
+        for k in range(3):
+            for b in range(moments.shape[2]):
+                out[b] += scale * moments[i, k, b] * omega[i, k, b]
 
 
 @lane_function

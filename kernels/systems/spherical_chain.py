@@ -87,14 +87,14 @@ def gradient(q, coef, topology, out):
 
 @lane_function
 def force(t, q, omega, coef, topology, out):
-    """The moments g_i (N·m) at time t (s); see the module docstring."""
+    """The moments g_i (N·m) at time t (s); see the module docstring.  Lanes innermost, so that every
+    link's sweep but the first (which calls sin) vectorises across members."""
     n = q.shape[0]
     base = n + 3
     dampers = base + FORCE_ROWS
     lengths = dampers + n
-    for b in range(q.shape[2]):
-        wave = np.sin(coef[base + 6, b] * t + coef[base + 7, b])
-        for i in range(n):
+    for i in range(n):
+        for b in range(q.shape[2]):
             d0, d1, d2 = coef[base + 8, b], coef[base + 9, b], coef[base + 10, b]
             l = coef[lengths + i, b]
             # tip force: l_i q_i × d; dampers: torque on link i from joints i and i + 1
@@ -108,6 +108,7 @@ def force(t, q, omega, coef, topology, out):
                 t1 += c_in * omega[i - 1, 1, b]
                 t2 += c_in * omega[i - 1, 2, b]
             else:
+                wave = np.sin(coef[base + 6, b] * t + coef[base + 7, b])
                 t0 += coef[base, b] + coef[base + 3, b] * wave
                 t1 += coef[base + 1, b] + coef[base + 4, b] * wave
                 t2 += coef[base + 2, b] + coef[base + 5, b] * wave
