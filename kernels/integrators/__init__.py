@@ -13,7 +13,7 @@ from . import runge_kutta as rk
 from . import vi
 
 DIAGONAL, FULL, FLAT = "diagonal", "full", "flat"
-SPHERES, ROTATIONS = "sphere_product", "rotation"
+SPHERES, ROTATIONS, RIGID_MOTIONS = "sphere_product", "rotation", "rigid_motion"
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,11 @@ def _lgvi_recipe(kind):
                                      ("integrator_step", lgvi.lgvi_step)))
 
 
+def _on_flat_spaces(recipe):
+    """A method on a flat space's vector field steps SO(3)ⁿ and SE(3)ⁿ systems alike."""
+    return {ROTATIONS: (FIELD, recipe), RIGID_MOTIONS: (FIELD, recipe)}
+
+
 ON_SPHERES = frozenset({"potential", "gradient", "inertia"})
 #: implicit vi and the Runge–Kutta methods step constant or configuration-dependent inertia alike
 ANY_INERTIA_ON_SPHERES = frozenset({"potential", "gradient"})
@@ -208,15 +213,15 @@ METHODS: dict[str, Method] = {
                option_vector=("newton_tol", "newton_max_iterations")),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
-                     {ROTATIONS: (FIELD, _flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B))}),
+                     _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B))),
         _runge_kutta("rk2_projected", "explicit midpoint rule, each q_i renormalised after every step", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, True), {}),
         _runge_kutta("rk4", "classical 4th-order Runge–Kutta on the equations of motion", 4, {},
                      _explicit_rk_recipe_of(rk.CLASSICAL_A, rk.CLASSICAL_B, False),
-                     {ROTATIONS: (FIELD, _flat_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B))}),
+                     _on_flat_spaces(_flat_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B))),
         _runge_kutta("rk45", "adaptive Dormand–Prince 5(4), a step size per member, dense output at save points", 5,
                      {"rtol": 1e-6, "atol": 1e-9, "max_steps": None, "first_step": None}, _rk45_recipe_of,
-                     {ROTATIONS: (FIELD, _flat_rk45_recipe)},
+                     _on_flat_spaces(_flat_rk45_recipe),
                      status=(codes.OK, codes.NON_FINITE, codes.STEP_SIZE_UNDERFLOW), carry=("step_size",), lanes=1,
                      option_vector=("rtol", "atol", "max_steps")),
     )

@@ -9,10 +9,11 @@ they support; ``ensemble/`` and ``jobs/`` see only these declarations.
 """
 
 from .base import STATE_TOLERANCE, Diagnostic, Sampler, StateSpace, Variable
+from .rigid_motion import RIGID_MOTION
 from .rotation import ROTATION
 from .sphere_product import SPHERE_PRODUCT
 
-SPACES: dict[str, StateSpace] = {space.name: space for space in (SPHERE_PRODUCT, ROTATION)}
+SPACES: dict[str, StateSpace] = {space.name: space for space in (SPHERE_PRODUCT, ROTATION, RIGID_MOTION)}
 
 __all__ = ["SPACES", "StateSpace", "Variable", "Diagnostic", "Sampler", "STATE_TOLERANCE", "SPHERE_PRODUCT",
-           "ROTATION"]
+           "ROTATION", "RIGID_MOTION"]

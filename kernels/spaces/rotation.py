@@ -117,23 +117,32 @@ def pull_back_lanes(x, shadow, n, factor):
             shadow[base + 8, b] = a0 * c1 - a1 * c0
 
 
+def project_rotations(rotations: np.ndarray) -> np.ndarray:
+    """Attitudes (members, n, 3, 3) put back on SO(3) by the polar decomposition, refused (naming ``R``)
+    when one is off by more than STATE_TOLERANCE or is a reflection."""
+    error = np.abs(np.einsum("...ki,...kj->...ij", rotations, rotations) - np.eye(3)).max(axis=(-2, -1))
+    worst = np.unravel_index(np.argmax(error), error.shape)
+    if error[worst] > STATE_TOLERANCE:
+        raise InvalidInput("R", f"R[{worst[0]}, {worst[1]}] is off SO(3) by max |RᵀR − I| = {error[worst]:.3g}; "
+                           f"every R_i must be a rotation (within {STATE_TOLERANCE:g}, which is "
+                           "re-orthonormalised by the polar decomposition)")
+    determinant = np.linalg.det(rotations)
+    if np.any(determinant < 0):
+        worst = np.unravel_index(np.argmin(determinant), determinant.shape)
+        raise InvalidInput("R", f"R[{worst[0]}, {worst[1]}] has det {determinant[worst]:.3g}; a rotation has det +1")
+    u, _, vt = np.linalg.svd(rotations)
+    return u @ vt
+
+
+#: the attitude constraint's diagnostic, computed by :func:`orthogonality_lanes`
+ORTHOGONALITY = Diagnostic("orthogonality_error", "1", "max over bodies of max |R^T R - I|")
+
+
 class RotationSpace(StateSpace):
     """SO(3)ⁿ × R³ⁿ (see the module docstring)."""
 
     def project(self, state: dict) -> dict:
-        rotations, omega = state["R"], state["Omega"]
-        error = np.abs(np.einsum("...ki,...kj->...ij", rotations, rotations) - np.eye(3)).max(axis=(-2, -1))
-        worst = np.unravel_index(np.argmax(error), error.shape)
-        if error[worst] > STATE_TOLERANCE:
-            raise InvalidInput("R", f"R[{worst[0]}, {worst[1]}] is off SO(3) by max |RᵀR − I| = {error[worst]:.3g}; "
-                               f"every R_i must be a rotation (within {STATE_TOLERANCE:g}, which is "
-                               "re-orthonormalised by the polar decomposition)")
-        determinant = np.linalg.det(rotations)
-        if np.any(determinant < 0):
-            worst = np.unravel_index(np.argmin(determinant), determinant.shape)
-            raise InvalidInput("R", f"R[{worst[0]}, {worst[1]}] has det {determinant[worst]:.3g}; a rotation has det +1")
-        u, _, vt = np.linalg.svd(rotations)
-        return {"R": u @ vt, "Omega": omega}
+        return {"R": project_rotations(state["R"]), "Omega": state["Omega"]}
 
     def normal_count(self, n: int) -> int:
         return 6 * n
@@ -164,7 +173,7 @@ ROTATION = RotationSpace(
         Variable("R", lambda n: (n, 3, 3), ("body", "row", "col"), "1", "attitude of each body (body to space)"),
         Variable("Omega", lambda n: (n, 3), ("body", "xyz"), "rad/s", "body-frame angular velocity of each body"),
     ),
-    diagnostics=(Diagnostic("orthogonality_error", "1", "max over bodies of max |R^T R - I|"),),
+    diagnostics=(ORTHOGONALITY,),
     samplers={"uniform": Sampler("uniform", "Haar-random attitudes, Gaussian Omega of std omega_scale (rad/s)", {},
                                  _uniform)},
     layout="flat",

@@ -31,8 +31,8 @@ REQUIRED = object()
 
 #: base shapes a parameter can have; a per-member value adds one leading axis
 SCALAR, PER_BODY, VECTOR3, PER_BODY_VECTOR3, PER_SPRING = "scalar", "body", "vector3", "body×3", "spring"
-PER_BODY_TENSOR = "body×3×3"
-_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3}
+PER_BODY_TENSOR, MATRIX6 = "body×3×3", "6×6"
+_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3, MATRIX6: 2}
 _PER_BODY_SHAPES = (PER_BODY, PER_BODY_VECTOR3, PER_BODY_TENSOR)
 
 

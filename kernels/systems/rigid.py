@@ -128,6 +128,9 @@ class RigidBodyDefinition(ParameterLookup):
     #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores
     #: record it and a resume across revisions says so
     revision: int = 1
+    #: (bound name, template) of its energy and equations of motion; None: SO(3)ⁿ's, E = ½ Σ Ω·JΩ + V and
+    #: Euler's equations (a body on SE(3) brings Kirchhoff's, with ``torque`` writing torque and force)
+    templates: tuple | None = None
 
     def topology(self, params, n):
         return np.zeros(1, np.int64)
@@ -139,7 +142,9 @@ class RigidBodyDefinition(ParameterLookup):
 
     @property
     def lane_templates(self) -> tuple:
-        """(bound name, template) specialised to this system: its energy and Euler's equations."""
+        """(bound name, template) specialised to this system: its energy and equations of motion."""
+        if self.templates is not None:
+            return self.templates
         return (("system_energy", rigid_energy), ("vector_field", euler_vector_field))
 
 
@@ -180,17 +185,23 @@ def euler_vector_field(x, n, coef, topology, dx, work):
         j = HEADER * i
         for b in range(lanes):
             w0, w1, w2 = x[w, b], x[w + 1, b], x[w + 2, b]
-            for r in range(3):
-                r0, r1, r2 = x[base + 3 * r, b], x[base + 3 * r + 1, b], x[base + 3 * r + 2, b]
-                # row r of R Ω̂, Ω̂ = [[0, −w2, w1], [w2, 0, −w0], [−w1, w0, 0]]
-                dx[base + 3 * r, b] = r1 * w2 - r2 * w1
-                dx[base + 3 * r + 1, b] = r2 * w0 - r0 * w2
-                dx[base + 3 * r + 2, b] = r0 * w1 - r1 * w0
+            attitude_rate(x, dx, base, b, w0, w1, w2)
             p0, p1, p2 = inertia_times(coef, j, b, w0, w1, w2)
             t0 = p1 * w2 - p2 * w1 + work[3 * i, b]
             t1 = p2 * w0 - p0 * w2 + work[3 * i + 1, b]
             t2 = p0 * w1 - p1 * w0 + work[3 * i + 2, b]
             dx[w, b], dx[w + 1, b], dx[w + 2, b] = inertia_times(coef, j + 9, b, t0, t1, t2)  # J⁻¹ t
+
+
+@lane_function
+def attitude_rate(x, dx, base, b, w0, w1, w2):
+    """dx ← R Ω̂ (Ṙ = R Ω̂) for the attitude at rows base … base + 8 of lane b, Ω = (w0, w1, w2)."""
+    for r in range(3):
+        r0, r1, r2 = x[base + 3 * r, b], x[base + 3 * r + 1, b], x[base + 3 * r + 2, b]
+        # row r of R Ω̂, Ω̂ = [[0, −w2, w1], [w2, 0, −w0], [−w1, w0, 0]]
+        dx[base + 3 * r, b] = r1 * w2 - r2 * w1
+        dx[base + 3 * r + 1, b] = r2 * w0 - r0 * w2
+        dx[base + 3 * r + 2, b] = r0 * w1 - r1 * w0
 
 
 @lane_function

@@ -1,0 +1,173 @@
+"""Rigid bodies on SE(3) (issue 15): the rigid_motion space, kirchhoff_body (Kirchhoff's equations with
+added mass, gravity and buoyancy) under the flat Runge–Kutta methods, checked against closed forms
+(Euler's equations, the torque-free symmetric top, straight-line motion of G, Lamb's sphere and prolate
+spheroid) and its conserved quantities (energy, spatial impulse, Kirchhoff's Casimirs)."""
+
+import numpy as np
+import pytest
+from scipy.special import elliprd
+
+from kernels import InvalidInput, get_system, integrate
+from kernels.spaces import RIGID_MOTION
+from kernels.spaces.rotation import exp_right
+from kernels.systems.kirchhoff_body import (ellipsoid_added_mass, generalised_inertia, kirchhoff_casimirs,
+                                            lamb_constants, spatial_impulse)
+
+TIGHT = dict(rtol=1e-11, atol=1e-13)
+
+
+def initial(system, **overrides):
+    state = {name: value[np.newaxis] for name, value in system.initial_state().items()}
+    state.update({name: np.asarray(value, dtype=np.float64)[np.newaxis] for name, value in overrides.items()})
+    return state
+
+
+def trajectory(result, index):
+    return {name: getattr(result, name)[:, index] for name in ("R", "x", "Omega", "V")}
+
+
+def test_lamb_constants_against_scipy_and_the_prolate_spheroids_closed_form():
+    """α₀ + β₀ + γ₀ = 2; our Carlson R_D against scipy's; a prolate spheroid (a > b = c, eccentricity ε)
+    has α₀ = 2(1 − ε²)/ε³ (artanh ε − ε), β₀ = γ₀ = 1/ε² − (1 − ε²)/ε³ artanh ε (Lamb §115)."""
+    for axes in ((1.0, 0.25, 0.25), (0.3, 0.2, 0.02), (2.0, 1.0, 0.5)):
+        alpha = lamb_constants(axes)
+        a, b, c = axes
+        reference = 2.0 / 3.0 * a * b * c * np.array([elliprd(b * b, c * c, a * a), elliprd(c * c, a * a, b * b),
+                                                       elliprd(a * a, b * b, c * c)])
+        assert np.allclose(alpha, reference, rtol=1e-14, atol=0)
+        assert abs(alpha.sum() - 2.0) <= 1e-14
+    e = np.sqrt(1 - 0.25 ** 2)
+    closed = [2 * (1 - e * e) / e ** 3 * (np.arctanh(e) - e), 1 / e ** 2 - (1 - e * e) / e ** 3 * np.arctanh(e)]
+    alpha = lamb_constants((1.0, 0.25, 0.25))
+    assert np.allclose(alpha, [closed[0], closed[1], closed[1]], rtol=1e-13, atol=0)
+
+
+def test_a_sphere_adds_half_its_displaced_mass_and_no_rotational_inertia():
+    added = ellipsoid_added_mass((0.5, 0.5, 0.5), 1000.0)
+    fluid = 1000.0 * 4 / 3 * np.pi * 0.125
+    assert np.allclose(np.diag(added), [0, 0, 0] + [fluid / 2] * 3, rtol=1e-14, atol=1e-12)
+    # a prolate spheroid: no added inertia about its axis of symmetry, more across it than along it
+    spheroid = np.diag(ellipsoid_added_mass((1.0, 0.25, 0.25), 1000.0))
+    assert spheroid[0] == 0.0 and spheroid[1] == spheroid[2] > 0 and spheroid[4] > spheroid[3]
+
+
+def test_o_at_g_without_fluid_is_eulers_equations_and_g_moves_on_a_straight_line():
+    """kirchhoff_body with O = G and no added mass against free_rigid_body (Euler's equations) and
+    x(t) = x0 + t R0 V0 ... in space: the angular parts agree to 1e-9, G's path to 1e-9 (rk45, rtol 1e-11)."""
+    body = get_system("kirchhoff_body", m=2.0, inertia=[1.0, 2.0, 3.0])
+    euler = get_system("free_rigid_body", inertia=[1.0, 2.0, 3.0])
+    attitude = exp_right(np.eye(3)[None, None], np.array([[[0.3, -0.2, 0.5]]]))
+    omega, velocity = np.array([[[1.0, 0.5, -0.3]]]), np.array([[[0.2, -0.1, 0.4]]])
+    state = {"R": attitude, "x": np.array([[[1.0, 2.0, 3.0]]]), "Omega": omega, "V": velocity}
+    kirchhoff = integrate(body, "rk45", state, 0.01, 500, 50, **TIGHT)
+    reference = integrate(euler, "rk45", {"R": attitude, "Omega": omega}, 0.01, 500, 50, **TIGHT)
+    assert np.abs(kirchhoff.Omega - reference.Omega).max() <= 1e-9
+    assert np.abs(kirchhoff.R - reference.R).max() <= 1e-9
+    line = state["x"][0, 0] + np.outer(kirchhoff.time, attitude[0, 0] @ velocity[0, 0])
+    assert np.abs(kirchhoff.x[0, :, 0] - line).max() <= 1e-9
+
+
+def test_o_away_from_g_the_centre_of_mass_still_moves_uniformly():
+    """free_body preset (c = (0.1, −0.2, 0.3) m): G = x + R c moves at its initial velocity (rk45)."""
+    body = get_system("kirchhoff_body", "free_body")
+    result = integrate(body, "rk45", initial(body), 0.01, 500, 50, **TIGHT)
+    c = np.array([0.1, -0.2, 0.3])
+    centre = result.x[0, :, 0] + result.R[0, :, 0] @ c
+    state = body.initial_state()
+    velocity = state["R"][0] @ (state["V"][0] + np.cross(state["Omega"][0], c))
+    assert np.abs(centre - centre[0] - np.outer(result.time, velocity)).max() <= 1e-9
+
+
+def test_torque_free_symmetric_top_precesses_at_the_closed_form_rate():
+    """O = G, I = (1, 1, 2) kg·m², Ω0 = (0.5, 0, 2) rad/s: Ω₃ constant, Ω₁ + iΩ₂ = 0.5 e^{iλt},
+    λ = (C − A)Ω₃/A = 2 rad/s (digest_002 §7 item 9), over 5 s to 1e-9."""
+    body = get_system("kirchhoff_body", m=1.0, inertia=[1.0, 1.0, 2.0])
+    state = {"R": np.eye(3)[None, None], "x": np.zeros((1, 1, 3)), "Omega": np.array([[[0.5, 0.0, 2.0]]]),
+             "V": np.zeros((1, 1, 3))}
+    result = integrate(body, "rk45", state, 0.01, 500, 10, rtol=1e-12, atol=1e-14)
+    spin = 0.5 * np.exp(2j * result.time)
+    assert np.abs(result.Omega[0, :, 0, 0] + 1j * result.Omega[0, :, 0, 1] - spin).max() <= 1e-9
+    assert np.abs(result.Omega[0, :, 0, 2] - 2.0).max() <= 1e-12
+
+
+@pytest.mark.parametrize("preset", ["free_body", "ellipsoid"])
+def test_impulse_casimirs_and_energy_are_conserved_without_loads(preset):
+    """Ideal fluid, no gravity: all six components of the spatial impulse, |P|², P·K and E constant
+    to 1e-9 relative over 5 s (rk45, rtol 1e-11)."""
+    body = get_system("kirchhoff_body", preset)
+    result = integrate(body, "rk45", initial(body), 0.01, 500, 10, **TIGHT)
+    params = body.broadcast(1, 1)
+    for values in (spatial_impulse(trajectory(result, slice(None)), params),
+                   kirchhoff_casimirs(trajectory(result, slice(None)), params), result.energy[..., np.newaxis]):
+        scale = np.abs(values[:, 0]).max()
+        assert np.abs(values - values[:, :1]).max() <= 1e-9 * scale, (preset, values[:, [0, -1]])
+
+
+def test_the_plate_sinks_keeping_energy_and_the_horizontal_and_vertical_impulse():
+    """plate: heavier than water, it falls (x_z grows by metres over 5 s) while E = T + V stays to 1e-9
+    relative of its kinetic energy's range and the horizontal linear and vertical angular impulse stay at 0
+    … their initial values (rk45)."""
+    body = get_system("kirchhoff_body", "plate")
+    result = integrate(body, "rk45", initial(body), 0.01, 500, 10, **TIGHT)
+    assert result.x[0, -1, 0, 2] - result.x[0, 0, 0, 2] > 1.0  # gravity along +z
+    energy = result.energy[0]
+    assert np.abs(energy - energy[0]).max() <= 1e-9 * np.ptp(result.x[0, :, 0, 2]) * body.params["m"] * 9.81
+    impulse = spatial_impulse(trajectory(result, slice(None)), body.broadcast(1, 1))[0]
+    assert np.abs(impulse[:, 2]).max() == 0.0 and np.abs(impulse[:, 3:5]).max() == 0.0  # the parts that change
+    scale = np.abs(impulse).max() + 1.0
+    assert np.abs(impulse - impulse[0]).max() <= 1e-9 * scale
+
+
+@pytest.mark.parametrize("method", ["rk2", "rk4"])
+def test_fixed_step_methods_converge_at_their_order(method):
+    """Error against rk45 (rtol 1e-12) at T = 1 s on the ellipsoid for h, h/2: ratio 2^order ± 10 %."""
+    body = get_system("kirchhoff_body", "ellipsoid", )
+    state = initial(body, Omega=[[0.3, -0.2, 0.5]])
+    reference = integrate(body, "rk45", state, 0.01, 100, 100, rtol=1e-12, atol=1e-14)
+    order = {"rk2": 2, "rk4": 4}[method]
+    errors = []
+    for h in (0.02, 0.01):
+        result = integrate(body, method, state, h, round(1 / h), round(1 / h))
+        errors.append(max(np.abs(result.R[0, -1] - reference.R[0, -1]).max(),
+                          np.abs(result.x[0, -1] - reference.x[0, -1]).max()))
+    assert 0.9 * 2 ** order <= errors[0] / errors[1] <= 1.1 * 2 ** order, errors
+
+
+def test_generalised_inertia_is_the_rigid_body_plus_added_mass_or_as_given():
+    body = get_system("kirchhoff_body", m=2.0, inertia=[1.0, 2.0, 3.0], center_of_mass=[0.0, 0.0, 0.5])
+    matrix = generalised_inertia(body.broadcast(1, 1))[0]
+    # I_O = I_G + m(|c|² 1 − c cᵀ); the coupling m ĉ: T = ½ m|V|² + m V·(Ω × c) + ½ Ω·I_O Ω
+    assert np.allclose(np.diag(matrix), [1.5, 2.5, 3.0, 2.0, 2.0, 2.0], rtol=0, atol=1e-15)
+    omega, velocity = np.array([0.3, -0.4, 0.2]), np.array([1.0, 0.5, -0.2])
+    z = np.concatenate([omega, velocity])
+    kinetic = 0.5 * 2.0 * velocity @ velocity + 2.0 * velocity @ np.cross(omega, [0, 0, 0.5]) \
+        + 0.5 * omega @ (np.diag([1.5, 2.5, 3.0]) @ omega)
+    assert abs(0.5 * z @ matrix @ z - kinetic) <= 1e-15
+    given = np.diag([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert np.array_equal(generalised_inertia(get_system("kirchhoff_body", inertia6=given).broadcast(1, 1))[0], given)
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"inertia6": np.diag([1.0, 1.0, 1.0, 1.0, -1.0, 1.0])}, "inertia6: must be positive definite"),
+    ({"inertia6": np.eye(6) + np.eye(6, k=1)}, "inertia6: must be symmetric"),
+    ({"inertia6": np.eye(5)}, "inertia6: must be a 6×6 matrix"),
+    ({"buoyancy": -1.0}, "buoyancy: must be >= 0"),
+])
+def test_bad_generalised_inertia_and_loads_are_refused(params, words):
+    with pytest.raises(InvalidInput) as error:
+        get_system("kirchhoff_body", **params)
+    assert words in str(error.value)
+
+
+def test_space_admits_perturbs_and_displaces_on_se3():
+    body = get_system("kirchhoff_body", "free_body")
+    state = body.initial_state()
+    normals = np.random.default_rng(3).standard_normal((5, RIGID_MOTION.normal_count(1)))
+    members = RIGID_MOTION.perturb(state, normals, 1e-3)
+    assert members["R"].shape == (5, 1, 3, 3) and members["V"].shape == (5, 1, 3)
+    gram = np.einsum("mbki,mbkj->mbij", members["R"], members["R"])
+    assert np.abs(gram - np.eye(3)).max() <= 1e-15
+    shadows = RIGID_MOTION.displace(members, normals, 1e-8)
+    assert np.allclose(RIGID_MOTION.distance(members, shadows), 1e-8, rtol=1e-6)
+    with pytest.raises(InvalidInput, match="R"):
+        RIGID_MOTION.admit({**{k: v[None] for k, v in state.items()}, "R": 1.1 * state["R"][None]}, 1)
