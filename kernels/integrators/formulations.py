@@ -96,6 +96,16 @@ def tangential_forces(q, moments, out):
 
 
 @lane_function
+def subtract_tangential_forces(q, moments, grad):
+    """grad_i −= g_i × q_i: the tangential forces f_i of :func:`tangential_forces` join −∂V/∂q_i in one pass."""
+    for i in range(q.shape[0]):
+        for b in range(q.shape[2]):
+            grad[i, 0, b] -= moments[i, 1, b] * q[i, 2, b] - moments[i, 2, b] * q[i, 1, b]
+            grad[i, 1, b] -= moments[i, 2, b] * q[i, 0, b] - moments[i, 0, b] * q[i, 2, b]
+            grad[i, 2, b] -= moments[i, 0, b] * q[i, 1, b] - moments[i, 1, b] * q[i, 0, b]
+
+
+@lane_function
 def project_rows(q, x, i, b):
     """P_i x_i = x_i − (q_i·x_i) q_i for lane b."""
     along = q[i, 0, b] * x[i, 0, b] + q[i, 1, b] * x[i, 1, b] + q[i, 2, b] * x[i, 2, b]
@@ -273,8 +283,7 @@ def equations_q_mu(t, q, mu, mass_diag, mass_full, coef, topology, dq, dmu, work
     if FORCED:  # noqa: F821
         angular_from_tangent(q, dq, omega)
         system_force(t, q, omega, coef, topology, moments)  # noqa: F821
-        tangential_forces(q, moments, w)  # w as scratch: ω must stay the stage's for the forces' power
-        add_scaled(grad, w, -1.0)
+        subtract_tangential_forces(q, moments, grad)  # ω stays the stage's, for the forces' power
     w[:] = 0.0
     add_mass_times(m, dq, w, 1.0)
     for i in range(q.shape[0]):
