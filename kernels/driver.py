@@ -13,7 +13,7 @@ in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and relea
 
 import numpy as np
 
-from .lanes import constraint_errors_into, lane_function
+from .lanes import add_power, constraint_errors_into, lane_function
 from .lyapunov import record_log_growth
 from .status import NON_FINITE, OK
 
@@ -106,10 +106,7 @@ def force_power_template(t, q, omega, coef, topology, moments, out):
     system_force(t, q, omega, coef, topology, moments)  # noqa: F821
     for b in range(q.shape[2]):
         out[b] = 0.0
-    for i in range(q.shape[0]):
-        for k in range(3):
-            for b in range(q.shape[2]):
-                out[b] += moments[i, k, b] * omega[i, k, b]
+    add_power(moments, omega, 1.0, out)
 
 
 def trapezoid_work_template(t_next, q, omega, coef, topology, moments, power, next_power, done, h, work):

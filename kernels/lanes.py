@@ -90,6 +90,25 @@ def add_scaled(target, source, scale):
 
 
 @lane_function
+def add_cross(q, v, scale, out):
+    """out_i += scale · q_i × v_i for every body and lane."""
+    for i in range(q.shape[0]):
+        for b in range(q.shape[2]):
+            out[i, 0, b] += scale * (q[i, 1, b] * v[i, 2, b] - q[i, 2, b] * v[i, 1, b])
+            out[i, 1, b] += scale * (q[i, 2, b] * v[i, 0, b] - q[i, 0, b] * v[i, 2, b])
+            out[i, 2, b] += scale * (q[i, 0, b] * v[i, 1, b] - q[i, 1, b] * v[i, 0, b])
+
+
+@lane_function
+def add_power(moments, omega, scale, out):
+    """out += scale · Σ_i g_i·ω_i per lane (J for scale in s; W for scale 1): the power of moments g on ω."""
+    for i in range(moments.shape[0]):
+        for k in range(3):
+            for b in range(moments.shape[2]):
+                out[b] += scale * moments[i, k, b] * omega[i, k, b]
+
+
+@lane_function
 def add_metric_gradient(dm, a, scale, out):
     """out_i += scale · Σ_jk (a_j·a_k) ∂m_jk/∂q_i (J for a = q̇): the kinetic energy's explicit q-gradient."""
     n = a.shape[0]

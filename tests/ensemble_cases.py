@@ -63,6 +63,23 @@ def assert_bitwise_equal(a, b):
         assert not np.all(np.isnan(a[name].astype(float))), f"{name} was never written"
 
 
+def run_stores_alike(specs, names) -> dict:
+    """Run every spec quietly (each writing the store next to it), assert their stores hold the same bits
+    for ``names`` and return the first's arrays."""
+    import io
+
+    import ensemble
+    reference = None
+    for spec in specs:
+        ensemble.run(spec, stream=io.StringIO())
+        result = arrays(spec.replace(".toml", ".zarr"), names)
+        if reference is None:
+            reference = result
+        else:
+            assert_bitwise_equal(result, reference)
+    return reference
+
+
 def armillary(*args, **popen):
     """``armillary ARGS`` as a child process (the console script of this interpreter's environment)."""
     return subprocess.Popen([sys.executable, "-c", "import sys; from jobs.cli import main; sys.exit(main())", *args],

@@ -19,7 +19,7 @@ from kernels import METHODS, SYSTEMS, InvalidInput, get_system, integrate, metho
 from kernels.spaces import ROTATION
 from kernels.spaces.rotation import exp_right
 
-from ensemble_cases import armillary, arrays, assert_bitwise_equal, wait_for_records, write_spec
+from ensemble_cases import armillary, arrays, assert_bitwise_equal, run_stores_alike, wait_for_records, write_spec
 
 RIGID = [name for name, definition in SYSTEMS.items() if definition.space is ROTATION]
 PRESETS = {"free_rigid_body": "dzhanibekov", "heavy_top": "chaotic"}
@@ -234,16 +234,10 @@ def top_spec(directory, name, *, preset="chaotic", dt=1e-3, t_end=0.2, save_ever
 
 
 def test_heavy_top_stores_are_bitwise_equal_across_chunks_workers_and_segments(tmp_path):
-    reference = None
-    for chunk, workers, segment in ((1, 1, 50), (6, 1, 200), (3, 2, 50), (2, 2, 100)):
-        spec = top_spec(tmp_path, f"c{chunk}w{workers}s{segment}.toml", chunk=chunk, workers=workers,
-                        checkpoint_every=segment)
-        ensemble.run(spec, stream=io.StringIO())
-        result = arrays(spec.replace(".toml", ".zarr"), STATE_NAMES)
-        if reference is None:
-            reference = result
-        else:
-            assert_bitwise_equal(result, reference)
+    reference = run_stores_alike([top_spec(tmp_path, f"c{chunk}w{workers}s{segment}.toml", chunk=chunk,
+                                           workers=workers, checkpoint_every=segment)
+                                  for chunk, workers, segment in ((1, 1, 50), (6, 1, 200), (3, 2, 50), (2, 2, 100))],
+                                 STATE_NAMES)
     # and equal to one uninterrupted kernel call from the same initial states
     plan = Plan(ensemble.load_spec(os.path.join(tmp_path, "c1w1s50.toml")))
     direct = integrate(get_system("heavy_top", "chaotic"), "lgvi", plan.initial_state(0, 6), 1e-3, 200, 10)

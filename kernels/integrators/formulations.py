@@ -22,7 +22,7 @@ Free names bound at specialisation: ``system_gradient``, ``system_force``, ``sys
 
 import numpy as np
 
-from ..lanes import add_metric_gradient, add_scaled, kinetic_energy_full, lane_function, solve_in_lanes, solve_pivoted_in_lanes, velocities_into
+from ..lanes import add_cross, add_metric_gradient, add_scaled, kinetic_energy_full, lane_function, solve_in_lanes, solve_pivoted_in_lanes, velocities_into
 from .vi import assemble_velocity_matrix
 
 FORMULATIONS = ("q_qdot", "q_omega", "q_mu", "q_pi")
@@ -93,16 +93,6 @@ def tangential_forces(q, moments, out):
             out[i, 0, b] = moments[i, 1, b] * q[i, 2, b] - moments[i, 2, b] * q[i, 1, b]
             out[i, 1, b] = moments[i, 2, b] * q[i, 0, b] - moments[i, 0, b] * q[i, 2, b]
             out[i, 2, b] = moments[i, 0, b] * q[i, 1, b] - moments[i, 1, b] * q[i, 0, b]
-
-
-@lane_function
-def subtract_tangential_forces(q, moments, grad):
-    """grad_i −= g_i × q_i: the tangential forces f_i of :func:`tangential_forces` join −∂V/∂q_i in one pass."""
-    for i in range(q.shape[0]):
-        for b in range(q.shape[2]):
-            grad[i, 0, b] -= moments[i, 1, b] * q[i, 2, b] - moments[i, 2, b] * q[i, 1, b]
-            grad[i, 1, b] -= moments[i, 2, b] * q[i, 0, b] - moments[i, 0, b] * q[i, 2, b]
-            grad[i, 2, b] -= moments[i, 0, b] * q[i, 1, b] - moments[i, 1, b] * q[i, 0, b]
 
 
 @lane_function
@@ -283,7 +273,7 @@ def equations_q_mu(t, q, mu, mass_diag, mass_full, coef, topology, dq, dmu, work
     if FORCED:  # noqa: F821
         angular_from_tangent(q, dq, omega)
         system_force(t, q, omega, coef, topology, moments)  # noqa: F821
-        subtract_tangential_forces(q, moments, grad)  # ω stays the stage's, for the forces' power
+        add_cross(q, moments, 1.0, grad)  # −f_i = q_i × g_i; ω stays the stage's, for the forces' power
     w[:] = 0.0
     add_mass_times(m, dq, w, 1.0)
     for i in range(q.shape[0]):

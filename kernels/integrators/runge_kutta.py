@@ -10,7 +10,7 @@ Free names bound at specialisation: ``system_gradient``, ``equations_of_motion``
 import numpy as np
 
 from ..driver import record_work, write_final_state
-from ..lanes import add_scaled, lane_function, solve_in_lanes, velocities_into
+from ..lanes import add_power, add_scaled, lane_function, solve_in_lanes, velocities_into
 from ..status import STEP_SIZE_UNDERFLOW
 from .formulations import add_configuration_force
 from .vi import assemble_velocity_matrix
@@ -163,9 +163,9 @@ def explicit_rk_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
                             eq_work)
         if FORCED:  # noqa: F821 (the moments are eq_work[3]; ω of a converting formulation's stage eq_work[6])
             if CONVERTS:  # noqa: F821
-                add_power(eq_work[3], eq_work[6], h * tableau_b[s], step_work)  # noqa: F821
+                add_power(eq_work[3], eq_work[6], h * tableau_b[s], step_work)
             else:
-                add_power(eq_work[3], yw, h * tableau_b[s], step_work)  # noqa: F821
+                add_power(eq_work[3], yw, h * tableau_b[s], step_work)
     for r in range(stages):
         weight = tableau_b[r]  # noqa: F821
         if weight != 0.0:
@@ -185,15 +185,6 @@ def stage_work(t_next, q, omega, coef, topology, moments, power, next_power, don
     step_work = work[6]
     for b in range(done.shape[0]):
         done[b] += step_work[b]
-
-
-@lane_function
-def add_power(moments, omega, scale, out):
-    """out += scale · Σ_i g_i·ω_i per lane (J for scale in s)."""
-    for i in range(moments.shape[0]):
-        for k in range(3):
-            for b in range(moments.shape[2]):
-                out[b] += scale * moments[i, k, b] * omega[i, k, b]
 
 
 @lane_function

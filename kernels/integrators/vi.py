@@ -11,7 +11,7 @@ Free names bound at specialisation: ``system_gradient``, ``system_force``, ``sys
 
 import numpy as np
 
-from ..lanes import add_metric_gradient, lane_function, solve_in_lanes
+from ..lanes import add_cross, add_metric_gradient, lane_function, solve_in_lanes
 from ..status import NEWTON_FAILED, VI_STEP_INFEASIBLE
 
 #: method options of the implicit solve, in the order of the ``options`` array
@@ -187,16 +187,6 @@ def assemble_velocity_matrix(q, mass_full, a):
                         for c in range(3):
                             value = q[j, r, b] * q[i, c, b] - (dot if r == c else 0.0)
                             a[3 * i + r, 3 * j + c, b] = -mass_full[i, j, b] * value
-
-
-@lane_function
-def add_cross(q, v, scale, out):
-    """out_i += scale · q_i × v_i for every body and lane."""
-    for i in range(q.shape[0]):
-        for b in range(q.shape[2]):
-            out[i, 0, b] += scale * (q[i, 1, b] * v[i, 2, b] - q[i, 2, b] * v[i, 1, b])
-            out[i, 1, b] += scale * (q[i, 2, b] * v[i, 0, b] - q[i, 0, b] * v[i, 2, b])
-            out[i, 2, b] += scale * (q[i, 0, b] * v[i, 1, b] - q[i, 1, b] * v[i, 0, b])
 
 
 @lane_function

@@ -22,6 +22,8 @@ the space origin) without loads, and with them its horizontal linear and vertica
 loads also Kirchhoff's Casimirs |P|² and P·K (:func:`kirchhoff_casimirs`).
 """
 
+from functools import partial
+
 import numpy as np
 
 from ..errors import InvalidInput
@@ -111,10 +113,11 @@ def solid_ellipsoid(semi_axes, density):
     return m, m / 5.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
 
 
-def canonical_matrix6(value) -> np.ndarray:
+def canonical_matrix6(name: str, value) -> np.ndarray:
+    """A 6×6 parameter's value as float64, refused (naming ``name``) with any other trailing shape."""
     array = np.asarray(value, dtype=np.float64)
     if array.shape[-2:] != (6, 6):
-        raise InvalidInput("inertia6", f"must be a 6×6 matrix in the order (Ω, V) (…, 6, 6), got shape {array.shape}")
+        raise InvalidInput(name, f"must be a 6×6 matrix in the order (Ω, V) (…, 6, 6), got shape {array.shape}")
     return array
 
 
@@ -157,13 +160,18 @@ def _coefficients(params, n):
 
 @lane_function
 def matrix6_times(coef, k, b, z0, z1, z2, z3, z4, z5):
-    """The 6×6 matrix at coefficient rows k … k + 35 (row-major) times z, lane b."""
-    out = np.empty(6)
-    for r in range(6):
-        row = k + 6 * r
-        out[r] = (coef[row, b] * z0 + coef[row + 1, b] * z1 + coef[row + 2, b] * z2 + coef[row + 3, b] * z3
-                  + coef[row + 4, b] * z4 + coef[row + 5, b] * z5)
-    return out[0], out[1], out[2], out[3], out[4], out[5]
+    """The 6×6 matrix at coefficient rows k … k + 35 (row-major) times z, lane b (six scalars: no array is
+    allocated in the vector field's inner loop)."""
+    return (matrix6_row(coef, k, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 6, b, z0, z1, z2, z3, z4, z5),
+            matrix6_row(coef, k + 12, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 18, b, z0, z1, z2, z3, z4, z5),
+            matrix6_row(coef, k + 24, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 30, b, z0, z1, z2, z3, z4, z5))
+
+
+@lane_function
+def matrix6_row(coef, row, b, z0, z1, z2, z3, z4, z5):
+    """One row (coefficient rows row … row + 5) of a 6×6 matrix times z, lane b."""
+    return (coef[row, b] * z0 + coef[row + 1, b] * z1 + coef[row + 2, b] * z2 + coef[row + 3, b] * z3
+            + coef[row + 4, b] * z4 + coef[row + 5, b] * z5)
 
 
 @lane_function
@@ -338,13 +346,13 @@ DEFINITION = RigidBodyDefinition(
         Parameter("inertia6", MATRIX6, "kg m2, kg m, kg",
                   "generalised inertia 𝕄 (6×6, symmetric positive definite, order (Ω, V), about O, body frame): "
                   "rigid body plus added mass; 0 (the default): built from m, inertia, center_of_mass and added_mass",
-                  default=np.zeros((6, 6)), check="finite", normalise=canonical_matrix6),
+                  default=np.zeros((6, 6)), check="finite", normalise=partial(canonical_matrix6, "inertia6")),
         Parameter("m", SCALAR, "kg", "mass of the body (its weight m g acts at G)", default=1.0),
         Parameter("inertia", PER_BODY_TENSOR, "kg m2", "inertia tensor about the centre of mass G (3 principal moments "
                   "or a 3×3 body-frame tensor)", default=(1.0, 1.0, 1.0), check="finite", normalise=canonical_inertia),
         Parameter("center_of_mass", VECTOR3, "m", "G − O in the body frame", default=(0.0, 0.0, 0.0), check="finite"),
         Parameter("added_mass", MATRIX6, "kg m2, kg m, kg", "the fluid's added-mass matrix (6×6, order (Ω, V), "
-                  "about O, body frame)", default=np.zeros((6, 6)), check="finite", normalise=canonical_matrix6),
+                  "about O, body frame)", default=np.zeros((6, 6)), check="finite", normalise=partial(canonical_matrix6, "added_mass")),
         Parameter("g", SCALAR, "m/s²", "gravitational acceleration (0: no gravity)", default=0.0, check="nonnegative"),
         Parameter("gravity_direction", VECTOR3, "1", "direction of gravity (normalised)", default=(0.0, 0.0, 1.0),
                   check="direction"),
