@@ -8,7 +8,7 @@ from typing import Callable
 from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template, trapezoid_work_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
-from . import adaptive_vi, flat_rk, formulations, lgvi
+from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion
 from . import runge_kutta as rk
 from . import vi
 
@@ -146,22 +146,21 @@ def _rk45_recipe_of(formulation):
 
 
 
-def _flat_rk_recipe(tableau_a, tableau_b):
-    def recipe(kind):
-        return Recipe(drive_flat_fixed,
-                      (("record_flat_sample", record_flat_sample), ("integrator_allocate", flat_rk.flat_rk_allocate), ("integrator_begin", flat_rk.flat_rk_begin),
-                       ("integrator_step", flat_rk.flat_rk_step)),
-                      {"tableau_a": tableau_a, "tableau_b": tableau_b})
-    return recipe
-
-
 def _flat_rk45_recipe(kind):
     return Recipe(flat_rk.drive_flat_adaptive, (("record_flat_sample", record_flat_sample),))
 
 
-def _lgvi_recipe(kind):
-    return Recipe(drive_flat_fixed, (("record_flat_sample", record_flat_sample), ("integrator_allocate", lgvi.lgvi_allocate), ("integrator_begin", lgvi.lgvi_begin),
-                                     ("integrator_step", lgvi.lgvi_step)))
+def _flat_fixed_recipe(allocate, begin, step, constants=None):
+    """A fixed-step method on a flat space: the flat driver with the method's allocate, begin and step."""
+    def recipe(kind):
+        return Recipe(drive_flat_fixed, (("record_flat_sample", record_flat_sample), ("integrator_allocate", allocate),
+                                         ("integrator_begin", begin), ("integrator_step", step)), constants or {})
+    return recipe
+
+
+def _flat_rk_recipe(tableau_a, tableau_b):
+    return _flat_fixed_recipe(flat_rk.flat_rk_allocate, flat_rk.flat_rk_begin, flat_rk.flat_rk_step,
+                              {"tableau_a": tableau_a, "tableau_b": tableau_b})
 
 
 def _on_flat_spaces(recipe):
@@ -207,9 +206,14 @@ METHODS: dict[str, Method] = {
                {SPHERES: (ANY_INERTIA_ON_SPHERES, _vi_recipe)},
                status=NEWTON + (codes.VI_STEP_INFEASIBLE,), system_stages=(vi.explicit_vi_drift, vi.explicit_vi_kick),
                option_vector=("newton_tol", "newton_max_iterations"), variants={"adaptive": ADAPTIVE_VI}),
-        Method("lgvi", "Lee–Leok–McClamroch Lie group variational integrator on SO(3)ⁿ, F_k by Newton in Cayley "
-               "coordinates", 2, {"newton_tol": 1e-14, "newton_max_iterations": 20},
-               {ROTATIONS: (frozenset({"torque", "inertia"}), _lgvi_recipe)}, status=NEWTON,
+        Method("lgvi", "Lee–Leok–McClamroch Lie group variational integrator on SO(3)ⁿ, and its extension to SE(3)ⁿ "
+               "with a 6×6 inertia; F_k (and t_k) by Newton in Cayley coordinates", 2,
+               {"newton_tol": 1e-14, "newton_max_iterations": 20},
+               {ROTATIONS: (frozenset({"torque", "inertia"}),
+                            _flat_fixed_recipe(lgvi.lgvi_allocate, lgvi.lgvi_begin, lgvi.lgvi_step)),
+                RIGID_MOTIONS: (frozenset({"torque", "inertia6"}),
+                                _flat_fixed_recipe(lgvi_motion.lgvi_motion_allocate, lgvi_motion.lgvi_motion_begin,
+                                                   lgvi_motion.lgvi_motion_step))}, status=NEWTON,
                option_vector=("newton_tol", "newton_max_iterations")),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),

@@ -30,10 +30,12 @@ from ..errors import InvalidInput
 from ..lanes import lane_function
 from ..spaces import RIGID_MOTION
 from .base import MATRIX6, PER_BODY_TENSOR, SCALAR, VECTOR3, Parameter, Preset
-from .rigid import RigidBodyDefinition, attitude_rate, canonical_inertia
+from .rigid import (INVERSE6, MOTION_HEADER, RigidBodyDefinition, attitude_rate, canonical_inertia, matrix6_times,
+                    motion_header)
 
-#: coefficient rows of a body: 𝕄 (36, row-major, order (Ω, V)), 𝕄⁻¹ (36), mg − B, s = mg c − B c_B (3), e (3)
-INVERSE, NET_WEIGHT, MOMENT, DIRECTION, ROWS = 36, 72, 73, 76, 79
+#: coefficient rows of body i after the SE(3) header (rows MOTION_HEADER n + LOAD_ROWS i …):
+#: mg − B, s = mg c − B c_B (3), e (3)
+NET_WEIGHT, MOMENT, DIRECTION, LOAD_ROWS = 0, 1, 4, 7
 #: how far from symmetric (relative to its largest entry) a given 𝕄 may be
 SYMMETRY_TOLERANCE = 1e-12
 
@@ -151,27 +153,9 @@ def _loads(params):
 
 
 def _coefficients(params, n):
-    matrix = generalised_inertia(params)
     net, moment = _loads(params)
-    members = matrix.shape[0]
-    return np.concatenate([matrix.reshape(members, 36), np.linalg.inv(matrix).reshape(members, 36),
-                           net[:, np.newaxis], moment, params["gravity_direction"]], axis=1)
-
-
-@lane_function
-def matrix6_times(coef, k, b, z0, z1, z2, z3, z4, z5):
-    """The 6×6 matrix at coefficient rows k … k + 35 (row-major) times z, lane b (six scalars: no array is
-    allocated in the vector field's inner loop)."""
-    return (matrix6_row(coef, k, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 6, b, z0, z1, z2, z3, z4, z5),
-            matrix6_row(coef, k + 12, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 18, b, z0, z1, z2, z3, z4, z5),
-            matrix6_row(coef, k + 24, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 30, b, z0, z1, z2, z3, z4, z5))
-
-
-@lane_function
-def matrix6_row(coef, row, b, z0, z1, z2, z3, z4, z5):
-    """One row (coefficient rows row … row + 5) of a 6×6 matrix times z, lane b."""
-    return (coef[row, b] * z0 + coef[row + 1, b] * z1 + coef[row + 2, b] * z2 + coef[row + 3, b] * z3
-            + coef[row + 4, b] * z4 + coef[row + 5, b] * z5)
+    return np.concatenate([motion_header(generalised_inertia(params)[:, np.newaxis]), net[:, np.newaxis], moment,
+                           params["gravity_direction"]], axis=1)
 
 
 @lane_function
@@ -180,7 +164,7 @@ def potential(x, n, coef, topology, out):
     for b in range(x.shape[1]):
         out[b] = 0.0
     for i in range(n):
-        k = ROWS * i
+        k = MOTION_HEADER * n + LOAD_ROWS * i
         p = 9 * n + 3 * i
         for b in range(x.shape[1]):
             total = 0.0
@@ -196,7 +180,7 @@ def loads(x, n, coef, topology, out):
     """Body-frame torque about O (rows 6i … 6i + 2, N·m) and force (rows 6i + 3 … 6i + 5, N):
     τ = s × Rᵀe, F = (mg − B) Rᵀe."""
     for i in range(n):
-        k = ROWS * i
+        k = MOTION_HEADER * n + LOAD_ROWS * i
         base = 9 * i
         for b in range(x.shape[1]):
             e0, e1, e2 = coef[k + DIRECTION, b], coef[k + DIRECTION + 1, b], coef[k + DIRECTION + 2, b]
@@ -224,7 +208,7 @@ def kirchhoff_energy(x, n, coef, topology, out):
         for b in range(x.shape[1]):
             z0, z1, z2 = x[w, b], x[w + 1, b], x[w + 2, b]
             z3, z4, z5 = x[v, b], x[v + 1, b], x[v + 2, b]
-            k0, k1, k2, p0, p1, p2 = matrix6_times(coef, ROWS * i, b, z0, z1, z2, z3, z4, z5)
+            k0, k1, k2, p0, p1, p2 = matrix6_times(coef, MOTION_HEADER * i, b, z0, z1, z2, z3, z4, z5)
             out[b] += 0.5 * (z0 * k0 + z1 * k1 + z2 * k2 + z3 * p0 + z4 * p1 + z5 * p2)
 
 
@@ -237,7 +221,7 @@ def kirchhoff_vector_field(x, n, coef, topology, dx, work):
         p = 9 * n + 3 * i
         w = 12 * n + 3 * i
         v = 15 * n + 3 * i
-        k = ROWS * i
+        k = MOTION_HEADER * i
         for b in range(x.shape[1]):
             w0, w1, w2 = x[w, b], x[w + 1, b], x[w + 2, b]
             v0, v1, v2 = x[v, b], x[v + 1, b], x[v + 2, b]
@@ -251,7 +235,7 @@ def kirchhoff_vector_field(x, n, coef, topology, dx, work):
             l0 = p1 * w2 - p2 * w1 + work[6 * i + 3, b]
             l1 = p2 * w0 - p0 * w2 + work[6 * i + 4, b]
             l2 = p0 * w1 - p1 * w0 + work[6 * i + 5, b]
-            d0, d1, d2, d3, d4, d5 = matrix6_times(coef, k + INVERSE, b, a0, a1, a2, l0, l1, l2)
+            d0, d1, d2, d3, d4, d5 = matrix6_times(coef, k + INVERSE6, b, a0, a1, a2, l0, l1, l2)
             dx[w, b], dx[w + 1, b], dx[w + 2, b] = d0, d1, d2
             dx[v, b], dx[v + 1, b], dx[v + 2, b] = d3, d4, d5
 
@@ -370,6 +354,6 @@ DEFINITION = RigidBodyDefinition(
     momentum_doc="spatial impulse (R P, R K + x × R P); with gravity its horizontal linear and vertical angular parts",
     check=_check,
     space=RIGID_MOTION,
-    provides=frozenset({"potential", "vector_field"}),
+    provides=frozenset({"potential", "torque", "inertia6", "vector_field"}),
     templates=(("system_energy", kirchhoff_energy), ("vector_field", kirchhoff_vector_field)),
 )

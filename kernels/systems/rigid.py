@@ -24,6 +24,9 @@ from .base import Parameter, ParameterLookup
 
 #: coefficient rows per body of the shared header: J (9), J⁻¹ (9), adj J (9), det J (1)
 HEADER = 28
+#: coefficient rows per body on SE(3)ⁿ, the first MOTION_HEADER n rows: 𝕄_i (36, row-major, order (Ω, V)),
+#: then 𝕄_i⁻¹ (36, from row INVERSE6)
+MOTION_HEADER, INVERSE6 = 72, 36
 #: how far the triangle inequalities may fail by round-off (relative to the trace)
 TRIANGLE_TOLERANCE = 1e-12
 
@@ -104,6 +107,29 @@ def inverse_inertia_times(coef, j, b, x0, x1, x2):
     a0, a1, a2 = inertia_times(coef, j + 18, b, x0, x1, x2)
     det = coef[j + 27, b]
     return a0 / det, a1 / det, a2 / det
+
+
+def motion_header(matrices: np.ndarray) -> np.ndarray:
+    """(members, 72 n): 𝕄_i and 𝕄_i⁻¹ (row-major) of each body from 𝕄 (members, n, 6, 6)."""
+    members = matrices.shape[0]
+    return np.concatenate([matrices.reshape(members, -1, 36), np.linalg.inv(matrices).reshape(members, -1, 36)],
+                          axis=2).reshape(members, -1)
+
+
+@lane_function
+def matrix6_times(coef, k, b, z0, z1, z2, z3, z4, z5):
+    """The 6×6 matrix at coefficient rows k … k + 35 (row-major) times z, lane b (six scalars: no array is
+    allocated in the vector field's inner loop)."""
+    return (matrix6_row(coef, k, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 6, b, z0, z1, z2, z3, z4, z5),
+            matrix6_row(coef, k + 12, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 18, b, z0, z1, z2, z3, z4, z5),
+            matrix6_row(coef, k + 24, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 30, b, z0, z1, z2, z3, z4, z5))
+
+
+@lane_function
+def matrix6_row(coef, row, b, z0, z1, z2, z3, z4, z5):
+    """One row (coefficient rows row … row + 5) of a 6×6 matrix times z, lane b."""
+    return (coef[row, b] * z0 + coef[row + 1, b] * z1 + coef[row + 2, b] * z2 + coef[row + 3, b] * z3
+            + coef[row + 4, b] * z4 + coef[row + 5, b] * z5)
 
 
 @dataclass(frozen=True)
