@@ -265,13 +265,15 @@ def lyapunov_summary(ds: xr.Dataset, threshold: float | None = None) -> dict:
 
 
 def sweep_coordinates(ds: xr.Dataset) -> list[str]:
-    """Names of the swept parameters: the coordinates on ``member`` other than ``member`` itself."""
+    """Names of what varies over the members' grid: the coordinates on ``member`` other than ``member``
+    itself (swept parameters, and e.g. the ``headings`` sampler's directions)."""
     return [name for name, coord in ds.coords.items() if coord.dims == ("member",) and name != "member"]
 
 
 def lyapunov_map(ds: xr.Dataset) -> xr.Dataset:
     """Median λ (1/s) and chaotic fraction at each point of the sweep grid: variables
-    ``median_lyapunov`` and ``chaotic_fraction`` with one dimension per swept parameter."""
+    ``median_lyapunov`` and ``chaotic_fraction`` with one dimension per swept parameter (and per coordinate
+    an initial-condition sampler varies over members)."""
     sweeps = sweep_coordinates(ds)
     if "lyapunov" not in ds or not sweeps:
         raise ValueError("a λ map needs a store with [analysis] lyapunov and at least one swept parameter")

@@ -174,8 +174,8 @@ def _versions() -> dict:
 
 
 def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
-    """name → (dim, values, attrs) of the store's coordinates: member ids, time (s), step, and one
-    per swept parameter; all follow from the spec (so ``verify --repair`` can rewrite them)."""
+    """name → (dim, values, attrs) of the store's coordinates: member ids, time (s), step, one per swept
+    parameter and those the initial-condition sampler varies over members; all follow from the spec (so ``verify --repair`` can rewrite them)."""
     steps, members = plan.sample_steps, plan.spec.members
     coords = {
         "member": ("member", np.arange(members), {"long_name": "global member id"}),
@@ -185,6 +185,10 @@ def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
     for sweep, values in plan.sweep_values(np.arange(members)).items():
         unit = plan.system.definition.parameter(sweep).unit
         coords[sweep] = ("member", values, {"units": unit, "long_name": f"swept parameter {sweep}"})
+    sampler = plan.space.samplers.get(plan.spec.initial)
+    if sampler is not None and sampler.coordinates is not None:
+        for name, (values, unit, long_name) in sampler.coordinates(np.arange(members), plan.spec.sampler).items():
+            coords[name] = ("member", values, {"units": unit, "long_name": long_name})
     return coords
 
 

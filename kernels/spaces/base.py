@@ -44,7 +44,10 @@ class Sampler:
     where ``normals(count)`` gives (members, count) standard normals from each member's own seed (a
     sampler with other random needs derives them from (seed, member id) itself);
     ``bodies(options)`` fixes the body count when the sampler does (else None);
-    ``check(options)`` raises InvalidInput for inconsistent options."""
+    ``check(options)`` raises InvalidInput for inconsistent options;
+    ``coordinates(member_ids, options)`` → {name: (values (members,), unit, long_name)}: what the sampler
+    varies systematically over members (e.g. a grid of directions), stored as coordinates on ``member``
+    so that a λ map spans them as it spans swept parameters (None: nothing)."""
 
     name: str
     doc: str
@@ -52,6 +55,7 @@ class Sampler:
     draw: Callable
     bodies: Callable[[dict], int | None] = lambda options: None
     check: Callable[[dict], None] = lambda options: None
+    coordinates: Callable[[np.ndarray, dict], dict] | None = None
 
 
 @dataclass(frozen=True)

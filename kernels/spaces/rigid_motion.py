@@ -15,17 +15,54 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidInput
 from .base import Diagnostic, Sampler, StateSpace, Variable
 from .rotation import (ORTHOGONALITY, exp_right, orthogonality_lanes, project_rotations, pull_back_lanes,
                        rotations_from_quaternions)
 
 
-def _uniform(system, n, member_ids, options, normals):
+def _uniform(system, n, member_ids, seed, options, normals):
     """Haar-random attitudes, O at the origin, Gaussian Ω and V of std ``omega_scale`` (rad/s, m/s)."""
     draws = normals(10 * n).reshape(-1, n, 10)
     scale = options["omega_scale"]
     return {"R": rotations_from_quaternions(draws[..., :4]), "x": np.zeros(draws.shape[:2] + (3,)),
             "Omega": scale * draws[..., 4:7], "V": scale * draws[..., 7:]}
+
+
+def _positive_grid(options):
+    for key in ("azimuths", "elevations"):
+        if options[key] < 1:
+            raise InvalidInput(f"ensemble.{key}", f"must be at least 1, got {options[key]}")
+
+
+def _heading_grid(member_ids, options):
+    """Member m's grid point m mod (azimuths × elevations), elevation fastest: (azimuth, elevation) (rad),
+    each spread evenly over [0, π/2] (a single elevation is 0: the body's x–y plane)."""
+    azimuths, elevations = options["azimuths"], options["elevations"]
+    point = np.asarray(member_ids) % (azimuths * elevations)
+    spread = lambda count, index: 0.5 * np.pi * index / max(count - 1, 1)  # noqa: E731
+    return spread(azimuths, point // elevations), spread(elevations, point % elevations)
+
+
+def _headings(system, n, member_ids, seed, options, normals):
+    """Each body at rest in attitude 1 at the origin, translating at ``speed`` along the body direction
+    (cos e cos a, cos e sin a, sin e) of the member's grid point, Ω Gaussian of std ``omega_scale``."""
+    azimuth, elevation = _heading_grid(member_ids, options)
+    direction = np.stack([np.cos(elevation) * np.cos(azimuth), np.cos(elevation) * np.sin(azimuth),
+                          np.sin(elevation)], axis=-1)
+    members = len(member_ids)
+    return {"R": np.broadcast_to(np.eye(3), (members, n, 3, 3)).copy(), "x": np.zeros((members, n, 3)),
+            "Omega": options["omega_scale"] * normals(3 * n).reshape(members, n, 3),
+            "V": np.repeat(options["speed"] * direction[:, np.newaxis], n, axis=1)}
+
+
+def _heading_coordinates(member_ids, options):
+    """The grid's azimuth, and its elevation when there are several."""
+    azimuth, elevation = _heading_grid(member_ids, options)
+    coordinates = {"heading_azimuth": (azimuth, "rad", "initial velocity's body-frame azimuth from x towards y")}
+    if options["elevations"] > 1:
+        coordinates["heading_elevation"] = (elevation, "rad", "initial velocity's body-frame elevation towards z")
+    return coordinates
 
 
 class RigidMotionSpace(StateSpace):
@@ -68,8 +105,18 @@ RIGID_MOTION = RigidMotionSpace(
         Variable("V", lambda n: (n, 3), ("body", "xyz"), "m/s", "body-frame components of the velocity of O"),
     ),
     diagnostics=(ORTHOGONALITY,),
-    samplers={"uniform": Sampler("uniform", "Haar-random attitudes, x = 0, Gaussian Omega and V of std omega_scale "
-                                 "(rad/s, m/s)", {}, _uniform)},
+    samplers={
+        "uniform": Sampler("uniform", "Haar-random attitudes, x = 0, Gaussian Omega and V of std omega_scale "
+                           "(rad/s, m/s)", {}, _uniform),
+        "headings": Sampler(
+            "headings", "steady translations over a grid of body-frame directions (a λ map over the direction of "
+            "the initial velocity): R = 1, x = 0, V = speed along the member's direction, Omega Gaussian of std "
+            "omega_scale; member m takes grid point m mod (azimuths × elevations)",
+            {"speed": (1.0, "float", "m/s"),
+             "azimuths": (7, "int", "azimuths from the body's x axis to its y axis (both included)"),
+             "elevations": (1, "int", "elevations from the x–y plane to the z axis (both included; 1: the plane)")},
+            _headings, check=lambda options: _positive_grid(options), coordinates=_heading_coordinates),
+    },
     layout="flat",
     lane={"diagnostics": orthogonality_lanes, "pull_back": pull_back_lanes},
 )
