@@ -27,7 +27,7 @@ run: $(VENV)/.installed
 # every IEEE operation at any level), which the legacy-store tests check against stores written at -O3;
 # `make run` and `make bench` keep -O3 and their own cache.
 test: $(VENV)/.installed-test
-	NUMBA_OPT=1 NUMBA_CACHE_DIR=$(CURDIR)/.numba-test-cache $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15 tests
+	NUMBA_OPT=1 NUMBA_CACHE_DIR=$(CURDIR)/.numba-test-cache $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=40 tests
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/kernels.py

@@ -9,7 +9,7 @@ import numpy as np
 from . import flat_runner, sphere_runner, system_parallel
 from .blocks import default_threads
 from .errors import InvalidInput
-from .integrators import METHODS, Method, methods_for
+from .integrators import FORMULATIONS_OF, METHODS, Method, methods_for
 from .lyapunov import Shadow
 from .systems import SYSTEMS, System
 
@@ -104,7 +104,7 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
             raise InvalidInput(name, f"unknown option of method {method!r}; allowed: {allowed}")
     merged = {**spec.options, **options}
     for name, allowed in spec.choices.items():
-        if merged[name] not in allowed:
+        if merged[name] is not None and merged[name] not in allowed:
             raise InvalidInput(name, f"unknown {name} {merged[name]!r} of method {method!r}; allowed: {', '.join(allowed)}")
     for name in ("newton_tol", "rtol", "atol", "tolerance"):
         if name in merged and not (np.isfinite(merged[name]) and merged[name] > 0):
@@ -126,12 +126,20 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
 def _check_variant(definition, method: str, runs: Method, options: dict) -> None:
     """Refuse a variant (adaptive vi, a formulation of a Runge–Kutta method) for a system it cannot step
     (InvalidInput naming the option)."""
-    if runs is METHODS[method]:
-        return
-    if runs.formulation is not None:
+    chosen = options.get("formulation")
+    if chosen is not None and "formulation" in METHODS[method].choices:
+        offered = FORMULATIONS_OF.get(definition.space.name)
+        if offered is None:
+            raise InvalidInput("formulation", f"{definition.name} is on {definition.space.name}, which has no "
+                               f"formulations to choose from: leave formulation unset")
+        if chosen not in offered:
+            raise InvalidInput("formulation", f"{chosen!r} is not a formulation of {definition.space.name}; "
+                               f"allowed: {', '.join(offered)}")
         if not runs.supports(definition):
-            raise InvalidInput("formulation", f"the formulations are those of (S²)ⁿ; {definition.name} is on "
-                               f"{definition.space.name}: leave formulation unset")
+            raise InvalidInput("formulation", f"the {chosen} formulation needs a system with "
+                               f"{', '.join(sorted(runs.spaces[definition.space.name][0]))}; {definition.name} "
+                               f"has {', '.join(sorted(definition.provides))}")
+    if runs is METHODS[method] or runs.formulation is not None:
         return
     if definition.encounter is None or not definition.diagonal_inertia or options.get("implicit"):
         able = [name for name, d in SYSTEMS.items() if getattr(d, "encounter", None) is not None and d.diagonal_inertia]

@@ -81,6 +81,12 @@ def solve_pivoted_in_lanes(a, x):
 
 
 @lane_function
+def cross3(a0, a1, a2, b0, b1, b2):
+    """a × b of two 3-vectors given as scalars."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@lane_function
 def add_scaled(target, source, scale):
     """target += scale · source, elementwise over (n, 3, lanes)."""
     for i in range(target.shape[0]):

@@ -5,6 +5,7 @@ NON_FINITE = 1  # a NaN or inf appeared in q or ω
 VI_STEP_INFEASIBLE = 2  # ‖a_i‖ > 1 in Lee–Leok–McClamroch eq. (29): no real q_{k+1}
 NEWTON_FAILED = 3  # an implicit step's Newton solve did not converge (vi: eq. (22); lgvi: F_k)
 STEP_SIZE_UNDERFLOW = 4  # rk45 needed a step below its minimum or exceeded max_steps
+CHART_SINGULAR = 5  # the Lagrange formulation's Euler-angle chart reached its singularity (|cos θ| < 1e-3)
 
 MEANINGS = {
     OK: "ok",
@@ -12,4 +13,5 @@ MEANINGS = {
     VI_STEP_INFEASIBLE: "explicit VI step infeasible: |a_i| > 1 in eq. (29)",
     NEWTON_FAILED: "Newton iteration of an implicit step did not converge (vi: eq. (22), lgvi: F_k)",
     STEP_SIZE_UNDERFLOW: "adaptive step size underflow or max_steps exceeded",
+    CHART_SINGULAR: "the Euler-angle chart of the lagrange formulation reached its singularity (gimbal lock)",
 }

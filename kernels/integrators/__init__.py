@@ -8,7 +8,7 @@ from typing import Callable
 from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template, trapezoid_work_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
-from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion
+from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion, motion_formulations
 from . import runge_kutta as rk
 from . import vi
 
@@ -146,26 +146,58 @@ def _rk45_recipe_of(formulation):
 
 
 
-def _flat_rk45_recipe(kind):
-    return Recipe(flat_rk.drive_flat_adaptive, (("record_flat_sample", record_flat_sample),))
-
-
-def _flat_fixed_recipe(allocate, begin, step, constants=None):
-    """A fixed-step method on a flat space: the flat driver with the method's allocate, begin and step."""
+def _flat_fixed_recipe(allocate, begin, step, constants=None, helpers=()):
+    """A fixed-step method on a flat space: the flat driver with the method's allocate, begin and step
+    (after ``helpers``, which they may call)."""
     def recipe(kind):
-        return Recipe(drive_flat_fixed, (("record_flat_sample", record_flat_sample), ("integrator_allocate", allocate),
-                                         ("integrator_begin", begin), ("integrator_step", step)), constants or {})
+        return Recipe(drive_flat_fixed, helpers + (("record_flat_sample", record_flat_sample),
+                                                   ("integrator_allocate", allocate), ("integrator_begin", begin),
+                                                   ("integrator_step", step)), constants or {})
     return recipe
 
 
-def _flat_rk_recipe(tableau_a, tableau_b):
+def keep_variables(x, n, coef, y, code):
+    """The space's own formulation: no conversion (never called: CONVERTS is False)."""
+
+
+#: (to_formulation, from_formulation, vector_field) of each SE(3) formulation but the space's own
+MOTION_FORMULATIONS = {
+    "newton_euler": (motion_formulations.newton_euler_in, motion_formulations.newton_euler_out,
+                     motion_formulations.newton_euler_field),
+    "hybrid": (motion_formulations.hybrid_in, motion_formulations.hybrid_out, motion_formulations.hybrid_field),
+    "lagrange": (motion_formulations.lagrange_in, motion_formulations.lagrange_out,
+                 motion_formulations.lagrange_field),
+}
+
+
+def _conversions(formulation):
+    """Helpers and constants of a flat Runge–Kutta kernel stepping ``formulation`` (None: the space's own)."""
+    if formulation is None:
+        return (("to_formulation", keep_variables), ("from_formulation", keep_variables)), {"CONVERTS": False}
+    to_formulation, from_formulation, field = MOTION_FORMULATIONS[formulation]
+    return ((("to_formulation", to_formulation), ("from_formulation", from_formulation), ("vector_field", field)),
+            {"CONVERTS": True})
+
+
+def _flat_rk_recipe(tableau_a, tableau_b, formulation=None):
+    helpers, constants = _conversions(formulation)
     return _flat_fixed_recipe(flat_rk.flat_rk_allocate, flat_rk.flat_rk_begin, flat_rk.flat_rk_step,
-                              {"tableau_a": tableau_a, "tableau_b": tableau_b})
+                              {"tableau_a": tableau_a, "tableau_b": tableau_b, **constants}, helpers)
+
+
+def _flat_rk45_recipe_of(formulation=None):
+    helpers, constants = _conversions(formulation)
+    return lambda kind: Recipe(flat_rk.drive_flat_adaptive, helpers + (("record_flat_sample", record_flat_sample),),
+                               constants)
 
 
 def _on_flat_spaces(recipe):
     """A method on a flat space's vector field steps SO(3)ⁿ and SE(3)ⁿ systems alike."""
     return {ROTATIONS: (FIELD, recipe), RIGID_MOTIONS: (FIELD, recipe)}
+
+
+#: what the SE(3) formulations other than Kirchhoff's need of a system: its loads and 6×6 inertia
+MOTION_FORMULATION_NEEDS = frozenset({"torque", "inertia6"})
 
 
 ON_SPHERES = frozenset({"potential", "gradient", "inertia"})
@@ -183,17 +215,35 @@ ADAPTIVE_VI = Method(
     carry=("step_density", "sample_lag"), lanes=1,
     option_vector=("newton_tol", "newton_max_iterations", "tolerance", "max_step", "max_steps"))
 
-def _runge_kutta(name, summary, order, options, spheres_recipe_of, other_spaces, **details) -> Method:
-    """A Runge–Kutta method with the ``formulation`` option on (S²)ⁿ: ``q_omega`` steps the method itself,
-    each other formulation a variant (its own kernels) named ``<name>_<formulation>``."""
+def _runge_kutta(name, summary, order, options, spheres_recipe_of, other_spaces, motion_recipe_of=None,
+                 **details) -> Method:
+    """A Runge–Kutta method with the ``formulation`` option: on (S²)ⁿ ``q_omega`` steps the method itself,
+    each other formulation a variant (its own kernels) named ``<name>_<formulation>``; on SE(3) likewise
+    ``kirchhoff`` and the variants of ``motion_recipe_of`` (the Lagrange chart's in blocks of one lane:
+    its sin, cos and atan2 stay scalar)."""
     default = formulations.DEFAULT_FORMULATION
     variants = {form: Method(f"{name}_{form}", f"{summary}, in ({form.replace('_', ', ')})", order, {},
                              {SPHERES: (ANY_INERTIA_ON_SPHERES, spheres_recipe_of(form))}, formulation=form, **details)
                 for form in formulations.FORMULATIONS if form != default}
-    return Method(name, summary, order, {**options, "formulation": default},
+    choices = formulations.FORMULATIONS
+    if motion_recipe_of is not None:
+        status = details.get("status", (codes.OK, codes.NON_FINITE)) + (codes.CHART_SINGULAR,)
+        variants.update({
+            form: Method(f"{name}_{form}", f"{summary}, in the {form.replace('_', '–')} formulation on SE(3)", order, {},
+                         {RIGID_MOTIONS: (MOTION_FORMULATION_NEEDS, motion_recipe_of(form))}, formulation=form,
+                         **{**details, "status": status, "lanes": 1 if form == "lagrange" else details.get("lanes")})
+            for form in MOTION_FORMULATIONS})
+        choices = choices + motion_formulations.FORMULATIONS
+    return Method(name, summary, order, {**options, "formulation": None},
                   {SPHERES: (ANY_INERTIA_ON_SPHERES, spheres_recipe_of(default)), **other_spaces},
-                  variants={"formulation": variants}, choices={"formulation": formulations.FORMULATIONS},
+                  variants={"formulation": variants}, choices={"formulation": choices},
                   formulation=default, **details)
+
+
+#: the formulations each space offers (the first is its own, the default)
+FORMULATIONS_OF = {SPHERES: (formulations.DEFAULT_FORMULATION,) + tuple(
+    f for f in formulations.FORMULATIONS if f != formulations.DEFAULT_FORMULATION),
+    RIGID_MOTIONS: motion_formulations.FORMULATIONS}
 
 
 METHODS: dict[str, Method] = {
@@ -217,15 +267,17 @@ METHODS: dict[str, Method] = {
                option_vector=("newton_tol", "newton_max_iterations")),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
-                     _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B))),
+                     _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B)),
+                     lambda form: _flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B, form)),
         _runge_kutta("rk2_projected", "explicit midpoint rule, each q_i renormalised after every step", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, True), {}),
         _runge_kutta("rk4", "classical 4th-order Runge–Kutta on the equations of motion", 4, {},
                      _explicit_rk_recipe_of(rk.CLASSICAL_A, rk.CLASSICAL_B, False),
-                     _on_flat_spaces(_flat_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B))),
+                     _on_flat_spaces(_flat_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B)),
+                     lambda form: _flat_rk_recipe(rk.CLASSICAL_A, rk.CLASSICAL_B, form)),
         _runge_kutta("rk45", "adaptive Dormand–Prince 5(4), a step size per member, dense output at save points", 5,
                      {"rtol": 1e-6, "atol": 1e-9, "max_steps": None, "first_step": None}, _rk45_recipe_of,
-                     _on_flat_spaces(_flat_rk45_recipe),
+                     _on_flat_spaces(_flat_rk45_recipe_of()), _flat_rk45_recipe_of,
                      status=(codes.OK, codes.NON_FINITE, codes.STEP_SIZE_UNDERFLOW), carry=("step_size",), lanes=1,
                      option_vector=("rtol", "atol", "max_steps")),
     )

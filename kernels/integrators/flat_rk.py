@@ -2,7 +2,10 @@
 Ṙ = R Ω̂ on SO(3)ⁿ): the baselines that leave the manifold slowly, which is what comparing them with
 a structure-preserving method shows.
 Free names bound at specialisation: ``vector_field(x, n, coef, topology, dx, work)``, ``tableau_a``,
-``tableau_b``, ``record_flat_sample``.
+``tableau_b``, ``record_flat_sample``, and for a formulation other than the space's own (``CONVERTS``, see
+:mod:`kernels.integrators.motion_formulations`) ``to_formulation(x, n, coef, y, code)`` and
+``from_formulation(y, n, coef, x, code)``: every step converts the stored state to the formulation's
+variables, steps those with the formulation's ``vector_field`` and converts back.
 """
 
 import numpy as np
@@ -22,9 +25,10 @@ def add_scaled_rows(target, source, scale):
 
 
 def flat_rk_allocate(rows, n, lanes):
-    """Work: stage derivatives (stages, rows, L), the stage state and the vector field's scratch."""
+    """Work: stage derivatives (stages, rows, L), the stage state, the vector field's scratch and the
+    formulation's variables."""
     stages = tableau_b.shape[0]  # noqa: F821
-    return np.empty((stages, rows, lanes)), np.empty((rows, lanes)), np.empty((rows, lanes))
+    return np.empty((stages, rows, lanes)), np.empty((rows, lanes)), np.empty((rows, lanes)), np.empty((rows, lanes))
 
 
 def flat_rk_begin(x, n, coef, topology, h, options, work):
@@ -32,11 +36,18 @@ def flat_rk_begin(x, n, coef, topology, h, options, work):
 
 
 def flat_rk_step(x, n, coef, topology, h, options, work, active, code, iterations):
-    """One step of the explicit Runge–Kutta method (tableau_a, tableau_b)."""
-    k, y, scratch = work
+    """One step of the explicit Runge–Kutta method (tableau_a, tableau_b), in the formulation's variables."""
+    k, y, scratch, variables = work
+    for b in range(x.shape[1]):
+        code[b] = 0
+        iterations[b] = 0
+    state = x
+    if CONVERTS:  # noqa: F821
+        to_formulation(x, n, coef, variables, code)  # noqa: F821
+        state = variables
     stages = tableau_b.shape[0]  # noqa: F821
     for s in range(stages):
-        y[:] = x
+        y[:] = state
         for r in range(s):
             a = tableau_a[s, r]  # noqa: F821
             if a != 0.0:
@@ -45,10 +56,9 @@ def flat_rk_step(x, n, coef, topology, h, options, work, active, code, iteration
     for r in range(stages):
         weight = tableau_b[r]  # noqa: F821
         if weight != 0.0:
-            add_scaled_rows(x, k[r], h * weight)
-    for b in range(x.shape[1]):
-        code[b] = 0
-        iterations[b] = 0
+            add_scaled_rows(state, k[r], h * weight)
+    if CONVERTS:  # noqa: F821
+        from_formulation(variables, n, coef, x, code)  # noqa: F821
 
 
 @lane_function
@@ -110,16 +120,22 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
         h = carried[blk, 0]
         record_flat_sample(0, x, n, c, topology, blk, members, lane_status, save_state, state_out, energy,  # noqa: F821
                            diagnostics, scratch)
-        vector_field(x, n, c, topology, k[0], scratch_field)  # noqa: F821
+        # u: the formulation's variables (the stored state itself unless CONVERTS)
+        u = x
+        code = np.zeros(1, np.int64)
+        if CONVERTS:  # noqa: F821
+            u = np.empty((rows, 1))
+            to_formulation(x, n, c, u, code)  # noqa: F821
+        vector_field(u, n, c, topology, k[0], scratch_field)  # noqa: F821
         t = 0.0
         next_sample = 1
         attempts = 0
-        while t < t_end:
+        while t < t_end and code[0] == 0:
             attempts += 1
             last = h >= t_end - t
             h_step = t_end - t if last else h
             for s in range(1, 7):
-                y[:] = x
+                y[:] = u
                 for r in range(s):
                     a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
                     if a != 0.0:
@@ -127,7 +143,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                 if s == 6:
                     x_new[:] = y
                 vector_field(y, n, c, topology, k[s], scratch_field)  # noqa: F821
-            error = flat_error_norm(x, x_new, k, h_step, rtol, atol)
+            error = flat_error_norm(u, x_new, k, h_step, rtol, atol)
             if error <= 1.0:
                 t_new = t_end if last else t + h_step
                 while next_sample < n_samples and next_sample * save_every * dt <= t_new:
@@ -135,12 +151,21 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                     if t_sample == t_new:
                         y[:] = x_new
                     else:
-                        flat_dense_into(x, k, h_step, (t_sample - t) / h_step, y)
+                        flat_dense_into(u, k, h_step, (t_sample - t) / h_step, y)
+                    if CONVERTS:  # noqa: F821
+                        from_formulation(y, n, c, scratch_field, code)  # noqa: F821
+                        y[:] = scratch_field
                     record_flat_sample(next_sample, y, n, c, topology, blk, members, lane_status,  # noqa: F821
                                        save_state, state_out, energy, diagnostics, scratch)
                     next_sample += 1
-                x[:] = x_new
-                k[0] = k[6]
+                u[:] = x_new
+                if CONVERTS:  # noqa: F821
+                    # every step starts from the stored state, as a resumed segment does (no FSAL)
+                    from_formulation(u, n, c, x, code)  # noqa: F821
+                    to_formulation(x, n, c, u, code)  # noqa: F821
+                    vector_field(u, n, c, topology, k[0], scratch_field)  # noqa: F821
+                else:
+                    k[0] = k[6]
                 t = t_new
                 accepted[0] += 1
             h = dopri_next_step(h, h_step, error, last)
@@ -148,5 +173,8 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                 lane_status[0] = STEP_SIZE_UNDERFLOW
                 lane_failed[0] = int(t / dt) + 1
                 break
+        if code[0] != 0:
+            lane_status[0] = code[0]
+            lane_failed[0] = int(t / dt) + 1
         write_flat_final(x, np.full(1, h), blk, members, lane_status, lane_failed, accepted, status, failed_step,
                          iterations, x_end, carried)

@@ -36,15 +36,11 @@ Free names bound at specialisation: ``system_torque`` (the loads, rows 6i … 6i
 
 import numpy as np
 
+from ..lanes import cross3 as cross
 from ..lanes import lane_function, solve_pivoted_in_lanes
 from ..status import NEWTON_FAILED
 from ..systems.rigid import INVERSE6, MOTION_HEADER, matrix6_times
 from .lgvi import NEWTON_MAX_ITERATIONS, NEWTON_TOLERANCE, ROUND_OFF_CORRECTION
-
-
-@lane_function
-def cross(a0, a1, a2, b0, b1, b2):
-    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
 @lane_function

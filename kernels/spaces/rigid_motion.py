@@ -21,6 +21,23 @@ from .rotation import (ORTHOGONALITY, exp_right, orthogonality_lanes, project_ro
                        rotations_from_quaternions)
 
 
+def _vee(skew: np.ndarray) -> np.ndarray:
+    """w from a skew matrix ŵ (…, 3, 3), averaging each entry with its mirror."""
+    return 0.5 * np.stack([skew[..., 2, 1] - skew[..., 1, 2], skew[..., 0, 2] - skew[..., 2, 0],
+                           skew[..., 1, 0] - skew[..., 0, 1]], axis=-1)
+
+
+def velocity_sets(R: np.ndarray, b: np.ndarray, R_dot: np.ndarray, b_dot: np.ndarray) -> dict:
+    """The three velocity sets of a motion (R, b) on SE(3) from its rates (Massa & Vignolo, digest_002 §1):
+    left-invariant ``u`` = Rᵀḃ (eq. 7) and ``omega`` = (RᵀṘ)^∨ (eq. 5b), the body components (Kirchhoff's,
+    the stored Ω, V); right-invariant ``omega_hat`` = (Ṙ Rᵀ)^∨ (eq. 5a) and ``xi_hat`` = ḃ + b × ω̂ (eq. 10a:
+    the velocity of the body point at the observer's origin), observer components (Newton–Euler's); and
+    the hybrid ``b_dot`` with ``omega``.  Arrays (…, 3, 3), (…, 3)."""
+    omega_hat = _vee(np.einsum("...ij,...kj->...ik", R_dot, R))
+    return {"u": np.einsum("...ji,...j->...i", R, b_dot), "omega": _vee(np.einsum("...ji,...jk->...ik", R, R_dot)),
+            "omega_hat": omega_hat, "xi_hat": b_dot + np.cross(b, omega_hat), "b_dot": b_dot}
+
+
 def _uniform(system, n, member_ids, seed, options, normals):
     """Haar-random attitudes, O at the origin, Gaussian Ω and V of std ``omega_scale`` (rad/s, m/s)."""
     draws = normals(10 * n).reshape(-1, n, 10)

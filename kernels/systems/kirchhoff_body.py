@@ -30,8 +30,8 @@ from ..errors import InvalidInput
 from ..lanes import lane_function
 from ..spaces import RIGID_MOTION
 from .base import MATRIX6, PER_BODY_TENSOR, SCALAR, VECTOR3, Parameter, Preset
-from .rigid import (INVERSE6, MOTION_HEADER, RigidBodyDefinition, attitude_rate, canonical_inertia, matrix6_times,
-                    motion_header)
+from .rigid import (INVERSE6, MOTION_HEADER, RigidBodyDefinition, attitude_rate, body_loads, canonical_inertia,
+                    kirchhoff_forces, matrix6_times, motion_header)
 
 #: coefficient rows of body i after the SE(3) header (rows MOTION_HEADER n + LOAD_ROWS i …):
 #: mg − B, s = mg c − B c_B (3), e (3)
@@ -228,14 +228,9 @@ def kirchhoff_vector_field(x, n, coef, topology, dx, work):
             attitude_rate(x, dx, base, b, w0, w1, w2)
             for r in range(3):
                 dx[p + r, b] = x[base + 3 * r, b] * v0 + x[base + 3 * r + 1, b] * v1 + x[base + 3 * r + 2, b] * v2
-            k0, k1, k2, p0, p1, p2 = matrix6_times(coef, k, b, w0, w1, w2, v0, v1, v2)
-            a0 = k1 * w2 - k2 * w1 + p1 * v2 - p2 * v1 + work[6 * i, b]
-            a1 = k2 * w0 - k0 * w2 + p2 * v0 - p0 * v2 + work[6 * i + 1, b]
-            a2 = k0 * w1 - k1 * w0 + p0 * v1 - p1 * v0 + work[6 * i + 2, b]
-            l0 = p1 * w2 - p2 * w1 + work[6 * i + 3, b]
-            l1 = p2 * w0 - p0 * w2 + work[6 * i + 4, b]
-            l2 = p0 * w1 - p1 * w0 + work[6 * i + 5, b]
-            d0, d1, d2, d3, d4, d5 = matrix6_times(coef, k + INVERSE6, b, a0, a1, a2, l0, l1, l2)
+            t0, t1, t2, f0, f1, f2 = body_loads(work, i, b)
+            g = kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, t0, t1, t2, f0, f1, f2)
+            d0, d1, d2, d3, d4, d5 = matrix6_times(coef, k + INVERSE6, b, g[0], g[1], g[2], g[3], g[4], g[5])
             dx[w, b], dx[w + 1, b], dx[w + 2, b] = d0, d1, d2
             dx[v, b], dx[v + 1, b], dx[v + 2, b] = d3, d4, d5
 

@@ -132,6 +132,23 @@ def matrix6_row(coef, row, b, z0, z1, z2, z3, z4, z5):
             + coef[row + 4, b] * z4 + coef[row + 5, b] * z5)
 
 
+@lane_function
+def kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, t0, t1, t2, f0, f1, f2):
+    """(K × Ω + P × V + τ, P × Ω + F), (K, P) = 𝕄(Ω, V): the right side of Kirchhoff's equations 𝕄 ż = … for
+    the body whose header starts at coefficient row k, lane b."""
+    k0, k1, k2, p0, p1, p2 = matrix6_times(coef, k, b, w0, w1, w2, v0, v1, v2)
+    return (k1 * w2 - k2 * w1 + p1 * v2 - p2 * v1 + t0, k2 * w0 - k0 * w2 + p2 * v0 - p0 * v2 + t1,
+            k0 * w1 - k1 * w0 + p0 * v1 - p1 * v0 + t2,
+            p1 * w2 - p2 * w1 + f0, p2 * w0 - p0 * w2 + f1, p0 * w1 - p1 * w0 + f2)
+
+
+@lane_function
+def body_loads(work, i, b):
+    """(τ, F) of body i, lane b, from the loads' rows 6i … 6i + 5."""
+    return (work[6 * i, b], work[6 * i + 1, b], work[6 * i + 2, b], work[6 * i + 3, b], work[6 * i + 4, b],
+            work[6 * i + 5, b])
+
+
 @dataclass(frozen=True)
 class RigidBodyDefinition(ParameterLookup):
     """The physics of a rigid-body system on SO(3)ⁿ (see the module docstring)."""
