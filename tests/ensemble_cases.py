@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -98,6 +99,32 @@ def wait_for_records(store, at_least, timeout=300.0):
             pass
         time.sleep(0.2)
     raise TimeoutError(f"fewer than {at_least} segments finished in {timeout} s")
+
+
+def kill_9_and_resume_match(spec, directory, names, killed_after=8):
+    """Run ``spec`` once to the end, then again into a second store killed (kill -9, workers with it) after
+    ``killed_after`` segment records and resumed: the resumed store's ``names`` are bitwise the first's."""
+    import io
+
+    import psutil
+
+    import ensemble
+
+    reference_store, store = os.path.join(directory, "reference.zarr"), os.path.join(directory, "killed.zarr")
+    ensemble.run(spec, store=reference_store, stream=io.StringIO())
+    expected = arrays(reference_store, names)
+    process = armillary("run", spec, "--store", store)
+    wait_for_records(store, killed_after)
+    workers = psutil.Process(process.pid).children(recursive=True)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    psutil.wait_procs(workers, timeout=15)
+    done = wait_for_records(store, 0)
+    assert killed_after <= np.isfinite(done).sum() < done.size, "the kill came after the run had finished"
+    process = armillary("run", spec, "--store", store)
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err
+    assert_bitwise_equal(arrays(store, expected.keys()), expected)
 
 
 def wait_for_marker(path, timeout=300.0) -> dict:

@@ -4,10 +4,8 @@ classical methods, and the ensemble guarantees through the store (chunks, worker
 import io
 import json
 import os
-import signal
 
 import numpy as np
-import psutil
 import pytest
 import xarray as xr
 from scipy.special import ellipk
@@ -19,7 +17,7 @@ from kernels import METHODS, SYSTEMS, InvalidInput, get_system, integrate, metho
 from kernels.spaces import ROTATION
 from kernels.spaces.rotation import exp_right
 
-from ensemble_cases import armillary, arrays, assert_bitwise_equal, run_stores_alike, wait_for_records, write_spec
+from ensemble_cases import kill_9_and_resume_match, run_stores_alike, write_spec
 
 RIGID = [name for name, definition in SYSTEMS.items() if definition.space is ROTATION]
 PRESETS = {"free_rigid_body": "dzhanibekov", "heavy_top": "chaotic"}
@@ -252,22 +250,7 @@ def test_heavy_top_stores_are_bitwise_equal_across_chunks_workers_and_segments(t
 def test_kill_9_and_resume_of_a_heavy_top_run_is_bitwise(tmp_path):
     spec = top_spec(tmp_path, "long.toml", t_end=40.0, checkpoint_every=4000, members=2000, chunk=500,
                     workers=2, variables=("energy", "orthogonality_error"))
-    reference_store = str(tmp_path / "reference.zarr")
-    ensemble.run(spec, store=reference_store, stream=io.StringIO())
-    expected = arrays(reference_store, ("energy", "orthogonality_error", "R0", "Omega0", "status"))
-    store = str(tmp_path / "killed.zarr")
-    process = armillary("run", spec, "--store", store)
-    wait_for_records(store, 8)
-    workers = psutil.Process(process.pid).children(recursive=True)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    psutil.wait_procs(workers, timeout=15)
-    done = wait_for_records(store, 0)
-    assert 8 <= np.isfinite(done).sum() < done.size
-    process = armillary("run", spec, "--store", store)
-    out, err = process.communicate(timeout=600)
-    assert process.returncode == 0, err
-    assert_bitwise_equal(arrays(store, expected.keys()), expected)
+    kill_9_and_resume_match(spec, str(tmp_path), ("energy", "orthogonality_error", "R0", "Omega0", "status"))
 
 
 @pytest.mark.slow

@@ -46,10 +46,15 @@ def _uniform(system, n, member_ids, seed, options, normals):
             "Omega": scale * draws[..., 4:7], "V": scale * draws[..., 7:]}
 
 
-def _positive_grid(options):
-    for key in ("azimuths", "elevations"):
+def _positive_count(options, *keys):
+    for key in keys:
         if options[key] < 1:
             raise InvalidInput(f"ensemble.{key}", f"must be at least 1, got {options[key]}")
+
+
+def _fraction(index, count):
+    """Grid point ``index`` of ``count`` evenly over [0, 1], both ends included (0 for a single point)."""
+    return index / max(count - 1, 1)
 
 
 def _heading_grid(member_ids, options):
@@ -57,8 +62,7 @@ def _heading_grid(member_ids, options):
     each spread evenly over [0, π/2] (a single elevation is 0: the body's x–y plane)."""
     azimuths, elevations = options["azimuths"], options["elevations"]
     point = np.asarray(member_ids) % (azimuths * elevations)
-    spread = lambda count, index: 0.5 * np.pi * index / max(count - 1, 1)  # noqa: E731
-    return spread(azimuths, point // elevations), spread(elevations, point % elevations)
+    return 0.5 * np.pi * _fraction(point // elevations, azimuths), 0.5 * np.pi * _fraction(point % elevations, elevations)
 
 
 def _headings(system, n, member_ids, seed, options, normals):
@@ -80,6 +84,33 @@ def _heading_coordinates(member_ids, options):
     if options["elevations"] > 1:
         coordinates["heading_elevation"] = (elevation, "rad", "initial velocity's body-frame elevation towards z")
     return coordinates
+
+
+AXES = ("x", "y", "z")
+
+
+def _tilt_grid(member_ids, options):
+    """Member m's tilt (rad): grid point m mod tilts, evenly over [0, max_tilt]."""
+    count = options["tilts"]
+    return options["max_tilt"] * _fraction(np.asarray(member_ids) % count, count)
+
+
+def _tilted(system, n, member_ids, seed, options, normals):
+    """The system's preset state with every body's attitude turned by the member's tilt about the body axis
+    ``axis`` (R exp(α ê)), Ω Gaussian of std ``omega_scale`` added."""
+    state = system.initial_state()
+    angle = _tilt_grid(member_ids, options)
+    axis = np.eye(3)[AXES.index(options["axis"])]
+    members = len(member_ids)
+    turn = np.broadcast_to((angle[:, np.newaxis] * axis)[:, np.newaxis], (members, n, 3))
+    rotations = exp_right(np.broadcast_to(state["R"], (members, n, 3, 3)).copy(), np.ascontiguousarray(turn))
+    return {"R": rotations, "x": np.repeat(state["x"][np.newaxis], members, axis=0),
+            "Omega": state["Omega"] + options["omega_scale"] * normals(3 * n).reshape(members, n, 3),
+            "V": np.repeat(state["V"][np.newaxis], members, axis=0)}
+
+
+def _tilt_coordinates(member_ids, options):
+    return {"tilt": (_tilt_grid(member_ids, options), "rad", f"initial turn about the body {options['axis']} axis")}
 
 
 class RigidMotionSpace(StateSpace):
@@ -132,7 +163,16 @@ RIGID_MOTION = RigidMotionSpace(
             {"speed": (1.0, "float", "m/s"),
              "azimuths": (7, "int", "azimuths from the body's x axis to its y axis (both included)"),
              "elevations": (1, "int", "elevations from the x–y plane to the z axis (both included; 1: the plane)")},
-            _headings, check=lambda options: _positive_grid(options), coordinates=_heading_coordinates),
+            _headings, check=lambda options: _positive_count(options, "azimuths", "elevations"),
+            coordinates=_heading_coordinates),
+        "tilts": Sampler(
+            "tilts", "the preset's state with its attitude turned about a body axis by a grid of angles (an "
+            "ensemble over the initial angle): member m takes angle max_tilt · (m mod tilts)/(tilts − 1); Omega "
+            "gets a Gaussian of std omega_scale",
+            {"tilts": (16, "int", "angles, evenly over [0, max_tilt] (both included)"),
+             "max_tilt": (1.5707963267948966, "float", "rad"),
+             "axis": ("x", AXES, "the body axis of the turn")},
+            _tilted, check=lambda options: _positive_count(options, "tilts"), coordinates=_tilt_coordinates),
     },
     layout="flat",
     lane={"diagnostics": orthogonality_lanes, "pull_back": pull_back_lanes},
