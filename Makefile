@@ -34,6 +34,8 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ensemble.py
 	$(BIN)/python benchmarks/report.py
 	$(BIN)/python benchmarks/md.py
+	$(BIN)/python benchmarks/rigid_body.py
+	$(BIN)/python benchmarks/rigid_motion.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs
