@@ -39,7 +39,7 @@ import numpy as np
 from ..lanes import cross3 as cross
 from ..lanes import lane_function, solve_pivoted_in_lanes
 from ..status import NEWTON_FAILED
-from ..systems.rigid import INVERSE6, MOTION_HEADER, kirchhoff_forces, matrix6_times
+from ..systems.rigid import INVERSE6, MOTION_HEADER, kirchhoff_rates, matrix6_times
 from .lgvi import NEWTON_MAX_ITERATIONS, NEWTON_TOLERANCE, ROUND_OFF_CORRECTION
 
 
@@ -205,10 +205,7 @@ def lgvi_motion_step(x, n, coef, topology, h, options, work, active, code, itera
             # first guess, second order from Kirchhoff's accelerations (Ω̇, V̇) at step k: F ≈ exp(hΩ̂ + (h²/2)Ω̇^),
             # whose Cayley vector is ≈ (h/2)(Ω + (h/2)Ω̇), and t ≈ h V + (h²/2)(V̇ + Ω × V): Newton then needs one
             # iteration where the first-order guess (h/2)Ω, hV needed two (1.7× the rate)
-            forces = kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, loads[6 * i, b], loads[6 * i + 1, b],
-                                      loads[6 * i + 2, b], loads[6 * i + 3, b], loads[6 * i + 4, b], loads[6 * i + 5, b])
-            e0, e1, e2, a0, a1, a2 = matrix6_times(coef, k + INVERSE6, b, forces[0], forces[1], forces[2], forces[3],
-                                                   forces[4], forces[5])
+            e0, e1, e2, a0, a1, a2 = kirchhoff_rates(coef, k, b, w0, w1, w2, v0, v1, v2, loads, i)
             c0, c1, c2 = cross(w0, w1, w2, v0, v1, v2)
             f0, f1, f2 = half_h * (w0 + half_h * e0), half_h * (w1 + half_h * e1), half_h * (w2 + half_h * e2)
             t0, t1, t2 = h * (v0 + half_h * (a0 + c0)), h * (v1 + half_h * (a1 + c1)), h * (v2 + half_h * (a2 + c2))

@@ -32,7 +32,8 @@ import numpy as np
 from ..lanes import cross3 as cross
 from ..lanes import lane_function
 from ..status import CHART_SINGULAR
-from ..systems.rigid import INVERSE6, MOTION_HEADER, attitude_rate, body_loads, kirchhoff_forces, matrix6_times
+from ..systems.rigid import (INVERSE6, MOTION_HEADER, attitude_rate, body_loads, kirchhoff_forces, kirchhoff_rates,
+                             matrix3_times, matrix6_times)
 
 FORMULATIONS = ("kirchhoff", "newton_euler", "hybrid", "lagrange")
 DEFAULT_FORMULATION = "kirchhoff"
@@ -45,14 +46,6 @@ CHART_LIMIT = 1e-3
 def rows_of(n, i):
     """(R, x, first velocity, second velocity) row offsets of body i on SE(3)ⁿ's flat layout."""
     return 9 * i, 9 * n + 3 * i, 12 * n + 3 * i, 15 * n + 3 * i
-
-
-@lane_function
-def rotate_rows(x, base, b, v0, v1, v2):
-    """R v for the R at rows base … base + 8, lane b."""
-    return (x[base, b] * v0 + x[base + 1, b] * v1 + x[base + 2, b] * v2,
-            x[base + 3, b] * v0 + x[base + 4, b] * v1 + x[base + 5, b] * v2,
-            x[base + 6, b] * v0 + x[base + 7, b] * v1 + x[base + 8, b] * v2)
 
 
 @lane_function
@@ -81,8 +74,8 @@ def newton_euler_in(x, n, coef, y, code):
         for b in range(x.shape[1]):
             k0, k1, k2, p0, p1, p2 = matrix6_times(coef, k, b, x[first, b], x[first + 1, b], x[first + 2, b],
                                                    x[second, b], x[second + 1, b], x[second + 2, b])
-            q0, q1, q2 = rotate_rows(x, base, b, p0, p1, p2)
-            a0, a1, a2 = rotate_rows(x, base, b, k0, k1, k2)
+            q0, q1, q2 = matrix3_times(x, base, b, p0, p1, p2)
+            a0, a1, a2 = matrix3_times(x, base, b, k0, k1, k2)
             c0, c1, c2 = cross(x[p, b], x[p + 1, b], x[p + 2, b], q0, q1, q2)
             y[first, b], y[first + 1, b], y[first + 2, b] = q0, q1, q2
             y[second, b], y[second + 1, b], y[second + 2, b] = a0 + c0, a1 + c1, a2 + c2
@@ -117,10 +110,10 @@ def newton_euler_field(y, n, coef, topology, dy, work):
         for b in range(y.shape[1]):
             w0, w1, w2, v0, v1, v2 = newton_euler_velocities(y, n, coef, i, b)
             attitude_rate(y, dy, base, b, w0, w1, w2)
-            dy[p, b], dy[p + 1, b], dy[p + 2, b] = rotate_rows(y, base, b, v0, v1, v2)
+            dy[p, b], dy[p + 1, b], dy[p + 2, b] = matrix3_times(y, base, b, v0, v1, v2)
             t0, t1, t2, g0, g1, g2 = body_loads(work, i, b)
-            f0, f1, f2 = rotate_rows(y, base, b, g0, g1, g2)
-            t0, t1, t2 = rotate_rows(y, base, b, t0, t1, t2)
+            f0, f1, f2 = matrix3_times(y, base, b, g0, g1, g2)
+            t0, t1, t2 = matrix3_times(y, base, b, t0, t1, t2)
             c0, c1, c2 = cross(y[p, b], y[p + 1, b], y[p + 2, b], f0, f1, f2)
             dy[first, b], dy[first + 1, b], dy[first + 2, b] = f0, f1, f2
             dy[second, b], dy[second + 1, b], dy[second + 2, b] = t0 + c0, t1 + c1, t2 + c2
@@ -133,7 +126,7 @@ def hybrid_in(x, n, coef, y, code):
     for i in range(n):
         base, p, first, second = rows_of(n, i)
         for b in range(x.shape[1]):
-            d0, d1, d2 = rotate_rows(x, base, b, x[second, b], x[second + 1, b], x[second + 2, b])
+            d0, d1, d2 = matrix3_times(x, base, b, x[second, b], x[second + 1, b], x[second + 2, b])
             w0, w1, w2 = x[first, b], x[first + 1, b], x[first + 2, b]
             y[first, b], y[first + 1, b], y[first + 2, b] = d0, d1, d2
             y[second, b], y[second + 1, b], y[second + 2, b] = w0, w1, w2
@@ -167,7 +160,7 @@ def hybrid_field(y, n, coef, topology, dy, work):
                                                    h2 + n2)
             attitude_rate(y, dy, base, b, w0, w1, w2)
             dy[p, b], dy[p + 1, b], dy[p + 2, b] = y[first, b], y[first + 1, b], y[first + 2, b]
-            dy[first, b], dy[first + 1, b], dy[first + 2, b] = rotate_rows(y, base, b, a0, a1, a2)
+            dy[first, b], dy[first + 1, b], dy[first + 2, b] = matrix3_times(y, base, b, a0, a1, a2)
             dy[second, b], dy[second + 1, b], dy[second + 2, b] = e0, e1, e2
 
 
@@ -220,7 +213,7 @@ def lagrange_in(x, n, coef, y, code):
                 y[base + 6 + r, b] = 0.0
                 y[p + r, b] = x[p + r, b]
                 y[second + r, b] = 0.0
-            y[first, b], y[first + 1, b], y[first + 2, b] = rotate_rows(x, base, b, x[second, b], x[second + 1, b],
+            y[first, b], y[first + 1, b], y[first + 2, b] = matrix3_times(x, base, b, x[second, b], x[second + 1, b],
                                                                         x[second + 2, b])
 
 
@@ -258,9 +251,7 @@ def lagrange_field(y, n, coef, topology, dy, work):
             phi_rate, theta_rate, psi_rate = y[base + 3, b], y[base + 4, b], y[base + 5, b]
             w0, w1, w2 = euler_body_rates(phi, theta, phi_rate, theta_rate, psi_rate)
             v0, v1, v2 = rotate_rows_back(work, pose, b, y[first, b], y[first + 1, b], y[first + 2, b])
-            t0, t1, t2, f0, f1, f2 = body_loads(work, i, b)
-            g = kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, t0, t1, t2, f0, f1, f2)
-            e0, e1, e2, a0, a1, a2 = matrix6_times(coef, k + INVERSE6, b, g[0], g[1], g[2], g[3], g[4], g[5])
+            e0, e1, e2, a0, a1, a2 = kirchhoff_rates(coef, k, b, w0, w1, w2, v0, v1, v2, work, i)
             cf, sf, ct, st = np.cos(phi), np.sin(phi), np.cos(theta), np.sin(theta)
             # Ė η̇: the derivative of E(η) η̇ at fixed η̇
             d0 = -psi_rate * theta_rate * ct
@@ -269,7 +260,7 @@ def lagrange_field(y, n, coef, topology, dy, work):
             dy[base, b], dy[base + 1, b], dy[base + 2, b] = phi_rate, theta_rate, psi_rate
             dy[base + 3, b], dy[base + 4, b], dy[base + 5, b] = euler_rates(phi, theta, e0 - d0, e1 - d1, e2 - d2)
             c0, c1, c2 = cross(w0, w1, w2, v0, v1, v2)
-            dy[first, b], dy[first + 1, b], dy[first + 2, b] = rotate_rows(work, pose, b, a0 + c0, a1 + c1, a2 + c2)
+            dy[first, b], dy[first + 1, b], dy[first + 2, b] = matrix3_times(work, pose, b, a0 + c0, a1 + c1, a2 + c2)
             for r in range(3):
                 dy[base + 6 + r, b] = 0.0
                 dy[p + r, b] = y[first + r, b]

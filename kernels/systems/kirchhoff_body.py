@@ -30,8 +30,8 @@ from ..errors import InvalidInput
 from ..lanes import lane_function
 from ..spaces import RIGID_MOTION
 from .base import MATRIX6, PER_BODY_TENSOR, SCALAR, VECTOR3, Parameter, Preset
-from .rigid import (INVERSE6, MOTION_HEADER, RigidBodyDefinition, attitude_rate, body_loads, canonical_inertia,
-                    kirchhoff_forces, matrix6_times, motion_header)
+from .rigid import (MOTION_HEADER, RigidBodyDefinition, attitude_rate, canonical_inertia, kirchhoff_rates,
+                    matrix3_times, matrix6_times, motion_header)
 
 #: coefficient rows of body i after the SE(3) header (rows MOTION_HEADER n + LOAD_ROWS i …):
 #: mg − B, s = mg c − B c_B (3), e (3)
@@ -226,11 +226,8 @@ def kirchhoff_vector_field(x, n, coef, topology, dx, work):
             w0, w1, w2 = x[w, b], x[w + 1, b], x[w + 2, b]
             v0, v1, v2 = x[v, b], x[v + 1, b], x[v + 2, b]
             attitude_rate(x, dx, base, b, w0, w1, w2)
-            for r in range(3):
-                dx[p + r, b] = x[base + 3 * r, b] * v0 + x[base + 3 * r + 1, b] * v1 + x[base + 3 * r + 2, b] * v2
-            t0, t1, t2, f0, f1, f2 = body_loads(work, i, b)
-            g = kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, t0, t1, t2, f0, f1, f2)
-            d0, d1, d2, d3, d4, d5 = matrix6_times(coef, k + INVERSE6, b, g[0], g[1], g[2], g[3], g[4], g[5])
+            dx[p, b], dx[p + 1, b], dx[p + 2, b] = matrix3_times(x, base, b, v0, v1, v2)
+            d0, d1, d2, d3, d4, d5 = kirchhoff_rates(coef, k, b, w0, w1, w2, v0, v1, v2, work, i)
             dx[w, b], dx[w + 1, b], dx[w + 2, b] = d0, d1, d2
             dx[v, b], dx[v + 1, b], dx[v + 2, b] = d3, d4, d5
 

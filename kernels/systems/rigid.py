@@ -94,11 +94,18 @@ def inertia_header(inertia: np.ndarray) -> np.ndarray:
 
 
 @lane_function
+def matrix3_times(rows, j, b, x0, x1, x2):
+    """M x for the 3×3 matrix held row-major in rows j … j + 8 of a lane array, lane b (an attitude R in a
+    flat state, an inertia J in a coefficient header)."""
+    return (rows[j, b] * x0 + rows[j + 1, b] * x1 + rows[j + 2, b] * x2,
+            rows[j + 3, b] * x0 + rows[j + 4, b] * x1 + rows[j + 5, b] * x2,
+            rows[j + 6, b] * x0 + rows[j + 7, b] * x1 + rows[j + 8, b] * x2)
+
+
+@lane_function
 def inertia_times(coef, j, b, x0, x1, x2):
     """J x for the body whose header starts at row j, lane b (J Ω = Π, kg·m²/s)."""
-    return (coef[j, b] * x0 + coef[j + 1, b] * x1 + coef[j + 2, b] * x2,
-            coef[j + 3, b] * x0 + coef[j + 4, b] * x1 + coef[j + 5, b] * x2,
-            coef[j + 6, b] * x0 + coef[j + 7, b] * x1 + coef[j + 8, b] * x2)
+    return matrix3_times(coef, j, b, x0, x1, x2)
 
 
 @lane_function
@@ -140,6 +147,15 @@ def kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, t0, t1, t2, f0, f1, f2)
     return (k1 * w2 - k2 * w1 + p1 * v2 - p2 * v1 + t0, k2 * w0 - k0 * w2 + p2 * v0 - p0 * v2 + t1,
             k0 * w1 - k1 * w0 + p0 * v1 - p1 * v0 + t2,
             p1 * w2 - p2 * w1 + f0, p2 * w0 - p0 * w2 + f1, p0 * w1 - p1 * w0 + f2)
+
+
+@lane_function
+def kirchhoff_rates(coef, k, b, w0, w1, w2, v0, v1, v2, loads, i):
+    """(Ω̇, V̇) = 𝕄⁻¹ of :func:`kirchhoff_forces` for body i (header at coefficient row k), lane b, with the
+    loads' rows 6i … 6i + 5 of ``loads``: Kirchhoff's equations solved for the accelerations."""
+    t0, t1, t2, f0, f1, f2 = body_loads(loads, i, b)
+    g = kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, t0, t1, t2, f0, f1, f2)
+    return matrix6_times(coef, k + INVERSE6, b, g[0], g[1], g[2], g[3], g[4], g[5])
 
 
 @lane_function
