@@ -3,13 +3,14 @@
 Every kernel works on a block of ``L`` members at once, with state arrays shaped ``(n, 3, L)``
 (bodies, xyz, lanes).  Loops put the lane index innermost so that LLVM vectorises across members;
 each member's arithmetic is exactly the same sequence of IEEE operations as it would be alone,
-because the kernels use only +, −, ×, ÷ and sqrt (correctly rounded in scalar and SIMD form alike)
-and never fast-math.  That is what makes results bitwise independent of how members are grouped
+because the kernels use only +, −, ×, ÷, sqrt and fused multiply-add (correctly rounded in scalar and
+SIMD form alike) and never fast-math.  That is what makes results bitwise independent of how members are grouped
 into blocks, chunks or workers.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from . import llvm_options  # noqa: F401  (process-wide codegen settings, before any kernel compiles)
 
@@ -201,3 +202,38 @@ def constraint_errors_into(q, omega, unit_error, tangency_error):
             unit_error[b] = max(unit_error[b], abs(norm - 1.0))
             dot = q[i, 0, b] * omega[i, 0, b] + q[i, 1, b] * omega[i, 1, b] + q[i, 2, b] * omega[i, 2, b]
             tangency_error[b] = max(tangency_error[b], abs(dot))
+
+
+@intrinsic
+def fused_multiply_add(typingctx, a, b, c):
+    """a·b + c with one rounding (IEEE 754 fusedMultiplyAdd, LLVM's llvm.fma: the FMA instruction where
+    the CPU has one, else libm's correctly rounded fma, so the bits are the same on every machine).
+    fused_multiply_add(a, b, −a·b) is the exact rounding error of a product (Ogita–Rump–Oishi's TwoProduct)."""
+    signature = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, sig, args):
+        return builder.fma(*args)
+    return signature, codegen
+
+
+@lane_function
+def accumulate_product(total, error, a, z):
+    """One step of Ogita–Rump–Oishi's Dot2: (total + a·z, error + the rounding errors of the product
+    (from an FMA) and of the sum (Knuth's TwoSum))."""
+    product = a * z
+    partial = total + product
+    back = partial - total
+    return partial, error + (((total - (partial - back)) + (product - back)) + fused_multiply_add(a, z, -product))
+
+
+@lane_function
+def compensated_dot6(start, a0, a1, a2, a3, a4, a5, z0, z1, z2, z3, z4, z5):
+    """start + a·z as if summed in twice the working precision and rounded once (Ogita, Rump & Oishi,
+    "Accurate sum and dot product", SIAM J. Sci. Comput. 26 (2005), Algorithm Dot2)."""
+    total, error = accumulate_product(start, 0.0, a0, z0)
+    total, error = accumulate_product(total, error, a1, z1)
+    total, error = accumulate_product(total, error, a2, z2)
+    total, error = accumulate_product(total, error, a3, z3)
+    total, error = accumulate_product(total, error, a4, z4)
+    total, error = accumulate_product(total, error, a5, z5)
+    return total + error

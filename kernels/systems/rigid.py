@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidInput
-from ..lanes import lane_function
+from ..lanes import compensated_dot6, lane_function
 from ..spaces import ROTATION, StateSpace
 from .base import Parameter, ParameterLookup
 
@@ -276,3 +276,23 @@ def no_torque(x, n, coef, topology, out):
     for r in range(3 * n):
         for b in range(x.shape[1]):
             out[r, b] = 0.0
+
+
+@lane_function
+def compensated_matrix6_row(coef, row, b, start, z0, z1, z2, z3, z4, z5):
+    """start + one row (coefficient rows row … row + 5) of a 6×6 matrix times z, lane b, as if computed in
+    twice the working precision and rounded once (lanes.compensated_dot6)."""
+    return compensated_dot6(start, coef[row, b], coef[row + 1, b], coef[row + 2, b], coef[row + 3, b],
+                            coef[row + 4, b], coef[row + 5, b], z0, z1, z2, z3, z4, z5)
+
+
+@lane_function
+def compensated_matrix6_times(coef, k, b, s0, s1, s2, s3, s4, s5, z0, z1, z2, z3, z4, z5):
+    """s + 𝕄z for the 6×6 matrix at coefficient rows k … k + 35, lane b, each component rounded once from
+    twice the working precision: with s = −𝕄y an exact residual for iterative refinement."""
+    return (compensated_matrix6_row(coef, k, b, s0, z0, z1, z2, z3, z4, z5),
+            compensated_matrix6_row(coef, k + 6, b, s1, z0, z1, z2, z3, z4, z5),
+            compensated_matrix6_row(coef, k + 12, b, s2, z0, z1, z2, z3, z4, z5),
+            compensated_matrix6_row(coef, k + 18, b, s3, z0, z1, z2, z3, z4, z5),
+            compensated_matrix6_row(coef, k + 24, b, s4, z0, z1, z2, z3, z4, z5),
+            compensated_matrix6_row(coef, k + 30, b, s5, z0, z1, z2, z3, z4, z5))
