@@ -13,7 +13,7 @@ from . import runge_kutta as rk
 from . import vi
 
 DIAGONAL, FULL, FLAT = "diagonal", "full", "flat"
-SPHERES, ROTATIONS, RIGID_MOTIONS = "sphere_product", "rotation", "rigid_motion"
+SPHERES, ROTATIONS, RIGID_MOTIONS, GENERALISED = "sphere_product", "rotation", "rigid_motion", "generalised"
 
 
 @dataclass(frozen=True)
@@ -192,8 +192,8 @@ def _flat_rk45_recipe_of(formulation=None):
 
 
 def _on_flat_spaces(recipe):
-    """A method on a flat space's vector field steps SO(3)ⁿ and SE(3)ⁿ systems alike."""
-    return {ROTATIONS: (FIELD, recipe), RIGID_MOTIONS: (FIELD, recipe)}
+    """A method on a flat space's vector field steps SO(3)ⁿ, SE(3)ⁿ and joint-coordinate systems alike."""
+    return {ROTATIONS: (FIELD, recipe), RIGID_MOTIONS: (FIELD, recipe), GENERALISED: (FIELD, recipe)}
 
 
 #: what the SE(3) formulations other than Kirchhoff's need of a system: its loads and 6×6 inertia

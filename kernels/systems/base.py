@@ -32,7 +32,10 @@ REQUIRED = object()
 #: base shapes a parameter can have; a per-member value adds one leading axis
 SCALAR, PER_BODY, VECTOR3, PER_BODY_VECTOR3, PER_SPRING = "scalar", "body", "vector3", "body×3", "spring"
 PER_BODY_TENSOR, MATRIX6 = "body×3×3", "6×6"
-_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3, MATRIX6: 2}
+#: one value per link of a chain model, a count the system checks against its other parameters
+PER_LINK = "link"
+_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3, MATRIX6: 2,
+              PER_LINK: 1}
 _PER_BODY_SHAPES = (PER_BODY, PER_BODY_VECTOR3, PER_BODY_TENSOR)
 
 
@@ -391,19 +394,22 @@ def bind_system(definition, preset: str | None, params: dict) -> System:
 
 
 def _expand_every_body(definition, validated: dict) -> None:
-    """Give ``every_body`` parameters their per-body axis in place: one number repeated for each of the
-    definition's bodies; per-body values (per member or not) are checked against their number."""
+    """Give ``every_body`` parameters their per-body axis in place: one value (a number, vector or tensor)
+    repeated for each of the definition's bodies; per-body values (per member or not) are checked against
+    their number."""
     for spec in definition.parameters:
         if not spec.every_body:
             continue
         value = validated[spec.name]
         n = definition.bodies(validated)
-        if value.ndim == _BASE_NDIM[spec.shape] - 1:
+        base = _BASE_NDIM[spec.shape]
+        if value.ndim == base - 1:
             if n is None:
                 raise InvalidInput(spec.name, f"one value for every body needs the number of bodies, which "
                                    f"{definition.name} takes from the state; give one value per body")
-            validated[spec.name] = np.full(value.shape + (n,), value)
-        elif n is not None and value.shape[-1] != n:
+            body_axis = value.ndim - (base - 1)  # the body axis comes before the value's own axes
+            validated[spec.name] = np.repeat(np.expand_dims(value, body_axis), n, axis=body_axis)
+        elif n is not None and value.shape[value.ndim - base] != n:
             raise InvalidInput(spec.name, f"needs one value per body ({n} bodies) or one for all, got shape "
                                f"{value.shape}")
 
