@@ -53,6 +53,37 @@ def solve_in_lanes(a, x):
 
 
 @lane_function
+def cholesky_solve_in_lanes(a, x):
+    """Solve a y = x for every lane by the Cholesky factorisation a = L Lᵀ (a symmetric positive definite,
+    lanes innermost); x is overwritten by y and a's lower triangle by L (1/L_kk on the diagonal)."""
+    size, lanes = a.shape[0], a.shape[2]
+    for k in range(size):
+        for j in range(k):
+            for b in range(lanes):
+                a[k, k, b] -= a[k, j, b] * a[k, j, b]
+        for b in range(lanes):
+            a[k, k, b] = 1.0 / np.sqrt(a[k, k, b])
+        for i in range(k + 1, size):
+            for j in range(k):
+                for b in range(lanes):
+                    a[i, k, b] -= a[i, j, b] * a[k, j, b]
+            for b in range(lanes):
+                a[i, k, b] *= a[k, k, b]
+    for k in range(size):
+        for j in range(k):
+            for b in range(lanes):
+                x[k, b] -= a[k, j, b] * x[j, b]
+        for b in range(lanes):
+            x[k, b] *= a[k, k, b]
+    for k in range(size - 1, -1, -1):
+        for j in range(k + 1, size):
+            for b in range(lanes):
+                x[k, b] -= a[j, k, b] * x[j, b]
+        for b in range(lanes):
+            x[k, b] *= a[k, k, b]
+
+
+@lane_function
 def solve_pivoted_in_lanes(a, x):
     """Solve ``a[:, :, l] @ y = x[:, l]`` for every lane ``l`` by Gaussian elimination with partial
     pivoting, lane by lane (the pivot rows differ between lanes); ``x`` is overwritten by ``y`` and

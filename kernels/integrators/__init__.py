@@ -8,7 +8,7 @@ from typing import Callable
 from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template, trapezoid_work_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
-from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion, motion_formulations
+from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion, midpoint, motion_formulations
 from . import runge_kutta as rk
 from . import vi
 
@@ -265,6 +265,12 @@ METHODS: dict[str, Method] = {
                                 _flat_fixed_recipe(lgvi_motion.lgvi_motion_allocate, lgvi_motion.lgvi_motion_begin,
                                                    lgvi_motion.lgvi_motion_step))}, status=NEWTON,
                option_vector=("newton_tol", "newton_max_iterations")),
+        Method("midpoint", "implicit midpoint rule on canonical coordinates (q, p = M(q) q̇): symplectic; Newton with a "
+               "complex-step Jacobian", 2, {"newton_tol": 1e-14, "newton_max_iterations": 20},
+               {GENERALISED: (frozenset({"canonical"}), _flat_fixed_recipe(
+                   midpoint.midpoint_allocate, midpoint.midpoint_begin, midpoint.midpoint_step,
+                   helpers=(("midpoint_residual", midpoint.midpoint_residual),)))},
+               status=NEWTON, lanes=1, option_vector=("newton_tol", "newton_max_iterations")),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
                      _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B)),

@@ -17,7 +17,8 @@ analytic: ż_k = ω_{parent(k)} × z_k, and d/dt (z_k × (c_i − o_k)) = ż_k �
 A joint's variable is θ_k = q_k − q_{r(k)} for a joint "measured from" coordinate r(k) (absolute angles
 of a planar chain, as in sympy's ``n_link_pendulum_on_cart``), else θ_k = q_k; its columns then go to
 q_k with +1 and to q_{r(k)} with −1.  Joint loads are generalised forces on θ_k: a constant F_k, a spring
-−K_k (θ_k − θ_rest,k) and a damper −D_k θ̇_k.  u̇ = M⁻¹(f − h) by a Cholesky factorisation in lanes.
+−K_k (θ_k − θ_rest,k) and a damper −D_k θ̇_k.  u̇ = M⁻¹(f − h) by a Cholesky factorisation in lanes.  The same code runs on complex numbers (complex-step
+derivatives for the Jacobian of the implicit ``midpoint``: every operation is analytic).
 Cost per evaluation O(n³) per member (n bodies × n² entries of M), fine for n ≤ 20.
 
 Coefficient rows (per member): g times the direction of gravity (3, m/s², base frame), then JOINT_ROWS per
@@ -31,9 +32,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lanes import cross3, lane_function
+from ..lanes import cholesky_solve_in_lanes, cross3, lane_function
 
 REVOLUTE, PRISMATIC = 0, 1
+#: what kane_terms computes besides M: nothing, f − h (Kane's right side) or f + ∂T/∂q (ṗ of p = M q̇)
+MASS_ONLY, ACCELERATING_FORCE, CANONICAL_FORCE = 0, 1, 2
 JOINT_TYPES = {"revolute": REVOLUTE, "prismatic": PRISMATIC}
 GRAVITY_ROWS = 3
 AXIS, ORIGIN, MASS, COM, INERTIA, FORCE, STIFFNESS, REST, DAMPING = 0, 3, 6, 7, 10, 19, 20, 21, 22
@@ -56,12 +59,14 @@ def rotation_about(a0, a1, a2, c, s):
 
 
 @lane_function
-def kane_work(n, lanes):
-    """Work arrays of one evaluation (lanes innermost): joint variables θ, θ̇ (n, L); per body R (9), frame
-    origin, its velocity, ω, joint axis z, ż, centre of mass c and ċ (3 each; base frame); Jacobians J_ω, J_v
-    and their rates (n, 3, n, L); M (n, n, L); f − h (n, L); a 3×3 base-frame inertia (9, L)."""
-    return (np.empty((2, n, lanes)), np.empty((n, 9, lanes)), np.empty((7, n, 3, lanes)),
-            np.empty((4, n, 3, n, lanes)), np.empty((n, n, lanes)), np.empty((n, lanes)), np.empty((9, lanes)))
+def kane_work(n, lanes, zero):
+    """Work arrays of one evaluation (lanes innermost), of ``zero``'s type (float64, or complex128 for
+    complex-step derivatives): joint variables θ, θ̇ (n, L); per body R (9), frame origin, its velocity, ω,
+    joint axis z, ż, centre of mass c and ċ (3 each; base frame); Jacobians J_ω, J_v and their rates
+    (n, 3, n, L); M (n, n, L); a force vector (n, L); a 3×3 base-frame inertia (9, L)."""
+    return (np.full((2, n, lanes), zero), np.full((n, 9, lanes), zero), np.full((7, n, 3, lanes), zero),
+            np.full((4, n, 3, n, lanes), zero), np.full((n, n, lanes), zero), np.full((n, lanes), zero),
+            np.full((9, lanes), zero))
 
 
 @lane_function
@@ -197,14 +202,17 @@ def world_inertia_into(coef, k, rotation, i, out):
 
 
 @lane_function
-def kane_terms(x, n, coef, topology, work, with_forces):
-    """M(q) (eq. (35)) into work[4] and, with ``with_forces``, f − h (eqs. (27), (28), (35)) into work[5]."""
+def kane_terms(x, n, coef, topology, work, forces):
+    """M(q) (eq. (35)) into work[4] and into work[5] by ``forces``: ACCELERATING_FORCE f − h (eqs. (27), (28),
+    (35)), or CANONICAL_FORCE f + ∂T/∂q, the rate of the canonical momentum p = M q̇ (Lagrange's equations
+    (12): ṗ = ∂T/∂q + f), with ∂T/∂q = Σ_i J̇_ωiᵀ I_i ω_i + m_i J̇_viᵀ ċ_i from Theorem 1 and eq. (18) (base
+    frame: R_i(J̇_ω + [ω×]J_ω)_body = J̇_ω), so M is never differentiated."""
     joint, rotation, frames, jacobians, mass, rhs, inertia = work
     lanes = x.shape[1]
     tree_kinematics(x, n, coef, topology, joint, rotation, frames)
     tree_jacobians(n, topology, frames, jacobians)
     jw, jv, jw_dot, jv_dot = jacobians[0], jacobians[1], jacobians[2], jacobians[3]
-    omega = frames[2]
+    omega, com_dot = frames[2], frames[6]
     for a in range(n):
         for c in range(n):
             for b in range(lanes):
@@ -224,7 +232,20 @@ def kane_terms(x, n, coef, topology, work, with_forces):
                         total += jw[i, r, a, b] * (inertia[3 * r, b] * jw[i, 0, c, b] + inertia[3 * r + 1, b]
                                                    * jw[i, 1, c, b] + inertia[3 * r + 2, b] * jw[i, 2, c, b])
                     mass[a, c, b] += total
-        if with_forces:
+        if forces == CANONICAL_FORCE:
+            for b in range(lanes):
+                m = coef[k + MASS, b]
+                w0, w1, w2 = omega[i, 0, b], omega[i, 1, b], omega[i, 2, b]
+                h0 = inertia[0, b] * w0 + inertia[1, b] * w1 + inertia[2, b] * w2
+                h1 = inertia[3, b] * w0 + inertia[4, b] * w1 + inertia[5, b] * w2
+                h2 = inertia[6, b] * w0 + inertia[7, b] * w1 + inertia[8, b] * w2
+                v0, v1, v2 = m * com_dot[i, 0, b], m * com_dot[i, 1, b], m * com_dot[i, 2, b]
+                g0, g1, g2 = m * coef[0, b], m * coef[1, b], m * coef[2, b]
+                for a in range(n):
+                    rhs[a, b] += (jw_dot[i, 0, a, b] * h0 + jw_dot[i, 1, a, b] * h1 + jw_dot[i, 2, a, b] * h2
+                                  + jv_dot[i, 0, a, b] * v0 + jv_dot[i, 1, a, b] * v1 + jv_dot[i, 2, a, b] * v2
+                                  + jv[i, 0, a, b] * g0 + jv[i, 1, a, b] * g1 + jv[i, 2, a, b] * g2)
+        elif forces == ACCELERATING_FORCE:
             for b in range(lanes):
                 m = coef[k + MASS, b]
                 # J̇ q̇: the accelerations with q̈ = 0, and the wrench they and gravity call for
@@ -253,7 +274,7 @@ def kane_terms(x, n, coef, topology, work, with_forces):
         for c in range(a):
             for b in range(lanes):
                 mass[a, c, b] = mass[c, a, b]
-    if with_forces:
+    if forces != MASS_ONLY:
         for j in range(n):
             k = joint_row(j)
             reference = topology[3 + 3 * j]
@@ -263,37 +284,6 @@ def kane_terms(x, n, coef, topology, work, with_forces):
                 rhs[j, b] += tau
                 if reference >= 0:
                     rhs[reference, b] -= tau
-
-
-@lane_function
-def cholesky_solve_in_lanes(a, x):
-    """Solve a y = x for every lane by the Cholesky factorisation a = L Lᵀ (a symmetric positive definite,
-    lanes innermost); x is overwritten by y and a's lower triangle by L (1/L_kk on the diagonal)."""
-    size, lanes = a.shape[0], a.shape[2]
-    for k in range(size):
-        for j in range(k):
-            for b in range(lanes):
-                a[k, k, b] -= a[k, j, b] * a[k, j, b]
-        for b in range(lanes):
-            a[k, k, b] = 1.0 / np.sqrt(a[k, k, b])
-        for i in range(k + 1, size):
-            for j in range(k):
-                for b in range(lanes):
-                    a[i, k, b] -= a[i, j, b] * a[k, j, b]
-            for b in range(lanes):
-                a[i, k, b] *= a[k, k, b]
-    for k in range(size):
-        for j in range(k):
-            for b in range(lanes):
-                x[k, b] -= a[k, j, b] * x[j, b]
-        for b in range(lanes):
-            x[k, b] *= a[k, k, b]
-    for k in range(size - 1, -1, -1):
-        for j in range(k + 1, size):
-            for b in range(lanes):
-                x[k, b] -= a[j, k, b] * x[j, b]
-        for b in range(lanes):
-            x[k, b] *= a[k, k, b]
 
 
 @lane_function
@@ -315,8 +305,8 @@ def tree_potential_into(x, n, coef, topology, joint, frames, out):
 
 def kane_energy(x, n, coef, topology, out):
     """E = ½ uᵀ M(q) u + V(q) (J) per lane."""
-    work = kane_work(n, x.shape[1])
-    kane_terms(x, n, coef, topology, work, False)
+    work = kane_work(n, x.shape[1], 0.0)
+    kane_terms(x, n, coef, topology, work, MASS_ONLY)
     tree_potential_into(x, n, coef, topology, work[0], work[2], out)
     mass = work[4]
     for b in range(x.shape[1]):
@@ -331,11 +321,25 @@ def kane_energy(x, n, coef, topology, out):
 
 def kane_vector_field(x, n, coef, topology, dx, scratch):
     """dx = (u, M⁻¹(f − h)): Kane's equations (34) solved for the accelerations."""
-    work = kane_work(n, x.shape[1])
-    kane_terms(x, n, coef, topology, work, True)
+    work = kane_work(n, x.shape[1], 0.0)
+    kane_terms(x, n, coef, topology, work, ACCELERATING_FORCE)
     rhs = work[5]
     cholesky_solve_in_lanes(work[4], rhs)
     for a in range(n):
         for b in range(x.shape[1]):
             dx[a, b] = x[n + a, b]
             dx[n + a, b] = rhs[a, b]
+
+
+@lane_function
+def kane_mass_into(x, n, coef, topology, work, out):
+    """out (n, n, L) ← M(q) at the coordinates of x (its speeds are not used)."""
+    kane_terms(x, n, coef, topology, work, MASS_ONLY)
+    out[:] = work[4]
+
+
+@lane_function
+def kane_canonical_force_into(x, n, coef, topology, work, out):
+    """out (n, L) ← ṗ = f + ∂T/∂q at (q, u) of x (see kane_terms)."""
+    kane_terms(x, n, coef, topology, work, CANONICAL_FORCE)
+    out[:] = work[5]

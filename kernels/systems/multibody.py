@@ -34,9 +34,9 @@ from ..spaces.generalised import GENERALISED
 from ..spaces.base import StateSpace
 from .base import (PER_BODY, PER_BODY_TENSOR, PER_BODY_VECTOR3, PER_LINK, SCALAR, VECTOR3, Parameter,
                    ParameterLookup, Preset)
-from .kane import (AXIS, COM, DAMPING, FORCE, GRAVITY_ROWS, INERTIA, JOINT_ROWS, JOINT_TYPES, MASS, ORIGIN,
-                   PRISMATIC, REST, REVOLUTE, STIFFNESS, kane_energy, kane_terms, kane_vector_field, kane_work,
-                   tree_potential_into)
+from .kane import (ACCELERATING_FORCE, AXIS, CANONICAL_FORCE, COM, DAMPING, FORCE, GRAVITY_ROWS, INERTIA,
+                   JOINT_ROWS, JOINT_TYPES, MASS, ORIGIN, PRISMATIC, REST, REVOLUTE, STIFFNESS, kane_canonical_force_into, kane_energy,
+                   kane_mass_into, kane_terms, kane_vector_field, kane_work, tree_potential_into)
 
 MODELS = ("tree", "n_link_pendulum_on_cart")
 
@@ -153,14 +153,16 @@ class MultibodyDefinition(ParameterLookup):
     topology: Callable[[dict, int], np.ndarray]
     check: Callable[[dict], None] | None = None
     space: StateSpace = GENERALISED
-    provides: frozenset = frozenset({"vector_field"})
+    #: Kane's vector field (the Runge–Kutta methods) and M(q) with ṗ = f + ∂T/∂q (the canonical midpoint)
+    provides: frozenset = frozenset({"vector_field", "canonical"})
     momentum: Any = None
     momentum_doc: str = ""
     revision: int = 1
 
     @property
     def lane_functions(self) -> dict:
-        return {}
+        return {"system_work": kane_work, "system_mass_into": kane_mass_into,
+                "system_canonical_force_into": kane_canonical_force_into}
 
     @property
     def lane_templates(self) -> tuple:
@@ -207,9 +209,9 @@ DEFINITION = MultibodyDefinition(
 )
 
 
-def tree_terms(system, state: dict) -> dict:
+def tree_terms(system, state: dict, canonical: bool = False) -> dict:
     """Kane's terms of a multibody system at states {"q", "u"} (members, n), each with a leading member axis:
-    ``mass`` M(q) (members, n, n), ``forcing`` f − h (members, n), ``potential`` V (J), ``rotation`` R_i (members, n, 3, 3), and in
+    ``mass`` M(q) (members, n, n), ``forcing`` f − h (members, n; with ``canonical`` f + ∂T/∂q), ``potential`` V (J), ``rotation`` R_i (members, n, 3, 3), and in
     the base frame ``omega`` ω_i, ``com`` c_i (members, n, 3) and ``jacobians`` (members, 4, n, 3, n): J_ω, J_v,
     J̇_ω, J̇_v (digest_003 eqs. (14)–(16), (35))."""
     q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
@@ -218,8 +220,8 @@ def tree_terms(system, state: dict) -> dict:
     params = system.broadcast(members, n)
     coef = np.ascontiguousarray(system.definition.coefficients(params, n).T)
     topology = system.definition.topology(params, n)
-    work = kane_work(n, members)
-    kane_terms(x, n, coef, topology, work, True)
+    work = kane_work(n, members, 0.0)
+    kane_terms(x, n, coef, topology, work, CANONICAL_FORCE if canonical else ACCELERATING_FORCE)
     joint, rotation, frames, jacobians, mass, forcing, _ = work
     potential = np.empty(members)
     tree_potential_into(x, n, coef, topology, joint, frames, potential)
