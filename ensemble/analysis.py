@@ -232,9 +232,11 @@ def diagnostic_names(ds: xr.Dataset) -> list[str]:
     return [d.name for d in store_space(ds).diagnostics]
 
 
-def _constraint_name(ds: xr.Dataset) -> str:
-    """The space's first (headline) constraint diagnostic."""
-    return diagnostic_names(ds)[0]
+def _constraint_name(ds: xr.Dataset) -> str | None:
+    """The space's first (headline) constraint diagnostic; None on a space without constraints (joint
+    coordinates)."""
+    names = diagnostic_names(ds)
+    return names[0] if names else None
 
 
 def state_of(ds: xr.Dataset) -> dict | None:

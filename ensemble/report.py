@@ -36,14 +36,16 @@ COLUMNS = (
 
 
 def _with_constraint(summary: dict) -> dict:
-    """The summary with ``max_constraint_error``: the maximum of its space's headline diagnostic."""
-    return summary | {"max_constraint_error": summary[f"max_{summary['constraint_diagnostic']}"]}
+    """The summary with ``max_constraint_error``: the maximum of its space's headline diagnostic (NaN: none)."""
+    name = summary["constraint_diagnostic"]
+    return summary | {"max_constraint_error": np.nan if name is None else summary[f"max_{name}"]}
 
 
 def _constraint_heading(summaries: list[dict]) -> str:
     """The constraint column's heading: the diagnostic's name when every store shares it."""
-    names = {s["constraint_diagnostic"] for s in summaries}
-    return f"max {names.pop()}" if len(names) == 1 else "max constraint err (see below)"
+    names = {s["constraint_diagnostic"] for s in summaries} - {None}
+    return f"max {names.pop()}" if len(names) == 1 else "max constraint err (see below)" if names \
+        else "max constraint err"
 
 
 def _headings(summaries: list[dict]) -> list[str]:
@@ -159,7 +161,7 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
                       "energy drift rate (1/s)")
     figures.append(("drift_rates.png", "Distribution of per-member energy drift rates"))
 
-    for name in dict.fromkeys(diagnostic_names(ds)[0] for ds in datasets):  # each space's headline diagnostic
+    for name in dict.fromkeys(diagnostic_names(ds)[0] for ds in datasets if diagnostic_names(ds)):  # headlines
         series = [(label, quantile_envelope(ds[name])) for label, ds in zip(labels, datasets) if name in ds]
         if series:
             long_name = next(ds[name].attrs.get("long_name", name) for ds in datasets if name in ds)

@@ -38,7 +38,7 @@ import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync as zarr_sync
 
-from kernels import METHODS, STATUS_MEANINGS, InvalidInput
+from kernels import STATUS_MEANINGS, InvalidInput
 
 from .lock import StoreError, is_local, read_lock
 from .plan import Plan
@@ -175,7 +175,8 @@ def _versions() -> dict:
 
 def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
     """name → (dim, values, attrs) of the store's coordinates: member ids, time (s), step, one per swept
-    parameter and those the initial-condition sampler varies over members; all follow from the spec (so ``verify --repair`` can rewrite them)."""
+    parameter, labels of the state's own dims that the system declares, and those the initial-condition
+    sampler varies over members; all follow from the spec (so ``verify --repair`` can rewrite them)."""
     steps, members = plan.sample_steps, plan.spec.members
     coords = {
         "member": ("member", np.arange(members), {"long_name": "global member id"}),
@@ -185,6 +186,10 @@ def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
     for sweep, values in plan.sweep_values(np.arange(members)).items():
         unit = plan.system.definition.parameter(sweep).unit
         coords[sweep] = ("member", values, {"units": unit, "long_name": f"swept parameter {sweep}"})
+    labels = getattr(plan.system.definition, "dimension_labels", None)
+    if labels is not None:  # e.g. the name of each joint coordinate of a multibody tree
+        for dim, values in labels(plan.system.params, plan.n_bodies).items():
+            coords[dim] = (dim, np.array(values, dtype=object), {"long_name": f"{dim} label"})  # UTF-8 strings
     sampler = plan.space.samplers.get(plan.spec.initial)
     if sampler is not None and sampler.coordinates is not None:
         for name, (values, unit, long_name) in sampler.coordinates(np.arange(members), plan.spec.sampler).items():

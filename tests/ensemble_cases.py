@@ -10,23 +10,24 @@ import time
 import numpy as np
 import zarr
 
-BASE_SPEC = """
+#: every spec the tests write: a perturbed ensemble on the local cluster (str.format fields; BASE_SPEC and
+#: RUNNER_SPEC fix some of them)
+SPEC_TEMPLATE = """
 [system]
-name = "sphere_nbody"
-preset = "paper"
+{system}
 
 [integrator]
 method = "{method}"
-dt = 0.001
+dt = {dt}
 t_end = {t_end}
 save_every = 10
 checkpoint_every = {checkpoint_every}
 
 [ensemble]
 members = {members}
-seed = 7
+seed = {seed}
 initial = "perturb"
-scale = 1e-3
+scale = {scale}
 chunk = {chunk}
 
 [output]
@@ -38,6 +39,31 @@ kind = "local"
 workers = {workers}
 """
 
+BASE_SPEC = SPEC_TEMPLATE.replace("{system}", 'name = "sphere_nbody"\npreset = "paper"').replace("{dt}", "0.001") \
+    .replace("{seed}", "7").replace("{scale}", "1e-3")
+
+
+#: a short perturbed ensemble of any system, for the runner's guarantees (``system``: the [system] table's lines)
+RUNNER_SPEC = SPEC_TEMPLATE.replace("{dt}", "0.01").replace("{seed}", "5")
+
+#: (chunk, workers, segment) layouts whose stores must hold the same bits
+LAYOUTS = ((1, 1, 20), (6, 1, 100), (3, 2, 50))
+
+
+def runner_spec(directory, name, system, variables, *, method, segment=100, chunk=3, workers=1, t_end=1.0, members=6,
+                scale=1e-3):
+    """Write RUNNER_SPEC filled in (its store next to it) and return its path."""
+    return write_spec(directory, name, text=RUNNER_SPEC.format(
+        system=system, method=method, t_end=t_end, checkpoint_every=segment, members=members, scale=scale, chunk=chunk,
+        workers=workers, store=os.path.join(directory, name.replace(".toml", ".zarr")), variables=json.dumps(list(variables))))
+
+
+def run_across_layouts(directory, system, variables, names, *, method, **spec) -> tuple:
+    """RUNNER_SPEC run in every LAYOUTS layout: (the spec paths, the first store's ``names``), the stores
+    asserted bitwise equal."""
+    specs = [runner_spec(directory, f"c{chunk}w{workers}s{segment}.toml", system, variables, method=method,
+                         segment=segment, chunk=chunk, workers=workers, **spec) for chunk, workers, segment in LAYOUTS]
+    return specs, run_stores_alike(specs, names)
 
 def write_spec(directory, name="spec.toml", *, method="vi", t_end=0.2, checkpoint_every=50, members=6, chunk=3,
                workers=1, store=None, text=None, variables=("q", "omega", "energy", "unit_error", "tangency_error")):

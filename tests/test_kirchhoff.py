@@ -261,33 +261,8 @@ def test_space_admits_perturbs_and_displaces_on_se3():
         RIGID_MOTION.admit({**{k: v[None] for k, v in state.items()}, "R": 1.1 * state["R"][None]}, 1)
 
 
-BODY_SPEC = """
-[system]
-name = "kirchhoff_body"
-preset = "plate"
-
-[integrator]
-method = "{method}"
-dt = 0.01
-t_end = 1.0
-save_every = 10
-checkpoint_every = {segment}
-
-[ensemble]
-members = 6
-seed = 5
-initial = "perturb"
-scale = 1e-3
-chunk = {chunk}
-
-[output]
-store = "{store}"
-variables = ["R", "x", "Omega", "V", "energy", "orthogonality_error"]
-
-[cluster]
-kind = "local"
-workers = {workers}
-"""
+PLATE = 'name = "kirchhoff_body"\npreset = "plate"'
+PLATE_VARIABLES = ["R", "x", "Omega", "V", "energy", "orthogonality_error"]
 
 
 def test_kirchhoff_stores_are_bitwise_equal_across_chunks_workers_and_segments(tmp_path):
@@ -302,14 +277,11 @@ def test_kirchhoff_stores_are_bitwise_equal_across_chunks_workers_and_segments(t
     from ensemble.analysis import momentum_error
     from ensemble.plan import Plan
 
-    from ensemble_cases import run_stores_alike, write_spec
+    from ensemble_cases import run_across_layouts
 
     names = ("R", "x", "Omega", "V", "energy", "orthogonality_error", "R0", "x0", "Omega0", "V0", "status")
-    specs = [write_spec(tmp_path, f"c{chunk}w{workers}s{segment}.toml", text=BODY_SPEC.format(
-        method="lgvi", segment=segment, chunk=chunk, workers=workers, store=tmp_path / f"c{chunk}w{workers}s{segment}.zarr"))
-        for chunk, workers, segment in ((1, 1, 20), (6, 1, 100), (3, 2, 50))]
-    reference = run_stores_alike(specs, names)
-    plan = Plan(ensemble.load_spec(str(tmp_path / "c1w1s20.toml")))
+    specs, reference = run_across_layouts(str(tmp_path), PLATE, PLATE_VARIABLES, names, method="lgvi")
+    plan = Plan(ensemble.load_spec(specs[0]))
     direct = integrate(get_system("kirchhoff_body", "plate"), "lgvi", plan.initial_state(0, 6), 0.01, 100, 10)
     assert np.array_equal(reference["x"], direct.x) and np.array_equal(reference["V"], direct.V)
     ds = xr.open_zarr(tmp_path / "c1w1s20.zarr")
@@ -458,13 +430,10 @@ def test_formulation_refusals_on_se3():
 def test_kill_9_and_resume_of_a_falling_plate_run_is_bitwise(tmp_path):
     """plate by lgvi, 800 members over 2 workers, 40 segment records: kill -9 of `armillary run` after 8 of
     them and a resume give the uninterrupted run's bits."""
-    from ensemble_cases import kill_9_and_resume_match, write_spec
+    from ensemble_cases import kill_9_and_resume_match, runner_spec
 
-    text = BODY_SPEC.format(method="lgvi", segment=500, chunk=200, workers=2, store=tmp_path / "unused.zarr")
-    text = text.replace("t_end = 1.0", "t_end = 50.0").replace("members = 6", "members = 800")
-    text = text.replace('variables = ["R", "x", "Omega", "V", "energy", "orthogonality_error"]',
-                        'variables = ["x", "energy"]')
-    spec = write_spec(tmp_path, "plate.toml", text=text)
+    spec = runner_spec(str(tmp_path), "plate.toml", PLATE, ["x", "energy"], method="lgvi", segment=500, chunk=200,
+                       workers=2, t_end=50.0, members=800)
     kill_9_and_resume_match(spec, str(tmp_path), ("x", "energy", "R0", "V0", "status"))
 
 

@@ -5,7 +5,8 @@ Kane's equations in joint coordinates (:mod:`kernels.systems.kane`; Parsa, diges
 Two models describe the tree (``model``):
 
 - ``"tree"``: ``joints``, a list with one table per joint (and body) ``{type = "revolute" | "prismatic",
-  parent = <index of the parent joint, -1 for the ground>, measured_from = <coordinate index, optional>}``
+  parent = <index of the parent joint, -1 for the ground>, measured_from = <coordinate index, optional>,
+  name = <the coordinate's label in stores, optional>}``
   in an order where parents come first; and per joint its ``axis`` (in the parent's frame), ``origin``
   (the joint point in the parent's frame at q = 0; for a prismatic joint the body's frame origin slides
   from there along the axis), the body's ``mass``, ``com`` (its centre of mass from the joint point, body
@@ -15,7 +16,7 @@ Two models describe the tree (``model``):
   ``sympy.physics.mechanics.models.n_link_pendulum_on_cart``: a cart of mass ``cart_mass`` sliding along
   x, n massless links of lengths ``l`` with point masses ``m`` at their ends, link i at the absolute angle
   q_i about z from the y axis (q = 0: upright), gravity ``g`` along −y; q = (cart position, the angles),
-  u = their rates; n = len(m).
+  u = their rates; n = len(m); the coordinates are labelled cart_x, link_1_angle, ….
 
 Both take joint loads per joint (``joint_force``, and a spring ``stiffness`` about ``rest`` and a damper
 ``damping``; generalised forces on θ) and, for ``"tree"``, uniform gravity (``g`` along
@@ -48,7 +49,7 @@ def _model(value) -> str:
 
 
 def _joints(value) -> tuple | None:
-    """The ``joints`` list as ((type code, parent, measured_from), …), refused naming the joint and key."""
+    """The ``joints`` list as ((type code, parent, measured_from, name), …), refused naming the joint and key."""
     if value is None:
         return None
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
@@ -57,9 +58,10 @@ def _joints(value) -> tuple | None:
     for j, table in enumerate(value):
         if not hasattr(table, "get"):
             raise InvalidInput(f"joints[{j}]", "must be a table {type, parent, measured_from}")
-        unknown = set(table) - {"type", "parent", "measured_from"}
+        unknown = set(table) - {"type", "parent", "measured_from", "name"}
         if unknown:
-            raise InvalidInput(f"joints[{j}]", f"unknown keys {sorted(unknown)}; allowed: type, parent, measured_from")
+            raise InvalidInput(f"joints[{j}]", f"unknown keys {sorted(unknown)}; allowed: type, parent, measured_from, "
+                               "name")
         kind = table.get("type")
         if kind not in JOINT_TYPES:
             raise InvalidInput(f"joints[{j}].type", f"unknown joint type {kind!r}; allowed: {', '.join(JOINT_TYPES)}")
@@ -68,7 +70,13 @@ def _joints(value) -> tuple | None:
             if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not -1 <= index < j:
                 raise InvalidInput(f"joints[{j}].{key}", f"must be -1 (none) or the index of an earlier joint "
                                    f"(0 … {j - 1}), got {index!r}")
-        joints.append((JOINT_TYPES[kind], int(parent), int(reference)))
+        name = table.get("name", f"{kind}_{j}")
+        if not isinstance(name, str) or not name:
+            raise InvalidInput(f"joints[{j}].name", f"must be a non-empty string, got {name!r}")
+        joints.append((JOINT_TYPES[kind], int(parent), int(reference), name))
+    names = [joint[3] for joint in joints]
+    if len(set(names)) != len(names):
+        raise InvalidInput("joints", f"joint names must differ, got {names}")
     if not joints:
         raise InvalidInput("joints", "must name at least one joint")
     return tuple(joints)
@@ -84,7 +92,8 @@ def _bodies(params: dict) -> int:
 
 def _chain_joints(n: int) -> tuple:
     """The cart (prismatic, along x) and its links (revolute about z, each measured from the one before)."""
-    return ((PRISMATIC, -1, -1),) + tuple((REVOLUTE, i - 1, i - 1 if i > 1 else -1) for i in range(1, n))
+    return ((PRISMATIC, -1, -1, "cart_x"),) + tuple((REVOLUTE, i - 1, i - 1 if i > 1 else -1, f"link_{i}_angle")
+                                                    for i in range(1, n))
 
 
 def _joint_list(params: dict, n: int) -> tuple:
@@ -92,7 +101,7 @@ def _joint_list(params: dict, n: int) -> tuple:
 
 
 def _topology(params: dict, n: int) -> np.ndarray:
-    return np.array([n] + [entry for joint in _joint_list(params, n) for entry in joint], np.int64)
+    return np.array([n] + [entry for joint in _joint_list(params, n) for entry in joint[:3]], np.int64)
 
 
 def _coefficients(params: dict, n: int) -> np.ndarray:
@@ -159,6 +168,10 @@ class MultibodyDefinition(ParameterLookup):
     momentum_doc: str = ""
     revision: int = 1
 
+    def dimension_labels(self, params: dict, n: int) -> dict:
+        """Labels of the state's own dims, for the store's coordinates: each joint coordinate's name."""
+        return {"coordinate": [joint[3] for joint in _joint_list(params, n)]}
+
     @property
     def lane_functions(self) -> dict:
         return {"system_work": kane_work, "system_mass_into": kane_mass_into,
@@ -180,8 +193,8 @@ DEFINITION = MultibodyDefinition(
     parameters=(
         Parameter("model", SCALAR, "1", f"how the tree is described: {', '.join(MODELS)}", default="tree",
                   check="structural", parse=_model),
-        Parameter("joints", SCALAR, "1", "model 'tree': one table {type = revolute|prismatic, parent, measured_from} "
-                  "per joint, parents first", default=None, check="structural", parse=_joints),
+        Parameter("joints", SCALAR, "1", "model 'tree': one table {type = revolute|prismatic, parent, measured_from, "
+                  "name} per joint, parents first", default=None, check="structural", parse=_joints),
         _every_joint("axis", PER_BODY_VECTOR3, "1", "joint axis in the parent's frame (normalised)", (0.0, 0.0, 1.0),
                      check="direction"),
         _every_joint("origin", PER_BODY_VECTOR3, "m", "joint point in the parent's frame at q = 0", (0.0, 0.0, 0.0)),
