@@ -120,7 +120,7 @@ def _coefficients(params: dict, n: int) -> np.ndarray:
         joints[:, 1:, COM + 1] = links
     else:
         coef[:, :3] = params["g"][:, np.newaxis] * params["gravity_direction"]
-        joints[:, :, AXIS:AXIS + 3] = params["axis"]
+        joints[:, :, AXIS:AXIS + 3] = params["axis"] / np.linalg.norm(params["axis"], axis=-1, keepdims=True)
         joints[:, :, ORIGIN:ORIGIN + 3] = params["origin"]
         joints[:, :, MASS] = params["mass"]
         joints[:, :, COM:COM + 3] = params["com"]
@@ -130,12 +130,24 @@ def _coefficients(params: dict, n: int) -> np.ndarray:
     return coef
 
 
+def _first_joint(bad: np.ndarray) -> int:
+    """The first joint (last axis) at fault in any member."""
+    return int(np.argmax(bad.reshape(-1, bad.shape[-1]).any(axis=0)))
+
+
 def _check(params: dict) -> None:
     if params["model"] == "tree":
-        moments = np.linalg.eigvalsh(0.5 * (params["inertia"] + np.swapaxes(params["inertia"], -1, -2)))
-        if not np.allclose(params["inertia"], np.swapaxes(params["inertia"], -1, -2), rtol=1e-12, atol=0) \
-                or np.any(moments < 0):
-            raise InvalidInput("inertia", "each body's inertia must be symmetric positive semi-definite (kg·m²)")
+        lengths = np.linalg.norm(params["axis"], axis=-1)
+        if np.any(lengths == 0):
+            j = _first_joint(lengths == 0)
+            raise InvalidInput(f"axis[{j}]", f"joint {j} ({params['joints'][j][3]}) needs a non-zero axis direction")
+        inertia = params["inertia"]
+        asymmetric = ~np.isclose(inertia, np.swapaxes(inertia, -1, -2), rtol=1e-12, atol=0).all(axis=(-2, -1))
+        indefinite = np.linalg.eigvalsh(0.5 * (inertia + np.swapaxes(inertia, -1, -2)))[..., 0] < 0
+        if np.any(asymmetric | indefinite):
+            j = _first_joint(asymmetric | indefinite)
+            raise InvalidInput(f"inertia[{j}]", f"body {j} ({params['joints'][j][3]}): the inertia about its centre "
+                               "of mass must be symmetric positive semi-definite (kg·m²)")
     elif np.shape(params["m"])[-1] != np.shape(params["l"])[-1]:
         raise InvalidInput("l", f"needs one length per link mass m ({np.shape(params['m'])[-1]}), got "
                            f"{np.shape(params['l'])[-1]}")
@@ -195,8 +207,7 @@ DEFINITION = MultibodyDefinition(
                   check="structural", parse=_model),
         Parameter("joints", SCALAR, "1", "model 'tree': one table {type = revolute|prismatic, parent, measured_from, "
                   "name} per joint, parents first", default=None, check="structural", parse=_joints),
-        _every_joint("axis", PER_BODY_VECTOR3, "1", "joint axis in the parent's frame (normalised)", (0.0, 0.0, 1.0),
-                     check="direction"),
+        _every_joint("axis", PER_BODY_VECTOR3, "1", "joint axis in the parent's frame (normalised)", (0.0, 0.0, 1.0)),
         _every_joint("origin", PER_BODY_VECTOR3, "m", "joint point in the parent's frame at q = 0", (0.0, 0.0, 0.0)),
         _every_joint("mass", PER_BODY, "kg", "mass of the joint's body", 1.0, check="nonnegative"),
         _every_joint("com", PER_BODY_VECTOR3, "m", "centre of mass from the joint point, body frame", (0.0, 0.0, 0.0)),

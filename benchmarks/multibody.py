@@ -1,0 +1,266 @@
+"""Multibody trees by Kane's equations: member-steps per second of `multibody` under rk4 on all cores, next
+to MuJoCo's multithreaded rollout of the same chains (RK4, contacts off), Pinocchio's `aba` called per
+member-step from a Python loop, and sympy's KanesMethod right-hand side (lambdified) under
+scipy.integrate.solve_ivp; and the time sympy takes to form the equations.  All measured in one run.
+
+    .venv/bin/python benchmarks/multibody.py [--members 10000] [--steps 200] [--links 2 5 10] [--dt 1e-3]
+        [--repeats 3] [--threads N] [--sympy-links 2 5 10] [--sympy-cap 600] [--no-mujoco]
+
+Cases: sympy's ``n_link_pendulum_on_cart`` with n unit point masses on unit links and a unit cart (q: the
+cart's x and the links' absolute angles; gravity 9.81 along −y), and a 7-link revolute arm (``arm``: random
+axes, joint points, masses, centres of mass and inertias, seed 1, gravity along −z).  Members: the chain
+released from q = (0, 1.0, 1.2, …) rad (link i at 1 + 0.2 (i − 1) rad mod the pattern) plus 1e-3 N(0, 1), at rest.
+MuJoCo: a slide joint on x for the cart and a hinge about z per link (MuJoCo's hinge angles are relative, so
+the states are converted), each link's mass at its end with inertia 1e-9 kg·m² (MuJoCo needs one); the arm
+with hinges of the same axes and ``fullinertia``.  Pinocchio: the same models, classical RK4 with four
+``aba`` calls per step in Python.  sympy: ``KanesMethod`` of the model (forming time capped at
+``--sympy-cap`` seconds in a child process), its mass matrix and forcing lambdified, u̇ = M⁻¹F by numpy,
+``solve_ivp`` RK45 with ``max_step = dt`` (its steps counted).
+Timing: fastest of ``--repeats``; Armillary after a compiling call.  Targets: rk4 ≥ MuJoCo rollout's
+member-steps per second for every n ≤ 10, and ≥ 100× the sympy route per member-step.
+"""
+
+import argparse
+import multiprocessing
+import os
+import sys
+import time
+
+import numpy as np
+
+from machine import cpu_ticks, steal_since
+
+# This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
+sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
+from kernels import get_system, integrate  # noqa: E402
+from kernels.integrate import default_threads  # noqa: E402
+
+SYMPY_FACTOR_TARGET = 100.0
+GRAVITY = 9.81
+
+
+def chain(n: int):
+    return get_system("multibody", "n_link_pendulum_on_cart", cart_mass=1.0, m=(1.0,) * n, l=(1.0,) * n, g=GRAVITY)
+
+
+def arm():
+    """A 7-link revolute arm with random geometry and inertia (seed 1), gravity along −z."""
+    rng = np.random.default_rng(1)
+    axes = rng.normal(size=(7, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    factors = rng.normal(size=(7, 3, 3))
+    return get_system("multibody", joints=[{"type": "revolute", "parent": j - 1} for j in range(7)], axis=axes,
+                      origin=rng.uniform(-0.5, 0.5, (7, 3)), mass=rng.uniform(0.5, 2.0, 7),
+                      com=rng.uniform(-0.3, 0.3, (7, 3)),
+                      inertia=0.1 * np.einsum("nij,nkj->nik", factors, factors) + 0.01 * np.eye(3), g=GRAVITY)
+
+
+def member_states(n_coordinates: int, members: int) -> dict:
+    base = np.concatenate([[0.0], 1.0 + 0.2 * np.arange(n_coordinates - 1)])
+    noise = 1e-3 * np.random.default_rng(0).normal(size=(members, n_coordinates))
+    return {"q": base + noise, "u": np.zeros((members, n_coordinates))}
+
+
+def relative_angles(system, q: np.ndarray) -> np.ndarray:
+    """The joints' own variables θ (MuJoCo's and Pinocchio's coordinates) from ours (θ = q − q_measured_from)."""
+    topology = system.definition.topology(system.broadcast(1, q.shape[-1]), q.shape[-1])
+    references = topology[3::3]
+    return q - np.where(references >= 0, q[..., np.maximum(references, 0)], 0.0)
+
+
+def armillary_rates(system, state, dt, steps, repeats, threads) -> list[float]:
+    members = state["q"].shape[0]
+    integrate(system, "rk4", {k: v[:64] for k, v in state.items()}, dt, 2, save_every=2, outputs=(), threads=threads)
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        integrate(system, "rk4", state, dt, steps, save_every=steps, outputs=(), threads=threads)
+        rates.append(members * steps / (time.perf_counter() - start))
+    return rates
+
+
+def joint_tables(system, n: int):
+    """Per joint: (kind, parent, axis, origin, mass, com, inertia) of a bound multibody system."""
+    params = system.broadcast(1, n)
+    coefficients = system.definition.coefficients(params, n)[0]
+    from kernels.systems.kane import AXIS, COM, GRAVITY_ROWS, INERTIA, JOINT_ROWS, MASS, ORIGIN
+    topology = system.definition.topology(params, n)
+    rows = coefficients[GRAVITY_ROWS:].reshape(n, JOINT_ROWS)
+    return [(topology[1 + 3 * j], topology[2 + 3 * j], rows[j, AXIS:AXIS + 3], rows[j, ORIGIN:ORIGIN + 3],
+             rows[j, MASS], rows[j, COM:COM + 3], rows[j, INERTIA:INERTIA + 9].reshape(3, 3)) for j in range(n)], \
+        coefficients[:GRAVITY_ROWS]
+
+
+def mujoco_xml(system, n: int, dt: float) -> str:
+    joints, gravity = joint_tables(system, n)
+    bodies = {-1: []}
+    for j, (kind, parent, axis, origin, mass, com, inertia) in enumerate(joints):
+        joint = (f'<joint type="{"hinge" if kind == 0 else "slide"}" axis="{" ".join(f"{a:.17g}" for a in axis)}"/>')
+        full = " ".join(f"{inertia[i, k] + (1e-9 if i == k else 0.0):.17g}" for i, k in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)))
+        bodies.setdefault(parent, []).append((j, f'<body name="b{j}" pos="{" ".join(f"{o:.17g}" for o in origin)}">'
+                                                 f'{joint}<inertial pos="{" ".join(f"{c:.17g}" for c in com)}" '
+                                                 f'mass="{max(mass, 1e-9):.17g}" fullinertia="{full}"/>'))
+
+    def nested(parent):
+        return "".join(text + nested(j) + "</body>" for j, text in bodies.get(parent, []))
+    return (f'<mujoco><option timestep="{dt:.17g}" integrator="RK4" gravity="{" ".join(f"{g:.17g}" for g in gravity)}">'
+            f'<flag contact="disable"/></option><worldbody>{nested(-1)}</worldbody></mujoco>')
+
+
+def mujoco_rates(mujoco, system, state, dt, steps, repeats, threads) -> tuple[list[float], float]:
+    """MuJoCo's rollout rates, and the largest difference of member 0's joint variables after ``steps`` steps
+    from Armillary's rk4 (rad or m): the two model the same chain."""
+    from mujoco import rollout
+    n = state["q"].shape[1]
+    model = mujoco.MjModel.from_xml_string(mujoco_xml(system, n, dt))
+    datas = [mujoco.MjData(model) for _ in range(threads)]
+    size = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    qpos = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_TIME)
+    initial = np.zeros((state["q"].shape[0], size))
+    initial[:, qpos:qpos + n] = relative_angles(system, state["q"])
+    initial[:, qpos + n:qpos + 2 * n] = relative_angles(system, state["u"])
+    out = np.empty((len(initial), steps, size))
+    rollout.rollout(model, datas, initial[:64], nstep=2, state=out[:64, :2])
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        rollout.rollout(model, datas, initial, nstep=steps, state=out)
+        rates.append(len(initial) * steps / (time.perf_counter() - start))
+    if not np.all(np.isfinite(out[:, -1])):
+        raise RuntimeError("MuJoCo rollout produced non-finite states")
+    ours = integrate(system, "rk4", {k: v[:1] for k, v in state.items()}, dt, steps, steps).final["q"]
+    return rates, float(np.abs(out[0, -1, qpos:qpos + n] - relative_angles(system, ours[0])).max())
+
+
+def pinocchio_rate(system, state, dt, member_steps) -> float:
+    import pinocchio
+    n = state["q"].shape[1]
+    joints, gravity = joint_tables(system, n)
+    model = pinocchio.Model()
+    ids = []
+    for kind, parent, axis, origin, mass, com, inertia in joints:
+        joint = (pinocchio.JointModelRevoluteUnaligned if kind == 0 else pinocchio.JointModelPrismaticUnaligned)(axis)
+        ids.append(model.addJoint(0 if parent < 0 else ids[parent], joint, pinocchio.SE3(np.eye(3), origin),
+                                  f"joint{len(ids)}"))
+        model.appendBodyToJoint(ids[-1], pinocchio.Inertia(mass, com, inertia), pinocchio.SE3.Identity())
+    model.gravity.linear = gravity
+    data = model.createData()
+    q, v = relative_angles(system, state["q"][0]), relative_angles(system, state["u"][0])
+    tau = np.zeros(n)
+
+    def rates(q, v):
+        return v, pinocchio.aba(model, data, q, v, tau)
+    start = time.perf_counter()
+    for _ in range(member_steps):
+        k1 = rates(q, v)
+        k2 = rates(q + 0.5 * dt * k1[0], v + 0.5 * dt * k1[1])
+        k3 = rates(q + 0.5 * dt * k2[0], v + 0.5 * dt * k2[1])
+        k4 = rates(q + dt * k3[0], v + dt * k3[1])
+        q = q + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
+        v = v + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+    return member_steps / (time.perf_counter() - start)
+
+
+def sympy_form(n: int, queue) -> None:
+    """Child process: form KanesMethod for n links and put (seconds, lambdified M and F as source) on the queue."""
+    import sympy
+    from sympy.physics.mechanics.models import n_link_pendulum_on_cart
+    start = time.perf_counter()
+    kane = n_link_pendulum_on_cart(n, cart_force=False)
+    formed = time.perf_counter() - start
+    coordinates = sympy.symbols(f"q:{n + 1}") + sympy.symbols(f"u:{n + 1}")
+    plain = dict(zip(list(kane.q) + list(kane.u), coordinates))
+    args = list(coordinates) + list(sympy.symbols(f"m:{n + 1}")) + list(sympy.symbols(f"l:{n}")) + [sympy.Symbol("g")]
+    queue.put((formed, sympy.srepr(args), sympy.srepr(kane.mass_matrix.xreplace(plain)),
+               sympy.srepr(kane.forcing.xreplace(plain))))
+
+
+def sympy_route(n: int, state, dt, cap: float, steps: int):
+    """(forming seconds or None past the cap, solve_ivp member-steps per second or None)."""
+    queue = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(target=sympy_form, args=(n, queue))
+    child.start()
+    child.join(cap)
+    if child.is_alive():
+        child.kill()
+        return None, None
+    import sympy
+    formed, args, mass, forcing = queue.get()
+    args = sympy.sympify(args)
+    mass_matrix = sympy.lambdify([args], sympy.sympify(mass), "numpy")
+    force = sympy.lambdify([args], sympy.sympify(forcing), "numpy")
+    constants = [1.0] * (n + 1) + [1.0] * n + [GRAVITY]
+    from scipy.integrate import solve_ivp
+
+    def rates(t, y):
+        values = list(y) + constants
+        return np.concatenate([y[n + 1:], np.linalg.solve(np.array(mass_matrix(values), float),
+                                                          np.array(force(values), float).ravel())])
+    y0 = np.concatenate([state["q"][0], state["u"][0]])
+    start = time.perf_counter()
+    solution = solve_ivp(rates, (0.0, steps * dt), y0, method="RK45", max_step=dt, rtol=1e-9, atol=1e-12)
+    return formed, (len(solution.t) - 1) / (time.perf_counter() - start)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--members", type=int, default=10_000)
+    parser.add_argument("--steps", type=int, default=200, help="steps per timed call (Armillary and MuJoCo)")
+    parser.add_argument("--links", type=int, nargs="+", default=[2, 5, 10])
+    parser.add_argument("--dt", type=float, default=1e-3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--sympy-links", type=int, nargs="*", default=[2, 5, 10])
+    parser.add_argument("--sympy-cap", type=float, default=600.0, help="seconds sympy may take to form equations")
+    parser.add_argument("--pinocchio-steps", type=int, default=2000)
+    parser.add_argument("--no-mujoco", action="store_true")
+    args = parser.parse_args()
+    threads = args.threads or default_threads()
+    ticks, load = cpu_ticks(), os.getloadavg()[0]
+    mujoco = None
+    if not args.no_mujoco:
+        try:
+            import mujoco
+        except ImportError:
+            print("MuJoCo skipped: not installed (pip install mujoco, the 'bench' extra)")
+    print(f"multibody rk4, {threads} threads, h = {args.dt:g} s, {args.members} members, {args.steps} steps per call, "
+          f"fastest of {args.repeats}; MuJoCo {mujoco.__version__ if mujoco else '-'}")
+    cases = [(f"cart + {n} links", chain(n), n + 1, n) for n in args.links] + [("7-link arm", arm(), 7, None)]
+    rows = []
+    for label, system, n_coordinates, links in cases:
+        state = member_states(n_coordinates, args.members)
+        ours = max(armillary_rates(system, state, args.dt, args.steps, args.repeats, threads))
+        theirs, difference = None, float("nan")
+        if mujoco:
+            rates, difference = mujoco_rates(mujoco, system, state, args.dt, args.steps, args.repeats, threads)
+            theirs = max(rates)
+        pin = pinocchio_rate(system, state, args.dt, args.pinocchio_steps)
+        formed, sympy_rate = (sympy_route(links, state, args.dt, args.sympy_cap, 2000)
+                              if links in args.sympy_links else (None, None))
+        rows.append((label, ours, theirs, pin, formed, sympy_rate, links in args.sympy_links))
+        print(f"  {label}: Armillary {ours:.3e}, MuJoCo {theirs or float('nan'):.3e} (joint variables after "
+              f"{args.steps} steps differ by {difference:.1e}), Pinocchio loop {pin:.3e} "
+              f"member-steps/s; sympy formed in {formed if formed is not None else float('nan'):.1f} s, solve_ivp "
+              f"{sympy_rate or float('nan'):.3e} steps/s", flush=True)
+    print()
+    print(f"{'case':<18}{'Armillary rk4':>15}{'MuJoCo RK4':>13}{'ratio':>8}{'Pinocchio aba loop':>20}{'ratio':>9}"
+          f"{'sympy form (s)':>16}{'sympy+solve_ivp':>17}{'ratio':>9}")
+    for label, ours, theirs, pin, formed, sympy_rate, tried in rows:
+        form = f"{formed:.1f}" if formed is not None else (f"> {args.sympy_cap:.0f}" if tried else "-")
+        print(f"{label:<18}{ours:>15.3e}{(f'{theirs:.3e}' if theirs else '-'):>13}"
+              f"{(f'{ours / theirs:.2f}' if theirs else '-'):>8}{pin:>20.3e}{ours / pin:>9.0f}{form:>16}"
+              f"{(f'{sympy_rate:.3e}' if sympy_rate else '-'):>17}{(f'{ours / sympy_rate:.0f}' if sympy_rate else '-'):>9}")
+    print()
+    for label, ours, theirs, pin, formed, sympy_rate, tried in rows:
+        if theirs:
+            print(f"target: {label}: rk4 >= MuJoCo rollout: {ours / theirs:.2f}x ({'met' if ours >= theirs else 'NOT met'})")
+        if sympy_rate:
+            factor = ours / sympy_rate
+            print(f"target: {label}: >= {SYMPY_FACTOR_TARGET:.0f}x the sympy route: {factor:.0f}x "
+                  f"({'met' if factor >= SYMPY_FACTOR_TARGET else 'NOT met'})")
+    print(f"hypervisor steal over the run: {steal_since(ticks):.1%}; "
+          f"1-min load average at start {load:.1f}, at end {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
+
+
+if __name__ == "__main__":
+    main()
