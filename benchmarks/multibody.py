@@ -8,7 +8,7 @@ scipy.integrate.solve_ivp; and the time sympy takes to form the equations.  All 
 
 Cases: sympy's ``n_link_pendulum_on_cart`` with n unit point masses on unit links and a unit cart (q: the
 cart's x and the links' absolute angles; gravity 9.81 along −y), and a 7-link revolute arm (``arm``: random
-axes, joint points, masses, centres of mass and inertias, seed 1, gravity along −z).  Members: the chain
+axes, joint points and centres of mass, links solid boxes of random sides and masses, seed 1, gravity along −z).  Members: the chain
 released from q = (0, 1.0, 1.2, …) rad (link i at 1 + 0.2 (i − 1) rad mod the pattern) plus 1e-3 N(0, 1), at rest.
 MuJoCo: a slide joint on x for the cart and a hinge about z per link (MuJoCo's hinge angles are relative, so
 the states are converted), each link's mass at its end with inertia 1e-9 kg·m² (MuJoCo needs one); the arm
@@ -44,15 +44,19 @@ def chain(n: int):
 
 
 def arm():
-    """A 7-link revolute arm with random geometry and inertia (seed 1), gravity along −z."""
+    """A 7-link revolute arm with random axes, joint points and centres of mass (seed 1), each link a solid box
+    of random sides (0.05–0.4 m) and mass (0.5–2 kg) turned by a random rotation; gravity along −z."""
     rng = np.random.default_rng(1)
     axes = rng.normal(size=(7, 3))
     axes /= np.linalg.norm(axes, axis=1, keepdims=True)
-    factors = rng.normal(size=(7, 3, 3))
+    masses, sides = rng.uniform(0.5, 2.0, 7), rng.uniform(0.05, 0.4, (7, 3))
+    squares = sides ** 2
+    principal = masses[:, None] / 12 * (squares.sum(axis=1, keepdims=True) - squares)
+    turns = np.linalg.qr(rng.normal(size=(7, 3, 3)))[0]
+    inertia = np.einsum("nij,nj,nkj->nik", turns, principal, turns)
     return get_system("multibody", joints=[{"type": "revolute", "parent": j - 1} for j in range(7)], axis=axes,
-                      origin=rng.uniform(-0.5, 0.5, (7, 3)), mass=rng.uniform(0.5, 2.0, 7),
-                      com=rng.uniform(-0.3, 0.3, (7, 3)),
-                      inertia=0.1 * np.einsum("nij,nkj->nik", factors, factors) + 0.01 * np.eye(3), g=GRAVITY)
+                      origin=rng.uniform(-0.5, 0.5, (7, 3)), mass=masses, com=rng.uniform(-0.3, 0.3, (7, 3)),
+                      inertia=0.5 * (inertia + np.swapaxes(inertia, 1, 2)), g=GRAVITY)
 
 
 def member_states(n_coordinates: int, members: int) -> dict:
@@ -64,7 +68,7 @@ def member_states(n_coordinates: int, members: int) -> dict:
 def relative_angles(system, q: np.ndarray) -> np.ndarray:
     """The joints' own variables θ (MuJoCo's and Pinocchio's coordinates) from ours (θ = q − q_measured_from)."""
     topology = system.definition.topology(system.broadcast(1, q.shape[-1]), q.shape[-1])
-    references = topology[3::3]
+    references = topology[3:1 + 3 * q.shape[-1]:3]
     return q - np.where(references >= 0, q[..., np.maximum(references, 0)], 0.0)
 
 

@@ -25,7 +25,8 @@ Coefficient rows (per member): g times the direction of gravity (3, m/s², base 
 joint j: its axis (unit, in the parent's frame), its origin (the joint point in the parent's frame at
 θ = 0, m), the body's mass (kg), its centre of mass (from the joint point, body frame, m), its inertia
 about the centre of mass (body frame, row-major, kg·m²), and the joint's F, K, θ_rest, D.  Topology:
-n, then (type, parent, measured-from) of each joint (−1: the ground / none); parents precede children.
+n, then (type, parent, measured-from) of each joint (−1: the ground / none; parents precede children), then
+n + 1 offsets into the list that follows of each body's non-zero Jacobian columns (ascending).
 """
 
 from __future__ import annotations
@@ -63,10 +64,10 @@ def kane_work(n, lanes, zero):
     """Work arrays of one evaluation (lanes innermost), of ``zero``'s type (float64, or complex128 for
     complex-step derivatives): joint variables θ, θ̇ (n, L); per body R (9), frame origin, its velocity, ω,
     joint axis z, ż, centre of mass c and ċ (3 each; base frame); Jacobians J_ω, J_v and their rates
-    (n, 3, n, L); M (n, n, L); a force vector (n, L); a 3×3 base-frame inertia (9, L)."""
+    (n, 3, n, L); M (n, n, L); a force vector (n, L); a 3×3 base-frame inertia (9, L); a body's wrench (6, L)."""
     return (np.full((2, n, lanes), zero), np.full((n, 9, lanes), zero), np.full((7, n, 3, lanes), zero),
             np.full((4, n, 3, n, lanes), zero), np.full((n, n, lanes), zero), np.full((n, lanes), zero),
-            np.full((9, lanes), zero))
+            np.full((9, lanes), zero), np.full((6, lanes), zero))
 
 
 @lane_function
@@ -202,17 +203,26 @@ def world_inertia_into(coef, k, rotation, i, out):
 
 
 @lane_function
+def body_columns(n, topology, i):
+    """(first, last): body i's Jacobian columns that can be non-zero are topology[COLUMN_LISTS(n) + first …
+    last − 1], ascending (its ancestors' coordinates and those they are measured from)."""
+    return topology[1 + 3 * n + i], topology[2 + 3 * n + i]
+
+
+@lane_function
 def kane_terms(x, n, coef, topology, work, forces):
     """M(q) (eq. (35)) into work[4] and into work[5] by ``forces``: ACCELERATING_FORCE f − h (eqs. (27), (28),
     (35)), or CANONICAL_FORCE f + ∂T/∂q, the rate of the canonical momentum p = M q̇ (Lagrange's equations
     (12): ṗ = ∂T/∂q + f), with ∂T/∂q = Σ_i J̇_ωiᵀ I_i ω_i + m_i J̇_viᵀ ċ_i from Theorem 1 and eq. (18) (base
-    frame: R_i(J̇_ω + [ω×]J_ω)_body = J̇_ω), so M is never differentiated."""
-    joint, rotation, frames, jacobians, mass, rhs, inertia = work
+    frame: R_i(J̇_ω + [ω×]J_ω)_body = J̇_ω), so M is never differentiated.  Sums run over each body's
+    non-zero columns only (a chain's body i has i + 1), lanes innermost."""
+    joint, rotation, frames, jacobians, mass, rhs, inertia, wrench = work
     lanes = x.shape[1]
     tree_kinematics(x, n, coef, topology, joint, rotation, frames)
     tree_jacobians(n, topology, frames, jacobians)
     jw, jv, jw_dot, jv_dot = jacobians[0], jacobians[1], jacobians[2], jacobians[3]
     omega, com_dot = frames[2], frames[6]
+    lists = 2 + 4 * n
     for a in range(n):
         for c in range(n):
             for b in range(lanes):
@@ -221,55 +231,67 @@ def kane_terms(x, n, coef, topology, work, forces):
             rhs[a, b] = 0.0
     for i in range(n):
         k = joint_row(i)
+        first, last = body_columns(n, topology, i)
         world_inertia_into(coef, k, rotation, i, inertia)
-        for a in range(n):
-            for c in range(a, n):
+        for ai in range(first, last):
+            a = topology[lists + ai]
+            for ci in range(ai, last):
+                c = topology[lists + ci]
                 for b in range(lanes):
-                    m = coef[k + MASS, b]
-                    total = m * (jv[i, 0, a, b] * jv[i, 0, c, b] + jv[i, 1, a, b] * jv[i, 1, c, b]
-                                 + jv[i, 2, a, b] * jv[i, 2, c, b])
+                    total = coef[k + MASS, b] * (jv[i, 0, a, b] * jv[i, 0, c, b] + jv[i, 1, a, b] * jv[i, 1, c, b]
+                                                 + jv[i, 2, a, b] * jv[i, 2, c, b])
                     for r in range(3):
                         total += jw[i, r, a, b] * (inertia[3 * r, b] * jw[i, 0, c, b] + inertia[3 * r + 1, b]
                                                    * jw[i, 1, c, b] + inertia[3 * r + 2, b] * jw[i, 2, c, b])
                     mass[a, c, b] += total
-        if forces == CANONICAL_FORCE:
+        if forces == MASS_ONLY:
+            continue
+        # wrench[0 … 2]: what multiplies J_v, wrench[3 … 5]: what multiplies J_ω (CANONICAL: J̇_v and J̇_ω)
+        for r in range(6):
             for b in range(lanes):
-                m = coef[k + MASS, b]
-                w0, w1, w2 = omega[i, 0, b], omega[i, 1, b], omega[i, 2, b]
-                h0 = inertia[0, b] * w0 + inertia[1, b] * w1 + inertia[2, b] * w2
-                h1 = inertia[3, b] * w0 + inertia[4, b] * w1 + inertia[5, b] * w2
-                h2 = inertia[6, b] * w0 + inertia[7, b] * w1 + inertia[8, b] * w2
-                v0, v1, v2 = m * com_dot[i, 0, b], m * com_dot[i, 1, b], m * com_dot[i, 2, b]
-                g0, g1, g2 = m * coef[0, b], m * coef[1, b], m * coef[2, b]
-                for a in range(n):
-                    rhs[a, b] += (jw_dot[i, 0, a, b] * h0 + jw_dot[i, 1, a, b] * h1 + jw_dot[i, 2, a, b] * h2
-                                  + jv_dot[i, 0, a, b] * v0 + jv_dot[i, 1, a, b] * v1 + jv_dot[i, 2, a, b] * v2
-                                  + jv[i, 0, a, b] * g0 + jv[i, 1, a, b] * g1 + jv[i, 2, a, b] * g2)
-        elif forces == ACCELERATING_FORCE:
-            for b in range(lanes):
-                m = coef[k + MASS, b]
-                # J̇ q̇: the accelerations with q̈ = 0, and the wrench they and gravity call for
-                av0 = av1 = av2 = aw0 = aw1 = aw2 = 0.0
-                for c in range(n):
+                wrench[r, b] = 0.0
+        if forces == ACCELERATING_FORCE:  # J̇ q̇: the accelerations with q̈ = 0
+            for ci in range(first, last):
+                c = topology[lists + ci]
+                for b in range(lanes):
                     uc = x[n + c, b]
-                    av0 += jv_dot[i, 0, c, b] * uc
-                    av1 += jv_dot[i, 1, c, b] * uc
-                    av2 += jv_dot[i, 2, c, b] * uc
-                    aw0 += jw_dot[i, 0, c, b] * uc
-                    aw1 += jw_dot[i, 1, c, b] * uc
-                    aw2 += jw_dot[i, 2, c, b] * uc
-                w0, w1, w2 = omega[i, 0, b], omega[i, 1, b], omega[i, 2, b]
-                h0 = inertia[0, b] * w0 + inertia[1, b] * w1 + inertia[2, b] * w2
-                h1 = inertia[3, b] * w0 + inertia[4, b] * w1 + inertia[5, b] * w2
-                h2 = inertia[6, b] * w0 + inertia[7, b] * w1 + inertia[8, b] * w2
+                    for r in range(3):
+                        wrench[r, b] += jv_dot[i, r, c, b] * uc
+                        wrench[3 + r, b] += jw_dot[i, r, c, b] * uc
+        for b in range(lanes):
+            m = coef[k + MASS, b]
+            w0, w1, w2 = omega[i, 0, b], omega[i, 1, b], omega[i, 2, b]
+            h0 = inertia[0, b] * w0 + inertia[1, b] * w1 + inertia[2, b] * w2
+            h1 = inertia[3, b] * w0 + inertia[4, b] * w1 + inertia[5, b] * w2
+            h2 = inertia[6, b] * w0 + inertia[7, b] * w1 + inertia[8, b] * w2
+            if forces == CANONICAL_FORCE:  # m ċ against J̇_v and I ω against J̇_ω
+                wrench[0, b], wrench[1, b], wrench[2, b] = m * com_dot[i, 0, b], m * com_dot[i, 1, b], m * com_dot[i, 2, b]
+                wrench[3, b], wrench[4, b], wrench[5, b] = h0, h1, h2
+            else:  # m (g − J̇_v q̇) against J_v and −(I J̇_ω q̇ + ω × I ω) against J_ω
+                aw0, aw1, aw2 = wrench[3, b], wrench[4, b], wrench[5, b]
                 g0, g1, g2 = cross3(w0, w1, w2, h0, h1, h2)
-                n0 = inertia[0, b] * aw0 + inertia[1, b] * aw1 + inertia[2, b] * aw2 + g0
-                n1 = inertia[3, b] * aw0 + inertia[4, b] * aw1 + inertia[5, b] * aw2 + g1
-                n2 = inertia[6, b] * aw0 + inertia[7, b] * aw1 + inertia[8, b] * aw2 + g2
-                f0, f1, f2 = m * (coef[0, b] - av0), m * (coef[1, b] - av1), m * (coef[2, b] - av2)
-                for a in range(n):
-                    rhs[a, b] += (jv[i, 0, a, b] * f0 + jv[i, 1, a, b] * f1 + jv[i, 2, a, b] * f2
-                                  - jw[i, 0, a, b] * n0 - jw[i, 1, a, b] * n1 - jw[i, 2, a, b] * n2)
+                wrench[3, b] = -(inertia[0, b] * aw0 + inertia[1, b] * aw1 + inertia[2, b] * aw2 + g0)
+                wrench[4, b] = -(inertia[3, b] * aw0 + inertia[4, b] * aw1 + inertia[5, b] * aw2 + g1)
+                wrench[5, b] = -(inertia[6, b] * aw0 + inertia[7, b] * aw1 + inertia[8, b] * aw2 + g2)
+                wrench[0, b] = m * (coef[0, b] - wrench[0, b])
+                wrench[1, b] = m * (coef[1, b] - wrench[1, b])
+                wrench[2, b] = m * (coef[2, b] - wrench[2, b])
+        for ai in range(first, last):
+            a = topology[lists + ai]
+            for b in range(lanes):
+                if forces == CANONICAL_FORCE:
+                    m = coef[k + MASS, b]
+                    rhs[a, b] += (jw_dot[i, 0, a, b] * wrench[3, b] + jw_dot[i, 1, a, b] * wrench[4, b]
+                                  + jw_dot[i, 2, a, b] * wrench[5, b]
+                                  + jv_dot[i, 0, a, b] * wrench[0, b] + jv_dot[i, 1, a, b] * wrench[1, b]
+                                  + jv_dot[i, 2, a, b] * wrench[2, b]
+                                  + jv[i, 0, a, b] * (m * coef[0, b]) + jv[i, 1, a, b] * (m * coef[1, b])
+                                  + jv[i, 2, a, b] * (m * coef[2, b]))
+                else:
+                    rhs[a, b] += (jv[i, 0, a, b] * wrench[0, b] + jv[i, 1, a, b] * wrench[1, b]
+                                  + jv[i, 2, a, b] * wrench[2, b]
+                                  + jw[i, 0, a, b] * wrench[3, b] + jw[i, 1, a, b] * wrench[4, b]
+                                  + jw[i, 2, a, b] * wrench[5, b])
     for a in range(n):
         for c in range(a):
             for b in range(lanes):

@@ -101,7 +101,19 @@ def _joint_list(params: dict, n: int) -> tuple:
 
 
 def _topology(params: dict, n: int) -> np.ndarray:
-    return np.array([n] + [entry for joint in _joint_list(params, n) for entry in joint[:3]], np.int64)
+    """n, each joint's (type, parent, measured_from), then the offsets and the lists of each body's non-zero
+    Jacobian columns: its ancestors' coordinates (itself included) and those they are measured from."""
+    joints = _joint_list(params, n)
+    columns = []
+    for i in range(n):
+        found, k = set(), i
+        while k >= 0:
+            found |= {k} | ({joints[k][2]} if joints[k][2] >= 0 else set())
+            k = joints[k][1]
+        columns.append(sorted(found))
+    offsets = np.cumsum([0] + [len(c) for c in columns])
+    return np.array([n] + [entry for joint in joints for entry in joint[:3]] + list(offsets)
+                    + [c for body in columns for c in body], np.int64)
 
 
 def _coefficients(params: dict, n: int) -> np.ndarray:
@@ -246,7 +258,7 @@ def tree_terms(system, state: dict, canonical: bool = False) -> dict:
     topology = system.definition.topology(params, n)
     work = kane_work(n, members, 0.0)
     kane_terms(x, n, coef, topology, work, CANONICAL_FORCE if canonical else ACCELERATING_FORCE)
-    joint, rotation, frames, jacobians, mass, forcing, _ = work
+    joint, rotation, frames, jacobians, mass, forcing = work[:6]
     potential = np.empty(members)
     tree_potential_into(x, n, coef, topology, joint, frames, potential)
     return {"mass": np.moveaxis(mass, -1, 0), "forcing": forcing.T.copy(), "potential": potential,
