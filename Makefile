@@ -36,6 +36,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/md.py
 	$(BIN)/python benchmarks/rigid_body.py
 	$(BIN)/python benchmarks/rigid_motion.py
+	$(BIN)/python benchmarks/multibody.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs

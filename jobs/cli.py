@@ -148,8 +148,9 @@ def systems(args) -> int:
         print(f"    methods: {', '.join(methods_for(definition))}")
     for space in SPACES.values():
         print(f"space {space.name}: {space.summary}; diagnostics "
-              + ", ".join(d.name for d in space.diagnostics) + "; initial = preset, perturb, file, "
-              + ", ".join(f"{name} ({sampler.doc})" for name, sampler in space.samplers.items()))
+              + (", ".join(d.name for d in space.diagnostics) or "none") + "; initial = "
+              + ", ".join(["preset", "perturb", "file"]
+                          + [f"{name} ({sampler.doc})" for name, sampler in space.samplers.items()]))
     print("methods: " + ", ".join(f"{m.name} (order {m.order}; {', '.join(m.spaces)}"
                                   + "".join(f"; {option} {' | '.join(values)}" for option, values in m.choices.items())
                                   + ")" for m in METHODS.values()))
