@@ -348,3 +348,13 @@ def test_the_pendulum_on_a_cart_is_regular_with_one_link_or_small_swings_and_cha
     assert median_lyapunov(three, [0.0, np.pi, np.pi, np.pi], duration) < regular
     one = get_system("multibody", "n_link_pendulum_on_cart", m=(1.0,), l=(1.0,))
     assert median_lyapunov(one, [0.0, 0.5 * np.pi], duration) < regular
+
+
+def test_kill_9_and_resume_of_a_cart_chain_run_is_bitwise(tmp_path):
+    """The cart chain by midpoint, 400 members over 2 workers, 40 segment records: kill -9 of `armillary run`
+    after 8 of them and a resume give the uninterrupted run's bits."""
+    from ensemble_cases import kill_9_and_resume_match, runner_spec
+
+    spec = runner_spec(str(tmp_path), "chain.toml", CART_CHAIN, ["q", "energy"], method="midpoint", segment=50,
+                       chunk=40, workers=2, t_end=2.0, members=400, scale=1e-2)
+    kill_9_and_resume_match(spec, str(tmp_path), ("q", "energy", "q0", "u0", "status"))
