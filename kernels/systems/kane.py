@@ -211,8 +211,8 @@ def body_columns(n, topology, i):
 
 @lane_function
 def kane_terms(x, n, coef, topology, work, forces):
-    """M(q) (eq. (35)) into work[4] and into work[5] by ``forces``: ACCELERATING_FORCE f − h (eqs. (27), (28),
-    (35)), or CANONICAL_FORCE f + ∂T/∂q, the rate of the canonical momentum p = M q̇ (Lagrange's equations
+    """M(q) (eq. (35)) into work[4] (not with CANONICAL_FORCE, whose callers already hold M) and into work[5]
+    by ``forces``: ACCELERATING_FORCE f − h (eqs. (27), (28), (35)), or CANONICAL_FORCE f + ∂T/∂q, the rate of the canonical momentum p = M q̇ (Lagrange's equations
     (12): ṗ = ∂T/∂q + f), with ∂T/∂q = Σ_i J̇_ωiᵀ I_i ω_i + m_i J̇_viᵀ ċ_i from Theorem 1 and eq. (18) (base
     frame: R_i(J̇_ω + [ω×]J_ω)_body = J̇_ω), so M is never differentiated.  Sums run over each body's
     non-zero columns only (a chain's body i has i + 1), lanes innermost."""
@@ -233,17 +233,18 @@ def kane_terms(x, n, coef, topology, work, forces):
         k = joint_row(i)
         first, last = body_columns(n, topology, i)
         world_inertia_into(coef, k, rotation, i, inertia)
-        for ai in range(first, last):
-            a = topology[lists + ai]
-            for ci in range(ai, last):
-                c = topology[lists + ci]
-                for b in range(lanes):
-                    total = coef[k + MASS, b] * (jv[i, 0, a, b] * jv[i, 0, c, b] + jv[i, 1, a, b] * jv[i, 1, c, b]
-                                                 + jv[i, 2, a, b] * jv[i, 2, c, b])
-                    for r in range(3):
-                        total += jw[i, r, a, b] * (inertia[3 * r, b] * jw[i, 0, c, b] + inertia[3 * r + 1, b]
-                                                   * jw[i, 1, c, b] + inertia[3 * r + 2, b] * jw[i, 2, c, b])
-                    mass[a, c, b] += total
+        if forces != CANONICAL_FORCE:  # ṗ needs no M: its callers hold M(q) already
+            for ai in range(first, last):
+                a = topology[lists + ai]
+                for ci in range(ai, last):
+                    c = topology[lists + ci]
+                    for b in range(lanes):
+                        total = coef[k + MASS, b] * (jv[i, 0, a, b] * jv[i, 0, c, b] + jv[i, 1, a, b] * jv[i, 1, c, b]
+                                                     + jv[i, 2, a, b] * jv[i, 2, c, b])
+                        for r in range(3):
+                            total += jw[i, r, a, b] * (inertia[3 * r, b] * jw[i, 0, c, b] + inertia[3 * r + 1, b]
+                                                       * jw[i, 1, c, b] + inertia[3 * r + 2, b] * jw[i, 2, c, b])
+                        mass[a, c, b] += total
         if forces == MASS_ONLY:
             continue
         # wrench[0 … 2]: what multiplies J_v, wrench[3 … 5]: what multiplies J_ω (CANONICAL: J̇_v and J̇_ω)

@@ -247,7 +247,8 @@ DEFINITION = MultibodyDefinition(
 
 def tree_terms(system, state: dict, canonical: bool = False) -> dict:
     """Kane's terms of a multibody system at states {"q", "u"} (members, n), each with a leading member axis:
-    ``mass`` M(q) (members, n, n), ``forcing`` f − h (members, n; with ``canonical`` f + ∂T/∂q), ``potential`` V (J), ``rotation`` R_i (members, n, 3, 3), and in
+    ``mass`` M(q) (members, n, n; zero with ``canonical``), ``forcing`` f − h (members, n; with ``canonical``
+    f + ∂T/∂q), ``potential`` V (J), ``rotation`` R_i (members, n, 3, 3), and in
     the base frame ``omega`` ω_i, ``com`` c_i (members, n, 3) and ``jacobians`` (members, 4, n, 3, n): J_ω, J_v,
     J̇_ω, J̇_v (digest_003 eqs. (14)–(16), (35))."""
     q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
