@@ -335,7 +335,7 @@ def momentum_error(ds: xr.Dataset) -> xr.DataArray | None:
     if "spec" not in ds.attrs or state_of(ds) is None:
         return None
     plan = store_plan(ds)
-    if plan.system.definition.momentum is None or plan.system.forced:
+    if plan.system.definition.momentum_map(plan.system.params) is None or plan.system.forced:
         return None
 
     def change(system, state):

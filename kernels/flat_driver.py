@@ -5,9 +5,10 @@ a block of L members is an array (rows, L), lanes innermost.  Free names bound a
 :mod:`kernels.compile`: ``integrator_allocate(rows, n, lanes)``, ``integrator_begin(x, n, coef,
 topology, h, options, work)``, ``integrator_step(x, n, coef, topology, h, options, work, active,
 code, iterations)`` (the method), ``system_energy(x, n, coef, topology, out)`` (the system through
-its space), ``space_diagnostics(x, n, out)`` and ``space_pull_back(x, shadow, n, factor)`` (the
-space), ``shadow_begin``/``shadow_step`` (the stages below, or nothing).  Only +, −, ×, ÷, √ (and the
-scalar log of Benettin's sum) per member, so results are bitwise independent of block grouping.
+its space), ``space_diagnostics(x, n, topology, out)`` and ``space_pull_back(x, shadow, n, topology,
+factor)`` (the space; ``topology`` is the system's, which some spaces read their layout from),
+``shadow_begin``/``shadow_step`` (the stages below, or nothing).  Only +, −, ×, ÷, √ (and the scalar
+log of Benettin's sum) per member, so results are bitwise independent of block grouping.
 """
 
 import numpy as np
@@ -91,7 +92,7 @@ def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status
     lanes = x.shape[1]
     n_diagnostics = diagnostics.shape[1]
     system_energy(x, n, coef, topology, scratch[0])  # noqa: F821 (bound at specialisation)
-    space_diagnostics(x, n, scratch[1:1 + n_diagnostics])  # noqa: F821
+    space_diagnostics(x, n, topology, scratch[1:1 + n_diagnostics])  # noqa: F821
     for b in range(lanes):
         m = first + b
         if m >= members:
@@ -175,7 +176,7 @@ def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, activ
         for b in range(lanes):
             log_growth[b] += np.log(distance[b] / reference[b])
             distance[b] = d0 / distance[b]  # the pull factor
-        space_pull_back(x, shadow, n, distance)  # noqa: F821
+        space_pull_back(x, shadow, n, topology, distance)  # noqa: F821
         flat_distance(x, shadow, reference)
         integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
 

@@ -242,9 +242,11 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     if method not in METHODS:
         raise InvalidInput("method", f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
     space = system.space
-    if not METHODS[method].supports(system.definition):
-        raise InvalidInput("method", f"{method!r} does not support {system.name} (space {space.name}); allowed: "
-                           f"{', '.join(methods_for(system.definition))}")
+    if not METHODS[method].supports(system.definition, system.provides):
+        allowed = [name for name in methods_for(system.definition)
+                   if METHODS[name].supports(system.definition, system.provides)]
+        raise InvalidInput("method", f"{method!r} does not support {system.name} (space {space.name}) with these "
+                           f"parameters; allowed: {', '.join(allowed)}")
     if not (isinstance(dt, (int, float, np.floating)) and np.isfinite(dt) and dt > 0):
         raise InvalidInput("dt", f"must be a finite number > 0 (s), got {dt!r}")
     n_steps = _positive_int("n_steps", n_steps)

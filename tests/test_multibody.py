@@ -216,17 +216,23 @@ def test_energy_rate_is_the_power_of_the_dampers():
 
 
 def test_bad_descriptions_are_refused_naming_the_field():
-    """An unknown joint type, a parent that is not an earlier joint (so no cycle and no dangling body), an
-    unknown key, no joints, two joints of one name, an indefinite inertia or a zero axis (naming the joint),
-    links and lengths of different counts, an unknown model."""
+    """An unknown joint type, a parent that is not an earlier joint (so no cycle), a joint other than the root
+    without a parent, an unknown key, no joints, two joints of one name, an indefinite inertia or a zero axis
+    (naming the joint), a spherical joint measured from another or loaded, links and lengths of different
+    counts, an unknown model."""
     for params, field in (({"joints": [{"type": "ball", "parent": -1}]}, "joints[0].type"),
                           ({"joints": [{"type": "revolute", "parent": 0}]}, "joints[0].parent"),
                           ({"joints": [{"type": "revolute", "parent": -1, "axis": 1}]}, "joints[0]"),
                           ({}, "joints"),
-                          ({"joints": [{"type": "revolute", "name": "a"}] * 2}, "joints"),
-                          ({"joints": [{"type": "revolute", "name": "a"}, {"type": "revolute", "name": "b"}],
+                          ({"joints": [{"type": "revolute", "name": "a"}, {"type": "revolute", "name": "a", "parent": 0}]},
+                           "joints"),
+                          ({"joints": [{"type": "revolute"}, {"type": "revolute"}]}, "joints[1].parent"),
+                          ({"joints": [{"type": "revolute"}, {"type": "spherical", "parent": 0, "measured_from": 0}]},
+                           "joints[1].measured_from"),
+                          ({"joints": [{"type": "spherical"}], "joint_force": 1.0}, "joint_force[0]"),
+                          ({"joints": [{"type": "revolute", "name": "a"}, {"type": "revolute", "name": "b", "parent": 0}],
                             "inertia": [np.eye(3), -np.eye(3)]}, "inertia[1]"),
-                          ({"joints": [{"type": "revolute", "name": "a"}, {"type": "revolute", "name": "b"}],
+                          ({"joints": [{"type": "revolute", "name": "a"}, {"type": "revolute", "name": "b", "parent": 0}],
                             "axis": [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]}, "axis[1]"),
                           ({"model": "n_link_pendulum_on_cart", "m": [1.0, 1.0], "l": [1.0]}, "l"),
                           ({"model": "scara"}, "model")):

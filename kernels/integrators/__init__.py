@@ -63,10 +63,11 @@ class Method:
         """Whether its samples are the first steps past their nominal times, lags carried as ``sample_lag``."""
         return "sample_lag" in self.carry
 
-    def supports(self, definition) -> bool:
-        """Whether the method steps systems of this definition: its space and required capabilities."""
+    def supports(self, definition, provides: frozenset | None = None) -> bool:
+        """Whether the method steps systems of this definition: its space and required capabilities (the
+        definition's, or ``provides``: what a bound system's parameters leave of them)."""
         entry = self.spaces.get(definition.space.name)
-        return entry is not None and entry[0] <= definition.provides
+        return entry is not None and entry[0] <= (definition.provides if provides is None else provides)
 
     def recipe(self, space: str, kind: str) -> Recipe:
         return self.spaces[space][1](kind)

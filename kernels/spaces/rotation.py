@@ -75,7 +75,7 @@ def _uniform(system, n, member_ids, seed, options, normals):
 
 
 @lane_function
-def orthogonality_lanes(x, n, out):
+def orthogonality_lanes(x, n, topology, out):
     """out[0, b] = max over bodies of max |RᵀR − I| of lane b (the ``orthogonality_error`` diagnostic)."""
     lanes = x.shape[1]
     for b in range(lanes):
@@ -91,7 +91,7 @@ def orthogonality_lanes(x, n, out):
 
 
 @lane_function
-def pull_back_lanes(x, shadow, n, factor):
+def pull_back_lanes(x, shadow, n, topology, factor):
     """shadow ← x + factor (shadow − x) per lane, then each R_i put back on SO(3) by Gram–Schmidt of its
     rows (third row = first × second, so det = +1): Benettin's renormalisation on SO(3)ⁿ × R³ⁿ."""
     rows = x.shape[0]

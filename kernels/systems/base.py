@@ -34,9 +34,13 @@ SCALAR, PER_BODY, VECTOR3, PER_BODY_VECTOR3, PER_SPRING = "scalar", "body", "vec
 PER_BODY_TENSOR, MATRIX6 = "body×3×3", "6×6"
 #: one value per link of a chain model, a count the system checks against its other parameters
 PER_LINK = "link"
+#: one value per joint of a multibody tree, whose joints may hold several state coordinates each (the
+#: definition's ``joint_count(params)`` says how many joints there are)
+PER_JOINT, PER_JOINT_VECTOR3, PER_JOINT_TENSOR = "joint", "joint×3", "joint×3×3"
 _BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3, MATRIX6: 2,
-              PER_LINK: 1}
+              PER_LINK: 1, PER_JOINT: 1, PER_JOINT_VECTOR3: 2, PER_JOINT_TENSOR: 3}
 _PER_BODY_SHAPES = (PER_BODY, PER_BODY_VECTOR3, PER_BODY_TENSOR)
+_PER_JOINT_SHAPES = (PER_JOINT, PER_JOINT_VECTOR3, PER_JOINT_TENSOR)
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,22 @@ class PairPotential:
 
 
 class ParameterLookup:
-    """``parameter(name)`` for a definition with ``name`` and ``parameters`` (every system family)."""
+    """``parameter(name)`` for a definition with ``name`` and ``parameters`` (every system family), and
+    what parameter values make of its declarations: the space (its layout, e.g. where a tree's quaternions
+    are) and the capabilities the methods need."""
+
+    def bound_space(self, params: dict) -> StateSpace:
+        """The state space of a system with these (validated) parameters."""
+        return self.space
+
+    def provided(self, params: dict) -> frozenset:
+        """The capabilities (``provides``) a system with these parameters has."""
+        return self.provides
+
+    def momentum_map(self, params: dict):
+        """The conserved momentum map (state, broadcast params) → (members, ..., k) of a system with these
+        parameters, or None (see ``momentum``)."""
+        return self.momentum
 
     def parameter(self, name: str) -> Parameter:
         for p in self.parameters:
@@ -223,7 +242,7 @@ def _validate_value(system: str, spec: Parameter, value: Any) -> Any:
             f"must have {base} dimension(s) ({spec.shape}) or {base + 1} with a leading member axis, "
             f"got shape {array.shape}",
         )
-    if spec.shape in (VECTOR3, PER_BODY_VECTOR3) and array.shape[-1] != 3:
+    if spec.shape in (VECTOR3, PER_BODY_VECTOR3, PER_JOINT_VECTOR3) and array.shape[-1] != 3:
         raise InvalidInput(spec.name, f"last axis must have length 3, got shape {array.shape}")
     if not np.all(np.isfinite(array) | ((spec.check == "cutoff") & (array == np.inf))):
         raise InvalidInput(spec.name, "must be finite")
@@ -254,7 +273,11 @@ class System:
 
     @property
     def space(self) -> StateSpace:
-        return self.definition.space
+        return self.definition.bound_space(self.params)
+
+    @property
+    def provides(self) -> frozenset:
+        return self.definition.provided(self.params)
 
     @property
     def n_bodies(self) -> int | None:
@@ -276,7 +299,7 @@ class System:
         """The system's conserved momentum map (see the definition's ``momentum_doc``) of a state with a
         leading member axis, (members, ..., k); None when the system has no symmetry or forces act
         (they need not respect it)."""
-        function = self.definition.momentum
+        function = self.definition.momentum_map(self.params)
         if function is None or self.forced:
             return None
         first = np.asarray(state[self.space.variables[0].name])
@@ -308,6 +331,9 @@ class System:
             per_member = value if value.ndim == base + 1 else value[np.newaxis]
             if p.shape in _PER_BODY_SHAPES and per_member.shape[1] != n:
                 raise InvalidInput(p.name, f"needs one value per body ({n} bodies), got shape {value.shape}")
+            if p.shape in _PER_JOINT_SHAPES and per_member.shape[1] != self.definition.joint_count(self.params):
+                raise InvalidInput(p.name, f"needs one value per joint ({self.definition.joint_count(self.params)} "
+                                   f"joints), got shape {value.shape}")
             out[p.name] = np.broadcast_to(per_member, (members,) + per_member.shape[1:])
         return out
 
@@ -394,14 +420,16 @@ def bind_system(definition, preset: str | None, params: dict) -> System:
 
 
 def _expand_every_body(definition, validated: dict) -> None:
-    """Give ``every_body`` parameters their per-body axis in place: one value (a number, vector or tensor)
-    repeated for each of the definition's bodies; per-body values (per member or not) are checked against
-    their number."""
+    """Give ``every_body`` parameters their per-body (or per-joint) axis in place: one value (a number,
+    vector or tensor) repeated for each of the definition's bodies (joints); per-body values (per member
+    or not) are checked against their number."""
     for spec in definition.parameters:
         if not spec.every_body:
             continue
         value = validated[spec.name]
-        n = definition.bodies(validated)
+        joints = spec.shape in _PER_JOINT_SHAPES
+        n = definition.joint_count(validated) if joints else definition.bodies(validated)
+        what = "joint" if joints else "body"
         base = _BASE_NDIM[spec.shape]
         if value.ndim == base - 1:
             if n is None:
@@ -410,7 +438,7 @@ def _expand_every_body(definition, validated: dict) -> None:
             body_axis = value.ndim - (base - 1)  # the body axis comes before the value's own axes
             validated[spec.name] = np.repeat(np.expand_dims(value, body_axis), n, axis=body_axis)
         elif n is not None and value.shape[value.ndim - base] != n:
-            raise InvalidInput(spec.name, f"needs one value per body ({n} bodies) or one for all, got shape "
+            raise InvalidInput(spec.name, f"needs one value per {what} ({n}) or one for all, got shape "
                                f"{value.shape}")
 
 

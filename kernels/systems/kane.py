@@ -1,32 +1,43 @@
-"""Kane's equations of a tree of one-degree-of-freedom joints, numerically, in lanes (members innermost).
+"""Kane's equations of a tree of revolute, prismatic, spherical and free joints, numerically, in lanes
+(members innermost).
 
 Parsa, "The Lagrangian derivation of Kane's equations" (digest_003): with J_i = [J_ωi; J_vi] the Jacobian
-of body i's angular velocity and centre-of-mass velocity with respect to q̇ (eqs. (14)–(16)) and M_i =
-diag(I_i, m_i 1) (eq. (21)), Kane's equations (32) are M(q) q̈ + h(q, q̇) = f (eq. (34)) with
+of body i's angular velocity and centre-of-mass velocity with respect to the speeds u (eqs. (14)–(16)) and
+M_i = diag(I_i, m_i 1) (eq. (21)), Kane's equations (32) are M(q) u̇ + h(q, u) = f (eq. (34)) with
 
-    M = Σ_i J_iᵀ M_i J_i,    h = Σ_i J_iᵀ (M_i J̇_i q̇ + W_i M_i J_i q̇)    (eq. (35)),
+    M = Σ_i J_iᵀ M_i J_i,    h = Σ_i J_iᵀ (M_i J̇_i u + W_i M_i J_i u)    (eq. (35)),
     f = Σ_i m_i J_viᵀ g + τ    (eqs. (27), (28)).
 
 Here both J_ωi and J_vi are taken in the base frame, where I_i becomes R_i I_i R_iᵀ and the gyroscopic
-term W_i M_i J_i q̇ becomes ω_i × (R_i I_i R_iᵀ) ω_i; this is the same M and h (the body-frame J_ωi of
-the paper is R_iᵀ times ours, and the tests check Theorem 1 in the body frame).  Jacobian columns, for the
-joints k on the path from body i to the ground (axis z_k, joint point o_k, both in the base frame;
-digest §5): revolute ∂ω_i/∂θ̇_k = z_k, ∂v_i/∂θ̇_k = z_k × (c_i − o_k); prismatic 0 and z_k.  Their rates are
-analytic: ż_k = ω_{parent(k)} × z_k, and d/dt (z_k × (c_i − o_k)) = ż_k × (c_i − o_k) + z_k × (ċ_i − ȯ_k).
+term W_i M_i J_i u becomes ω_i × (R_i I_i R_iᵀ) ω_i; this is the same M and h (the body-frame J_ωi of
+the paper is R_iᵀ times ours, and the tests check Theorem 1 in the body frame).  Each speed u_c of a
+joint k is either angular, about an axis z_c through the joint's frame origin o_k, or linear, along z_c
+(digest §5): ∂ω_i/∂u_c = z_c, ∂v_i/∂u_c = z_c × (c_i − o_k), or 0 and z_c.  A revolute joint has one
+angular speed about its axis, a prismatic one a linear speed along it (both axes fixed in the parent),
+a spherical joint three angular speeds about its own body's axes (the speeds are its body angular
+velocity relative to the parent: z_c = R_k e_c), a free joint three linear speeds along the parent's axes
+(its position's rates in the parent frame) then a spherical joint's three.  Their rates are analytic:
+ż_c = ω × z_c with the ω of the body z_c is fixed in, and d/dt (z_c × (c_i − o_k)) = ż_c × (c_i − o_k)
++ z_c × (ċ_i − ȯ_k).  Quaternions (x, y, z, w; the ``generalised`` space's layout) enter through their
+rotation, normalised; q̇ = B(q) u turns a spherical joint's (ω, 0) into η̇ = ½ η ⊛ (ω, 0), and its fourth
+speed (the quaternion's norm rate, 0) gets u̇ = 0 from a unit entry on M's diagonal.
 
-A joint's variable is θ_k = q_k − q_{r(k)} for a joint "measured from" coordinate r(k) (absolute angles
-of a planar chain, as in sympy's ``n_link_pendulum_on_cart``), else θ_k = q_k; its columns then go to
-q_k with +1 and to q_{r(k)} with −1.  Joint loads are generalised forces on θ_k: a constant F_k, a spring
-−K_k (θ_k − θ_rest,k) and a damper −D_k θ̇_k.  u̇ = M⁻¹(f − h) by a Cholesky factorisation in lanes.  The same code runs on complex numbers (complex-step
-derivatives for the Jacobian of the implicit ``midpoint``: every operation is analytic).
-Cost per evaluation O(n³) per member (n bodies × n² entries of M), fine for n ≤ 20.
+A one-degree-of-freedom joint's variable is θ_k = q_k − q_{r(k)} for a joint "measured from" coordinate
+r(k) (absolute angles of a planar chain, as in sympy's ``n_link_pendulum_on_cart``), else θ_k = q_k; its
+columns then go to q_k with +1 and to q_{r(k)} with −1.  Its loads are generalised forces on θ_k: a
+constant F_k, a spring −K_k (θ_k − θ_rest,k) and a damper −D_k θ̇_k.  u̇ = M⁻¹(f − h) by a Cholesky
+factorisation in lanes.  The same code runs on complex numbers (complex-step derivatives for the Jacobian
+of the implicit ``midpoint``: every operation is analytic).  Cost per evaluation O(n³) per member (n bodies
+× n² entries of M), fine for n ≤ 20.
 
 Coefficient rows (per member): g times the direction of gravity (3, m/s², base frame), then JOINT_ROWS per
-joint j: its axis (unit, in the parent's frame), its origin (the joint point in the parent's frame at
-θ = 0, m), the body's mass (kg), its centre of mass (from the joint point, body frame, m), its inertia
-about the centre of mass (body frame, row-major, kg·m²), and the joint's F, K, θ_rest, D.  Topology:
-n, then (type, parent, measured-from) of each joint (−1: the ground / none; parents precede children), then
-n + 1 offsets into the list that follows of each body's non-zero Jacobian columns (ascending).
+joint j: its axis (unit, in the parent's frame; one-degree-of-freedom joints), its origin (the joint point
+in the parent's frame at q = 0, m), the body's mass (kg), its centre of mass (from the joint point, body
+frame, m), its inertia about the centre of mass (body frame, row-major, kg·m²), and the joint's F, K,
+θ_rest, D.  Topology: the space's header (Q, then the first row of each of the Q quaternions), then the
+number of joints, each joint's (type, parent, measured-from, first coordinate) (−1: the ground / none;
+parents precede children), then offsets into the list that follows of each body's non-zero Jacobian
+columns (ascending).
 """
 
 from __future__ import annotations
@@ -35,19 +46,46 @@ import numpy as np
 
 from ..lanes import cholesky_solve_in_lanes, cross3, lane_function
 
-REVOLUTE, PRISMATIC = 0, 1
+REVOLUTE, PRISMATIC, SPHERICAL, FREE = 0, 1, 2, 3
+#: coordinates (rows of q, and of u) each joint type takes, and of them the speeds that move it (the
+#: quaternion's norm rate does not)
+JOINT_COORDINATES = {REVOLUTE: 1, PRISMATIC: 1, SPHERICAL: 4, FREE: 7}
+JOINT_SPEEDS = {REVOLUTE: 1, PRISMATIC: 1, SPHERICAL: 3, FREE: 6}
 #: what kane_terms computes besides M: nothing, f − h (Kane's right side) or f + ∂T/∂q (ṗ of p = M q̇)
 MASS_ONLY, ACCELERATING_FORCE, CANONICAL_FORCE = 0, 1, 2
-JOINT_TYPES = {"revolute": REVOLUTE, "prismatic": PRISMATIC}
+JOINT_TYPES = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "spherical": SPHERICAL, "free": FREE}
 GRAVITY_ROWS = 3
 AXIS, ORIGIN, MASS, COM, INERTIA, FORCE, STIFFNESS, REST, DAMPING = 0, 3, 6, 7, 10, 19, 20, 21, 22
 JOINT_ROWS = 23
+#: the topology entries of one joint: type, parent, measured-from, first coordinate
+JOINT_ENTRIES = 4
 
 
 @lane_function
 def joint_row(j):
     """First coefficient row of joint j."""
     return GRAVITY_ROWS + JOINT_ROWS * j
+
+
+@lane_function
+def tree_header(topology):
+    """(h, joints): where Kane's part of the topology starts (after the space's quaternion list) and the
+    number of joints (bodies)."""
+    h = 1 + topology[0]
+    return h, topology[h]
+
+
+@lane_function
+def joint_entries(topology, h, j):
+    """(type, parent, measured-from, first coordinate) of joint j."""
+    e = h + 1 + JOINT_ENTRIES * j
+    return topology[e], topology[e + 1], topology[e + 2], topology[e + 3]
+
+
+@lane_function
+def speed_count(kind):
+    """The speeds that move a joint of this type (see JOINT_SPEEDS)."""
+    return 1 if kind <= PRISMATIC else (3 if kind == SPHERICAL else 6)
 
 
 @lane_function
@@ -60,34 +98,48 @@ def rotation_about(a0, a1, a2, c, s):
 
 
 @lane_function
-def kane_work(n, lanes, zero):
-    """Work arrays of one evaluation (lanes innermost), of ``zero``'s type (float64, or complex128 for
-    complex-step derivatives): joint variables θ, θ̇ (n, L); per body R (9), frame origin, its velocity, ω,
-    joint axis z, ż, centre of mass c and ċ (3 each; base frame); Jacobians J_ω, J_v and their rates
-    (n, 3, n, L); M (n, n, L); a force vector (n, L); a 3×3 base-frame inertia (9, L); a body's wrench (6, L)."""
-    return (np.full((2, n, lanes), zero), np.full((n, 9, lanes), zero), np.full((7, n, 3, lanes), zero),
-            np.full((4, n, 3, n, lanes), zero), np.full((n, n, lanes), zero), np.full((n, lanes), zero),
-            np.full((9, lanes), zero), np.full((6, lanes), zero))
+def quaternion_rotation(x, y, z, w):
+    """The rotation (row-major) of the quaternion (x, y, z, w), scalar last (Hamilton), normalised first."""
+    norm = np.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y),
+            2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x),
+            2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y))
 
 
 @lane_function
-def tree_kinematics(x, n, coef, topology, joint, rotation, frames):
+def kane_work(n, lanes, zero):
+    """Work arrays of one evaluation (lanes innermost), of ``zero``'s type (float64, or complex128 for
+    complex-step derivatives), sized for n coordinates (at most n bodies): joint variables θ, θ̇ (2, n, L);
+    per body R (9), and frame origin, its velocity, ω, centre of mass c and ċ (5, n, 3, L; base frame); per
+    speed its axis z and ż (2, n, 3, L); Jacobians J_ω, J_v and their rates (4, n, 3, n, L); M (n, n, L);
+    a force vector (n, L); a 3×3 base-frame inertia (9, L); a body's wrench (6, L)."""
+    return (np.full((2, n, lanes), zero), np.full((n, 9, lanes), zero), np.full((5, n, 3, lanes), zero),
+            np.full((2, n, 3, lanes), zero), np.full((4, n, 3, n, lanes), zero), np.full((n, n, lanes), zero),
+            np.full((n, lanes), zero), np.full((9, lanes), zero), np.full((6, lanes), zero))
+
+
+@lane_function
+def set_axis(axes, c, b, z0, z1, z2, w0, w1, w2):
+    """Speed c's axis z and its rate ω × z (ω: the body z is fixed in)."""
+    y0, y1, y2 = cross3(w0, w1, w2, z0, z1, z2)
+    axes[0, c, 0, b], axes[0, c, 1, b], axes[0, c, 2, b] = z0, z1, z2
+    axes[1, c, 0, b], axes[1, c, 1, b], axes[1, c, 2, b] = y0, y1, y2
+
+
+@lane_function
+def tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes):
     """Forward kinematics at position and velocity level (digest §5 step 1), parents before children:
-    joint (θ, θ̇); rotation R_i (body → base); frames[0 … 6] = frame origin p_i, its velocity, ω_i, z_i, ż_i,
-    c_i, ċ_i (base frame)."""
+    joint (θ, θ̇) of one-degree-of-freedom joints at their coordinate; rotation R_i (body → base);
+    frames[0 … 4] = frame origin p_i, its velocity, ω_i, c_i, ċ_i (base frame); axes[0, 1] = each speed's
+    axis z_c and ż_c (base frame)."""
     lanes = x.shape[1]
-    pos, vel, omega, axis, axis_dot, com, com_dot = (frames[0], frames[1], frames[2], frames[3], frames[4],
-                                                     frames[5], frames[6])
-    for j in range(n):
-        kind, parent, reference = topology[1 + 3 * j], topology[2 + 3 * j], topology[3 + 3 * j]
+    pos, vel, omega, com, com_dot = frames[0], frames[1], frames[2], frames[3], frames[4]
+    h, joints = tree_header(topology)
+    for j in range(joints):
+        kind, parent, reference, first = joint_entries(topology, h, j)
         k = joint_row(j)
         for b in range(lanes):
-            theta, theta_dot = x[j, b], x[n + j, b]
-            if reference >= 0:
-                theta -= x[reference, b]
-                theta_dot -= x[n + reference, b]
-            joint[0, j, b], joint[1, j, b] = theta, theta_dot
-            a0, a1, a2 = coef[k + AXIS, b], coef[k + AXIS + 1, b], coef[k + AXIS + 2, b]
             e0, e1, e2 = coef[k + ORIGIN, b], coef[k + ORIGIN + 1, b], coef[k + ORIGIN + 2, b]
             if parent < 0:
                 p = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
@@ -99,30 +151,56 @@ def tree_kinematics(x, n, coef, topology, joint, rotation, frames):
                 pp0, pp1, pp2 = pos[parent, 0, b], pos[parent, 1, b], pos[parent, 2, b]
                 pv0, pv1, pv2 = vel[parent, 0, b], vel[parent, 1, b], vel[parent, 2, b]
                 pw0, pw1, pw2 = omega[parent, 0, b], omega[parent, 1, b], omega[parent, 2, b]
-            z0 = p[0] * a0 + p[1] * a1 + p[2] * a2
-            z1 = p[3] * a0 + p[4] * a1 + p[5] * a2
-            z2 = p[6] * a0 + p[7] * a1 + p[8] * a2
+            if kind == FREE:  # the frame origin sits at the joint point plus the position, in the parent's axes
+                e0, e1, e2 = e0 + x[first, b], e1 + x[first + 1, b], e2 + x[first + 2, b]
             o0 = pp0 + p[0] * e0 + p[1] * e1 + p[2] * e2
             o1 = pp1 + p[3] * e0 + p[4] * e1 + p[5] * e2
             o2 = pp2 + p[6] * e0 + p[7] * e1 + p[8] * e2
-            if kind == REVOLUTE:
-                r = rotation_about(a0, a1, a2, np.cos(theta), np.sin(theta))
-                for row in range(3):
-                    for col in range(3):
-                        rotation[j, 3 * row + col, b] = (p[3 * row] * r[col] + p[3 * row + 1] * r[3 + col]
-                                                         + p[3 * row + 2] * r[6 + col])
-                w0, w1, w2 = pw0 + z0 * theta_dot, pw1 + z1 * theta_dot, pw2 + z2 * theta_dot
-            else:
-                for entry in range(9):
-                    rotation[j, entry, b] = p[entry]
-                w0, w1, w2 = pw0, pw1, pw2
-                o0, o1, o2 = o0 + z0 * theta, o1 + z1 * theta, o2 + z2 * theta
-            # the frame origin's velocity: the parent's point velocity, plus the slide along z for a prismatic joint
+            # the frame origin's velocity: the parent's point velocity, plus the joint's own slide
             c0, c1, c2 = cross3(pw0, pw1, pw2, o0 - pp0, o1 - pp1, o2 - pp2)
             v0, v1, v2 = pv0 + c0, pv1 + c1, pv2 + c2
-            if kind != REVOLUTE:
-                v0, v1, v2 = v0 + z0 * theta_dot, v1 + z1 * theta_dot, v2 + z2 * theta_dot
-            zd0, zd1, zd2 = cross3(pw0, pw1, pw2, z0, z1, z2)
+            r = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)  # the joint's rotation (prismatic: none)
+            w0, w1, w2 = pw0, pw1, pw2
+            turn = first + 3 if kind == FREE else first  # a spherical motion's quaternion and speeds
+            if kind <= PRISMATIC:
+                theta, theta_dot = x[first, b], x[n + first, b]
+                if reference >= 0:
+                    theta -= x[reference, b]
+                    theta_dot -= x[n + reference, b]
+                joint[0, first, b], joint[1, first, b] = theta, theta_dot
+                a0, a1, a2 = coef[k + AXIS, b], coef[k + AXIS + 1, b], coef[k + AXIS + 2, b]
+                z0 = p[0] * a0 + p[1] * a1 + p[2] * a2
+                z1 = p[3] * a0 + p[4] * a1 + p[5] * a2
+                z2 = p[6] * a0 + p[7] * a1 + p[8] * a2
+                set_axis(axes, first, b, z0, z1, z2, pw0, pw1, pw2)
+                if kind == REVOLUTE:
+                    r = rotation_about(a0, a1, a2, np.cos(theta), np.sin(theta))
+                    w0, w1, w2 = pw0 + z0 * theta_dot, pw1 + z1 * theta_dot, pw2 + z2 * theta_dot
+                else:  # the slid origin is carried by the parent's turning too
+                    o0, o1, o2 = o0 + z0 * theta, o1 + z1 * theta, o2 + z2 * theta
+                    t0, t1, t2 = cross3(pw0, pw1, pw2, z0, z1, z2)
+                    v0, v1, v2 = (v0 + t0 * theta + z0 * theta_dot, v1 + t1 * theta + z1 * theta_dot,
+                                  v2 + t2 * theta + z2 * theta_dot)
+            else:
+                r = quaternion_rotation(x[turn, b], x[turn + 1, b], x[turn + 2, b], x[turn + 3, b])
+                if kind == FREE:
+                    for s in range(3):
+                        rate = x[n + first + s, b]
+                        v0, v1, v2 = v0 + p[s] * rate, v1 + p[3 + s] * rate, v2 + p[6 + s] * rate
+                        set_axis(axes, first + s, b, p[s], p[3 + s], p[6 + s], pw0, pw1, pw2)
+            for row in range(3):
+                for col in range(3):
+                    rotation[j, 3 * row + col, b] = (p[3 * row] * r[col] + p[3 * row + 1] * r[3 + col]
+                                                     + p[3 * row + 2] * r[6 + col])
+            if kind > PRISMATIC:
+                for s in range(3):
+                    rate = x[n + turn + s, b]
+                    w0 += rotation[j, s, b] * rate
+                    w1 += rotation[j, 3 + s, b] * rate
+                    w2 += rotation[j, 6 + s, b] * rate
+                for s in range(3):
+                    set_axis(axes, turn + s, b, rotation[j, s, b], rotation[j, 3 + s, b], rotation[j, 6 + s, b],
+                             w0, w1, w2)
             m0, m1, m2 = coef[k + COM, b], coef[k + COM + 1, b], coef[k + COM + 2, b]
             g0 = rotation[j, 0, b] * m0 + rotation[j, 1, b] * m1 + rotation[j, 2, b] * m2
             g1 = rotation[j, 3, b] * m0 + rotation[j, 4, b] * m1 + rotation[j, 5, b] * m2
@@ -131,20 +209,19 @@ def tree_kinematics(x, n, coef, topology, joint, rotation, frames):
             pos[j, 0, b], pos[j, 1, b], pos[j, 2, b] = o0, o1, o2
             vel[j, 0, b], vel[j, 1, b], vel[j, 2, b] = v0, v1, v2
             omega[j, 0, b], omega[j, 1, b], omega[j, 2, b] = w0, w1, w2
-            axis[j, 0, b], axis[j, 1, b], axis[j, 2, b] = z0, z1, z2
-            axis_dot[j, 0, b], axis_dot[j, 1, b], axis_dot[j, 2, b] = zd0, zd1, zd2
             com[j, 0, b], com[j, 1, b], com[j, 2, b] = o0 + g0, o1 + g1, o2 + g2
             com_dot[j, 0, b], com_dot[j, 1, b], com_dot[j, 2, b] = v0 + d0, v1 + d1, v2 + d2
 
 
 @lane_function
-def tree_jacobians(n, topology, frames, jacobians):
+def tree_jacobians(n, topology, frames, axes, jacobians):
     """J_ωi, J_vi (base frame) and their analytic rates (digest §5 steps 2–3): jacobians[0 … 3][i, :, c] =
-    ∂ω_i/∂q̇_c, ∂ċ_i/∂q̇_c, d/dt of each."""
+    ∂ω_i/∂u_c, ∂ċ_i/∂u_c, d/dt of each."""
     lanes = frames.shape[3]
-    pos, vel, axis, axis_dot, com, com_dot = frames[0], frames[1], frames[3], frames[4], frames[5], frames[6]
+    pos, vel, com, com_dot = frames[0], frames[1], frames[3], frames[4]
     jw, jv, jw_dot, jv_dot = jacobians[0], jacobians[1], jacobians[2], jacobians[3]
-    for i in range(n):
+    h, joints = tree_header(topology)
+    for i in range(joints):
         for r in range(3):
             for c in range(n):
                 for b in range(lanes):
@@ -154,37 +231,40 @@ def tree_jacobians(n, topology, frames, jacobians):
                     jv_dot[i, r, c, b] = 0.0
         k = i
         while k >= 0:
-            kind, reference = topology[1 + 3 * k], topology[3 + 3 * k]
-            for b in range(lanes):
-                z0, z1, z2 = axis[k, 0, b], axis[k, 1, b], axis[k, 2, b]
-                y0, y1, y2 = axis_dot[k, 0, b], axis_dot[k, 1, b], axis_dot[k, 2, b]
-                if kind == REVOLUTE:
-                    l0, l1, l2 = com[i, 0, b] - pos[k, 0, b], com[i, 1, b] - pos[k, 1, b], com[i, 2, b] - pos[k, 2, b]
-                    ld0 = com_dot[i, 0, b] - vel[k, 0, b]
-                    ld1 = com_dot[i, 1, b] - vel[k, 1, b]
-                    ld2 = com_dot[i, 2, b] - vel[k, 2, b]
-                    sw = (z0, z1, z2)
-                    sv = cross3(z0, z1, z2, l0, l1, l2)
-                    swd = (y0, y1, y2)
-                    a0, a1, a2 = cross3(y0, y1, y2, l0, l1, l2)
-                    c0, c1, c2 = cross3(z0, z1, z2, ld0, ld1, ld2)
-                    svd = (a0 + c0, a1 + c1, a2 + c2)
-                else:
-                    sw = (0.0, 0.0, 0.0)
-                    sv = (z0, z1, z2)
-                    swd = (0.0, 0.0, 0.0)
-                    svd = (y0, y1, y2)
-                for r in range(3):
-                    jw[i, r, k, b] += sw[r]
-                    jv[i, r, k, b] += sv[r]
-                    jw_dot[i, r, k, b] += swd[r]
-                    jv_dot[i, r, k, b] += svd[r]
-                    if reference >= 0:
-                        jw[i, r, reference, b] -= sw[r]
-                        jv[i, r, reference, b] -= sv[r]
-                        jw_dot[i, r, reference, b] -= swd[r]
-                        jv_dot[i, r, reference, b] -= svd[r]
-            k = topology[2 + 3 * k]
+            kind, parent, reference, first = joint_entries(topology, h, k)
+            for s in range(speed_count(kind)):
+                c = first + s
+                linear = kind == PRISMATIC or (kind == FREE and s < 3)
+                for b in range(lanes):
+                    z0, z1, z2 = axes[0, c, 0, b], axes[0, c, 1, b], axes[0, c, 2, b]
+                    y0, y1, y2 = axes[1, c, 0, b], axes[1, c, 1, b], axes[1, c, 2, b]
+                    if linear:
+                        sw = (0.0, 0.0, 0.0)
+                        sv = (z0, z1, z2)
+                        swd = (0.0, 0.0, 0.0)
+                        svd = (y0, y1, y2)
+                    else:
+                        l0, l1, l2 = com[i, 0, b] - pos[k, 0, b], com[i, 1, b] - pos[k, 1, b], com[i, 2, b] - pos[k, 2, b]
+                        ld0 = com_dot[i, 0, b] - vel[k, 0, b]
+                        ld1 = com_dot[i, 1, b] - vel[k, 1, b]
+                        ld2 = com_dot[i, 2, b] - vel[k, 2, b]
+                        sw = (z0, z1, z2)
+                        sv = cross3(z0, z1, z2, l0, l1, l2)
+                        swd = (y0, y1, y2)
+                        a0, a1, a2 = cross3(y0, y1, y2, l0, l1, l2)
+                        d0, d1, d2 = cross3(z0, z1, z2, ld0, ld1, ld2)
+                        svd = (a0 + d0, a1 + d1, a2 + d2)
+                    for r in range(3):
+                        jw[i, r, c, b] += sw[r]
+                        jv[i, r, c, b] += sv[r]
+                        jw_dot[i, r, c, b] += swd[r]
+                        jv_dot[i, r, c, b] += svd[r]
+                        if reference >= 0:
+                            jw[i, r, reference, b] -= sw[r]
+                            jv[i, r, reference, b] -= sv[r]
+                            jw_dot[i, r, reference, b] -= swd[r]
+                            jv_dot[i, r, reference, b] -= svd[r]
+            k = parent
 
 
 @lane_function
@@ -203,35 +283,38 @@ def world_inertia_into(coef, k, rotation, i, out):
 
 
 @lane_function
-def body_columns(n, topology, i):
-    """(first, last): body i's Jacobian columns that can be non-zero are topology[COLUMN_LISTS(n) + first …
-    last − 1], ascending (its ancestors' coordinates and those they are measured from)."""
-    return topology[1 + 3 * n + i], topology[2 + 3 * n + i]
+def body_columns(topology, h, joints, i):
+    """(lists, first, last): body i's Jacobian columns that can be non-zero are topology[lists + first …
+    lists + last − 1], ascending (its ancestors' speeds and the coordinates they are measured from)."""
+    offsets = h + 1 + JOINT_ENTRIES * joints
+    return offsets + joints + 1, topology[offsets + i], topology[offsets + i + 1]
 
 
 @lane_function
 def kane_terms(x, n, coef, topology, work, forces):
-    """M(q) (eq. (35)) into work[4] (not with CANONICAL_FORCE, whose callers already hold M) and into work[5]
-    by ``forces``: ACCELERATING_FORCE f − h (eqs. (27), (28), (35)), or CANONICAL_FORCE f + ∂T/∂q, the rate of the canonical momentum p = M q̇ (Lagrange's equations
-    (12): ṗ = ∂T/∂q + f), with ∂T/∂q = Σ_i J̇_ωiᵀ I_i ω_i + m_i J̇_viᵀ ċ_i from Theorem 1 and eq. (18) (base
-    frame: R_i(J̇_ω + [ω×]J_ω)_body = J̇_ω), so M is never differentiated.  Sums run over each body's
-    non-zero columns only (a chain's body i has i + 1), lanes innermost."""
-    joint, rotation, frames, jacobians, mass, rhs, inertia, wrench = work
+    """M(q) (eq. (35)) into work[5] (not with CANONICAL_FORCE, whose callers already hold M) and into work[6]
+    by ``forces``: ACCELERATING_FORCE f − h (eqs. (27), (28), (35)), or CANONICAL_FORCE f + ∂T/∂q, the rate
+    of the canonical momentum p = M q̇ (Lagrange's equations (12): ṗ = ∂T/∂q + f; trees without
+    quaternions, where u = q̇), with ∂T/∂q = Σ_i J̇_ωiᵀ I_i ω_i + m_i J̇_viᵀ ċ_i from Theorem 1 and eq. (18)
+    (base frame: R_i(J̇_ω + [ω×]J_ω)_body = J̇_ω), so M is never differentiated.  Sums run over each body's
+    non-zero columns only (a chain's body i has i + 1), lanes innermost.  Each quaternion's norm rate gets
+    a unit diagonal entry of M and no force: u̇ = 0 there."""
+    joint, rotation, frames, axes, jacobians, mass, rhs, inertia, wrench = work
     lanes = x.shape[1]
-    tree_kinematics(x, n, coef, topology, joint, rotation, frames)
-    tree_jacobians(n, topology, frames, jacobians)
+    tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
+    tree_jacobians(n, topology, frames, axes, jacobians)
     jw, jv, jw_dot, jv_dot = jacobians[0], jacobians[1], jacobians[2], jacobians[3]
-    omega, com_dot = frames[2], frames[6]
-    lists = 2 + 4 * n
+    omega, com_dot = frames[2], frames[4]
+    h, joints = tree_header(topology)
     for a in range(n):
         for c in range(n):
             for b in range(lanes):
                 mass[a, c, b] = 0.0
         for b in range(lanes):
             rhs[a, b] = 0.0
-    for i in range(n):
+    for i in range(joints):
         k = joint_row(i)
-        first, last = body_columns(n, topology, i)
+        lists, first, last = body_columns(topology, h, joints, i)
         world_inertia_into(coef, k, rotation, i, inertia)
         if forces != CANONICAL_FORCE:  # ṗ needs no M: its callers hold M(q) already
             for ai in range(first, last):
@@ -297,31 +380,61 @@ def kane_terms(x, n, coef, topology, work, forces):
         for c in range(a):
             for b in range(lanes):
                 mass[a, c, b] = mass[c, a, b]
-    if forces != MASS_ONLY:
-        for j in range(n):
-            k = joint_row(j)
-            reference = topology[3 + 3 * j]
+    if forces != CANONICAL_FORCE:
+        for block in range(topology[0]):
+            pad = topology[1 + block] + 3
             for b in range(lanes):
-                tau = (coef[k + FORCE, b] - coef[k + STIFFNESS, b] * (joint[0, j, b] - coef[k + REST, b])
-                       - coef[k + DAMPING, b] * joint[1, j, b])
-                rhs[j, b] += tau
+                mass[pad, pad, b] = 1.0
+    if forces != MASS_ONLY:
+        for j in range(joints):
+            kind, parent, reference, first = joint_entries(topology, h, j)
+            if kind > PRISMATIC:
+                continue
+            k = joint_row(j)
+            for b in range(lanes):
+                tau = (coef[k + FORCE, b] - coef[k + STIFFNESS, b] * (joint[0, first, b] - coef[k + REST, b])
+                       - coef[k + DAMPING, b] * joint[1, first, b])
+                rhs[first, b] += tau
                 if reference >= 0:
                     rhs[reference, b] -= tau
 
 
 @lane_function
 def tree_potential_into(x, n, coef, topology, joint, frames, out):
-    """V = −Σ_i m_i c_i·g + Σ_k (½ K_k (θ_k − θ_rest,k)² − F_k θ_k) (J) per lane, after tree_kinematics."""
-    com = frames[5]
+    """V = −Σ_i m_i c_i·g + Σ_k (½ K_k (θ_k − θ_rest,k)² − F_k θ_k) (J) per lane, after tree_kinematics
+    (the loads act on one-degree-of-freedom joints)."""
+    com = frames[3]
+    h, joints = tree_header(topology)
     for b in range(x.shape[1]):
         total = 0.0
-        for j in range(n):
+        for j in range(joints):
+            kind, parent, reference, first = joint_entries(topology, h, j)
             k = joint_row(j)
             total -= coef[k + MASS, b] * (com[j, 0, b] * coef[0, b] + com[j, 1, b] * coef[1, b]
                                           + com[j, 2, b] * coef[2, b])
-            stretch = joint[0, j, b] - coef[k + REST, b]
-            total += 0.5 * coef[k + STIFFNESS, b] * stretch * stretch - coef[k + FORCE, b] * joint[0, j, b]
+            if kind <= PRISMATIC:
+                stretch = joint[0, first, b] - coef[k + REST, b]
+                total += 0.5 * coef[k + STIFFNESS, b] * stretch * stretch - coef[k + FORCE, b] * joint[0, first, b]
         out[b] = total
+
+
+@lane_function
+def coordinate_rates_into(x, n, topology, dx):
+    """dx[0 … n − 1] ← q̇ = B(q) u: u itself on flat rows, η̇ = ½ η ⊛ (ω, ω₀) on each quaternion (x, y, z, w)
+    (Hamilton's product, scalar last: (η_v, w) ⊛ (ω, ω₀) = (w ω + ω₀ η_v + η_v × ω, w ω₀ − η_v·ω))."""
+    for a in range(n):
+        for b in range(x.shape[1]):
+            dx[a, b] = x[n + a, b]
+    for block in range(topology[0]):
+        row = topology[1 + block]
+        for b in range(x.shape[1]):
+            e0, e1, e2, w = x[row, b], x[row + 1, b], x[row + 2, b], x[row + 3, b]
+            o0, o1, o2, o3 = x[n + row, b], x[n + row + 1, b], x[n + row + 2, b], x[n + row + 3, b]
+            c0, c1, c2 = cross3(e0, e1, e2, o0, o1, o2)
+            dx[row, b] = 0.5 * (w * o0 + o3 * e0 + c0)
+            dx[row + 1, b] = 0.5 * (w * o1 + o3 * e1 + c1)
+            dx[row + 2, b] = 0.5 * (w * o2 + o3 * e2 + c2)
+            dx[row + 3, b] = 0.5 * (w * o3 - (e0 * o0 + e1 * o1 + e2 * o2))
 
 
 # ------------------------------------------------------------------------ lane templates (bound per system)
@@ -331,7 +444,7 @@ def kane_energy(x, n, coef, topology, out):
     work = kane_work(n, x.shape[1], 0.0)
     kane_terms(x, n, coef, topology, work, MASS_ONLY)
     tree_potential_into(x, n, coef, topology, work[0], work[2], out)
-    mass = work[4]
+    mass = work[5]
     for b in range(x.shape[1]):
         kinetic = 0.0
         for a in range(n):
@@ -343,14 +456,14 @@ def kane_energy(x, n, coef, topology, out):
 
 
 def kane_vector_field(x, n, coef, topology, dx, scratch):
-    """dx = (u, M⁻¹(f − h)): Kane's equations (34) solved for the accelerations."""
+    """dx = (B(q) u, M⁻¹(f − h)): Kane's equations (34) solved for the accelerations."""
     work = kane_work(n, x.shape[1], 0.0)
     kane_terms(x, n, coef, topology, work, ACCELERATING_FORCE)
-    rhs = work[5]
-    cholesky_solve_in_lanes(work[4], rhs)
+    rhs = work[6]
+    cholesky_solve_in_lanes(work[5], rhs)
+    coordinate_rates_into(x, n, topology, dx)
     for a in range(n):
         for b in range(x.shape[1]):
-            dx[a, b] = x[n + a, b]
             dx[n + a, b] = rhs[a, b]
 
 
@@ -358,11 +471,11 @@ def kane_vector_field(x, n, coef, topology, dx, scratch):
 def kane_mass_into(x, n, coef, topology, work, out):
     """out (n, n, L) ← M(q) at the coordinates of x (its speeds are not used)."""
     kane_terms(x, n, coef, topology, work, MASS_ONLY)
-    out[:] = work[4]
+    out[:] = work[5]
 
 
 @lane_function
 def kane_canonical_force_into(x, n, coef, topology, work, out):
     """out (n, L) ← ṗ = f + ∂T/∂q at (q, u) of x (see kane_terms)."""
     kane_terms(x, n, coef, topology, work, CANONICAL_FORCE)
-    out[:] = work[5]
+    out[:] = work[6]

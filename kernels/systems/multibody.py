@@ -1,26 +1,32 @@
-"""System ``multibody``: a tree of rigid bodies joined by revolute and prismatic joints, stepped through
-Kane's equations in joint coordinates (:mod:`kernels.systems.kane`; Parsa, digest_003) on the
-``generalised`` space.
+"""System ``multibody``: a tree of rigid bodies joined by revolute, prismatic, spherical and free joints,
+stepped through Kane's equations in joint coordinates (:mod:`kernels.systems.kane`; Parsa, digest_003) on
+the ``generalised`` space.
 
 Two models describe the tree (``model``):
 
-- ``"tree"``: ``joints``, a list with one table per joint (and body) ``{type = "revolute" | "prismatic",
-  parent = <index of the parent joint, -1 for the ground>, measured_from = <coordinate index, optional>,
-  name = <the coordinate's label in stores, optional>}``
-  in an order where parents come first; and per joint its ``axis`` (in the parent's frame), ``origin``
-  (the joint point in the parent's frame at q = 0; for a prismatic joint the body's frame origin slides
-  from there along the axis), the body's ``mass``, ``com`` (its centre of mass from the joint point, body
-  frame) and ``inertia`` (about the centre of mass, body frame).  A joint ``measured_from`` coordinate r
-  turns by θ = q − q_r: absolute angles of a planar chain.
+- ``"tree"``: ``joints``, a list with one table per joint (and body) ``{type = "revolute" | "prismatic" |
+  "spherical" | "free", parent = <index of the parent joint, -1 for the ground; required but for the
+  first>, measured_from = <index of an earlier revolute or prismatic joint, optional>, name = <its label in
+  stores, optional>}`` in an order where parents come first; and per joint its ``axis`` (in the parent's
+  frame; revolute and prismatic joints), ``origin`` (the joint point in the parent's frame at q = 0; for a
+  prismatic joint the body's frame origin slides from there along the axis, for a free joint it sits at
+  the origin plus its position), the body's ``mass``, ``com`` (its centre of mass from the joint point,
+  body frame) and ``inertia`` (about the centre of mass, body frame).  A joint ``measured_from`` joint r
+  turns by θ = q − q_r: absolute angles of a planar chain.  Coordinates, in joint order: one for a
+  revolute (angle, rad) or prismatic joint (travel, m); four for a spherical joint, its unit quaternion
+  (x, y, z, w) relative to the parent, with speeds (ω, 0), the body angular velocity relative to the parent
+  in the body frame (the ``generalised`` space's layout); seven for a free joint: its position in the
+  parent's frame (m, speeds its rates) then a spherical joint's four.
 - ``"n_link_pendulum_on_cart"``: the geometry and coordinates of
   ``sympy.physics.mechanics.models.n_link_pendulum_on_cart``: a cart of mass ``cart_mass`` sliding along
   x, n massless links of lengths ``l`` with point masses ``m`` at their ends, link i at the absolute angle
   q_i about z from the y axis (q = 0: upright), gravity ``g`` along −y; q = (cart position, the angles),
   u = their rates; n = len(m); the coordinates are labelled cart_x, link_1_angle, ….
 
-Both take joint loads per joint (``joint_force``, and a spring ``stiffness`` about ``rest`` and a damper
-``damping``; generalised forces on θ) and, for ``"tree"``, uniform gravity (``g`` along
-``gravity_direction``).
+Both take loads per one-degree-of-freedom joint (``joint_force``, and a spring ``stiffness`` about ``rest``
+and a damper ``damping``; generalised forces on θ) and, for ``"tree"``, uniform gravity (``g`` along
+``gravity_direction``).  The implicit ``midpoint`` needs canonical coordinates, so it steps trees without
+spherical and free joints only.
 """
 
 from __future__ import annotations
@@ -33,11 +39,12 @@ import numpy as np
 from ..errors import InvalidInput
 from ..spaces.generalised import GENERALISED
 from ..spaces.base import StateSpace
-from .base import (PER_BODY, PER_BODY_TENSOR, PER_BODY_VECTOR3, PER_LINK, SCALAR, VECTOR3, Parameter,
+from .base import (PER_JOINT, PER_JOINT_TENSOR, PER_JOINT_VECTOR3, PER_LINK, SCALAR, VECTOR3, Parameter,
                    ParameterLookup, Preset)
-from .kane import (ACCELERATING_FORCE, AXIS, CANONICAL_FORCE, COM, DAMPING, FORCE, GRAVITY_ROWS, INERTIA,
-                   JOINT_ROWS, JOINT_TYPES, MASS, ORIGIN, PRISMATIC, REST, REVOLUTE, STIFFNESS, kane_canonical_force_into, kane_energy,
-                   kane_mass_into, kane_terms, kane_vector_field, kane_work, tree_potential_into)
+from .kane import (ACCELERATING_FORCE, AXIS, CANONICAL_FORCE, COM, DAMPING, FORCE, FREE, GRAVITY_ROWS, INERTIA,
+                   JOINT_COORDINATES, JOINT_ROWS, JOINT_SPEEDS, JOINT_TYPES, MASS, ORIGIN, PRISMATIC, REST, REVOLUTE,
+                   SPHERICAL, STIFFNESS, kane_canonical_force_into, kane_energy, kane_mass_into, kane_terms,
+                   coordinate_rates_into, kane_vector_field, kane_work, tree_kinematics, tree_potential_into)
 
 MODELS = ("tree", "n_link_pendulum_on_cart")
 
@@ -65,11 +72,16 @@ def _joints(value) -> tuple | None:
         kind = table.get("type")
         if kind not in JOINT_TYPES:
             raise InvalidInput(f"joints[{j}].type", f"unknown joint type {kind!r}; allowed: {', '.join(JOINT_TYPES)}")
+        if j > 0 and "parent" not in table:
+            raise InvalidInput(f"joints[{j}].parent", "is required for every joint but the first (the root): the "
+                               "index of an earlier joint, or -1 to attach it to the ground as well")
         parent, reference = table.get("parent", -1), table.get("measured_from", -1)
         for key, index in (("parent", parent), ("measured_from", reference)):
             if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not -1 <= index < j:
                 raise InvalidInput(f"joints[{j}].{key}", f"must be -1 (none) or the index of an earlier joint "
-                                   f"(0 … {j - 1}), got {index!r}")
+                                   f"(0 … {j - 1}; parents come first, so the tree has no cycle), got {index!r}")
+        if reference >= 0 and (JOINT_TYPES[kind] > PRISMATIC or joints[reference][0] > PRISMATIC):
+            raise InvalidInput(f"joints[{j}].measured_from", "relates two revolute or prismatic joints only")
         name = table.get("name", f"{kind}_{j}")
         if not isinstance(name, str) or not name:
             raise InvalidInput(f"joints[{j}].name", f"must be a non-empty string, got {name!r}")
@@ -82,45 +94,74 @@ def _joints(value) -> tuple | None:
     return tuple(joints)
 
 
-def _bodies(params: dict) -> int:
-    if params["model"] == "n_link_pendulum_on_cart":
-        return int(np.shape(params["m"])[-1]) + 1
-    if params["joints"] is None:
-        raise InvalidInput("joints", "required for model 'tree': a list of {type, parent, measured_from}")
-    return len(params["joints"])
-
-
-def _chain_joints(n: int) -> tuple:
+def _chain_joints(links: int) -> tuple:
     """The cart (prismatic, along x) and its links (revolute about z, each measured from the one before)."""
     return ((PRISMATIC, -1, -1, "cart_x"),) + tuple((REVOLUTE, i - 1, i - 1 if i > 1 else -1, f"link_{i}_angle")
-                                                    for i in range(1, n))
+                                                    for i in range(1, links + 1))
 
 
-def _joint_list(params: dict, n: int) -> tuple:
-    return _chain_joints(n) if params["model"] == "n_link_pendulum_on_cart" else params["joints"]
+def _joint_list(params: dict) -> tuple:
+    """(type, parent, measured_from, name) of each joint, the joints' own coordinates numbered in order."""
+    if params["model"] == "n_link_pendulum_on_cart":
+        return _chain_joints(int(np.shape(params["m"])[-1]))
+    if params["joints"] is None:
+        raise InvalidInput("joints", "required for model 'tree': a list of {type, parent, measured_from}")
+    joints = params["joints"]
+    firsts = np.cumsum([0] + [JOINT_COORDINATES[joint[0]] for joint in joints])
+    # measured_from names a joint; its coordinate is that joint's first
+    return tuple((kind, parent, int(firsts[reference]) if reference >= 0 else -1, name)
+                 for kind, parent, reference, name in joints)
+
+
+def _joint_count(params: dict) -> int:
+    return len(_joint_list(params))
+
+
+def _first_coordinates(joints: tuple) -> np.ndarray:
+    """Each joint's first coordinate, then the number of coordinates."""
+    return np.cumsum([0] + [JOINT_COORDINATES[joint[0]] for joint in joints])
+
+
+def _bodies(params: dict) -> int:
+    """The number of coordinates (the ``generalised`` space's n)."""
+    return int(_first_coordinates(_joint_list(params))[-1])
+
+
+def _quaternions(params: dict) -> tuple:
+    """(first row, joint name) of each quaternion in q."""
+    joints = _joint_list(params)
+    firsts = _first_coordinates(joints)
+    return tuple((int(firsts[j]) + (3 if kind == FREE else 0), name)
+                 for j, (kind, _, _, name) in enumerate(joints) if kind in (SPHERICAL, FREE))
 
 
 def _topology(params: dict, n: int) -> np.ndarray:
-    """n, each joint's (type, parent, measured_from), then the offsets and the lists of each body's non-zero
-    Jacobian columns: its ancestors' coordinates (itself included) and those they are measured from."""
-    joints = _joint_list(params, n)
+    """The space's quaternion list, the number of joints, each joint's (type, parent, measured_from, first
+    coordinate), then the offsets and the lists of each body's non-zero Jacobian columns: its ancestors'
+    speeds (itself included) and the coordinates they are measured from."""
+    joints = _joint_list(params)
+    firsts = _first_coordinates(joints)
     columns = []
-    for i in range(n):
+    for i in range(len(joints)):
         found, k = set(), i
         while k >= 0:
-            found |= {k} | ({joints[k][2]} if joints[k][2] >= 0 else set())
-            k = joints[k][1]
+            kind, parent, reference, _ = joints[k]
+            found |= set(range(firsts[k], firsts[k] + JOINT_SPEEDS[kind])) | ({reference} if reference >= 0 else set())
+            k = parent
         columns.append(sorted(found))
     offsets = np.cumsum([0] + [len(c) for c in columns])
-    return np.array([n] + [entry for joint in joints for entry in joint[:3]] + list(offsets)
+    quaternions = [row for row, _ in _quaternions(params)]
+    return np.array([len(quaternions)] + quaternions + [len(joints)]
+                    + [entry for j, joint in enumerate(joints) for entry in joint[:3] + (firsts[j],)] + list(offsets)
                     + [c for body in columns for c in body], np.int64)
 
 
 def _coefficients(params: dict, n: int) -> np.ndarray:
-    """(members, 3 + JOINT_ROWS n): gravity, then each joint's rows (see :mod:`kernels.systems.kane`)."""
+    """(members, 3 + JOINT_ROWS × joints): gravity, then each joint's rows (see :mod:`kernels.systems.kane`)."""
     members = params["g"].shape[0]
-    coef = np.zeros((members, GRAVITY_ROWS + JOINT_ROWS * n))
-    joints = coef[:, GRAVITY_ROWS:].reshape(members, n, JOINT_ROWS)
+    count = _joint_count(params)
+    coef = np.zeros((members, GRAVITY_ROWS + JOINT_ROWS * count))
+    joints = coef[:, GRAVITY_ROWS:].reshape(members, count, JOINT_ROWS)
     if params["model"] == "n_link_pendulum_on_cart":
         coef[:, 1] = -params["g"]
         links = params["l"]
@@ -132,11 +173,12 @@ def _coefficients(params: dict, n: int) -> np.ndarray:
         joints[:, 1:, COM + 1] = links
     else:
         coef[:, :3] = params["g"][:, np.newaxis] * params["gravity_direction"]
-        joints[:, :, AXIS:AXIS + 3] = params["axis"] / np.linalg.norm(params["axis"], axis=-1, keepdims=True)
+        lengths = np.linalg.norm(params["axis"], axis=-1, keepdims=True)
+        joints[:, :, AXIS:AXIS + 3] = params["axis"] / np.where(lengths > 0, lengths, 1.0)
         joints[:, :, ORIGIN:ORIGIN + 3] = params["origin"]
         joints[:, :, MASS] = params["mass"]
         joints[:, :, COM:COM + 3] = params["com"]
-        joints[:, :, INERTIA:INERTIA + 9] = params["inertia"].reshape(members, n, 9)
+        joints[:, :, INERTIA:INERTIA + 9] = params["inertia"].reshape(members, count, 9)
     for name, row in (("joint_force", FORCE), ("stiffness", STIFFNESS), ("rest", REST), ("damping", DAMPING)):
         joints[:, :, row] = params[name]
     return coef
@@ -149,20 +191,31 @@ def _first_joint(bad: np.ndarray) -> int:
 
 def _check(params: dict) -> None:
     if params["model"] == "tree":
+        joints = params["joints"]
+        single = np.array([kind <= PRISMATIC for kind, *_ in joints])
         lengths = np.linalg.norm(params["axis"], axis=-1)
-        if np.any(lengths == 0):
-            j = _first_joint(lengths == 0)
-            raise InvalidInput(f"axis[{j}]", f"joint {j} ({params['joints'][j][3]}) needs a non-zero axis direction")
+        if np.any((lengths == 0) & single):
+            j = _first_joint((lengths == 0) & single)
+            raise InvalidInput(f"axis[{j}]", f"joint {j} ({joints[j][3]}) needs a non-zero axis direction")
         inertia = params["inertia"]
         asymmetric = ~np.isclose(inertia, np.swapaxes(inertia, -1, -2), rtol=1e-12, atol=0).all(axis=(-2, -1))
         indefinite = np.linalg.eigvalsh(0.5 * (inertia + np.swapaxes(inertia, -1, -2)))[..., 0] < 0
         if np.any(asymmetric | indefinite):
             j = _first_joint(asymmetric | indefinite)
-            raise InvalidInput(f"inertia[{j}]", f"body {j} ({params['joints'][j][3]}): the inertia about its centre "
+            raise InvalidInput(f"inertia[{j}]", f"body {j} ({joints[j][3]}): the inertia about its centre "
                                "of mass must be symmetric positive semi-definite (kg·m²)")
+        for name in ("joint_force", "stiffness", "damping"):
+            loaded = (params[name] != 0) & ~single
+            if np.any(loaded):
+                j = _first_joint(loaded)
+                raise InvalidInput(f"{name}[{j}]", f"joint {j} ({joints[j][3]}) is {_TYPE_NAMES[joints[j][0]]}: "
+                                   "joint loads act on revolute and prismatic joints only; give 0 there")
     elif np.shape(params["m"])[-1] != np.shape(params["l"])[-1]:
         raise InvalidInput("l", f"needs one length per link mass m ({np.shape(params['m'])[-1]}), got "
                            f"{np.shape(params['l'])[-1]}")
+
+
+_TYPE_NAMES = {code: name for name, code in JOINT_TYPES.items()}
 
 
 def _n_link_preset() -> Preset:
@@ -171,6 +224,55 @@ def _n_link_preset() -> Preset:
                   "links at 90° and 170° from upright (a chaotic double pendulum on a free cart)",
                   {"model": "n_link_pendulum_on_cart", "cart_mass": 1.0, "m": (1.0, 1.0), "l": (1.0, 1.0), "g": 9.81},
                   {"q": (0.0, 0.5 * np.pi, np.pi - 0.17453292519943295), "u": (0.0, 0.0, 0.0)})
+
+
+def _axis_quaternion(axis, angle: float) -> tuple:
+    """The unit quaternion (x, y, z, w) of a turn by ``angle`` (rad) about ``axis``."""
+    axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    return tuple(np.sin(0.5 * angle) * axis) + (np.cos(0.5 * angle),)
+
+
+def _spherical_chain_preset() -> Preset:
+    """Three rods on ball joints hanging from the ground, tilted and spinning."""
+    mass, length, radius = 1.0, 1.0, 0.05
+    across, along = mass * (3 * radius ** 2 + length ** 2) / 12, 0.5 * mass * radius ** 2
+    tilts = (((1.0, 0.0, 0.0), 1.0), ((0.0, 1.0, 0.0), 0.6), ((1.0, 1.0, 0.0), -0.8))
+    rates = ((0.0, 0.5, 3.0), (1.0, 0.0, -2.0), (0.0, -1.0, 4.0))
+    return Preset("three uniform rods (1 kg, 1 m long, 5 cm radius) hanging from ball joints at their ends, each "
+                  "tilted by up to 1 rad and spinning about its own axis at 2 to 4 rad/s; gravity 9.81 m/s² along −z",
+                  {"model": "tree", "joints": [{"type": "spherical", "parent": k - 1, "name": f"ball_{k + 1}"}
+                                                for k in range(3)],
+                   "origin": [(0.0, 0.0, 0.0), (0.0, 0.0, -length), (0.0, 0.0, -length)], "mass": mass,
+                   "com": (0.0, 0.0, -0.5 * length), "inertia": np.diag([across, across, along]), "g": 9.81},
+                  {"q": sum((_axis_quaternion(axis, angle) for axis, angle in tilts), ()),
+                   "u": sum((rate + (0.0,) for rate in rates), ())})
+
+
+#: the gyroscope preset's rotor: mass (kg), spin-axis and transverse inertia (kg·m²), offset (m), spin (rad/s)
+GYROSCOPE = {"mass": 1.0, "spin_inertia": 0.02, "transverse_inertia": 0.01, "offset": 0.1, "spin": 200.0}
+
+
+def _gyroscope_preset() -> Preset:
+    """A rotor spinning in two gimbals, its axis horizontal and its centre of mass off the gimbals' centre."""
+    rotor = GYROSCOPE
+    light = 1e-4 * np.eye(3)  # the gimbals: 0.1 kg rings centred on the pivot
+    return Preset(
+        "a rotor (1 kg, spin-axis inertia I₃ = 0.02 and transverse 0.01 kg·m²) spinning at ω_s = 200 rad/s about "
+        "a horizontal axis (y) in an inner gimbal (revolute about x) inside an outer gimbal (revolute about the "
+        "vertical z), its centre of mass l = 0.1 m out along the spin axis; released with the gimbals at rest it "
+        "precesses about z at the mean rate m g l / (I₃ ω_s) = 0.245 rad/s.  That is the steady precession of the "
+        "horizontal axis; the nutation started by the release has frequency I₃ ω_s / I_⊥ ≈ 200 rad/s (I_⊥ ≈ "
+        "I₁ + m l² = 0.02 kg·m²) and an amplitude m g l I_⊥ / (I₃ ω_s)² ≈ 1.2e-3 rad, so the approximation is "
+        "better than 0.2 % here",
+        {"model": "tree",
+         "joints": [{"type": "revolute", "parent": -1, "name": "outer_gimbal"},
+                    {"type": "revolute", "parent": 0, "name": "inner_gimbal"},
+                    {"type": "revolute", "parent": 1, "name": "rotor_spin"}],
+         "axis": [(0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)], "mass": [0.1, 0.1, rotor["mass"]],
+         "com": [(0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, rotor["offset"], 0.0)],
+         "inertia": [light, light, np.diag([rotor["transverse_inertia"], rotor["spin_inertia"],
+                                            rotor["transverse_inertia"]])], "g": 9.81},
+        {"q": (0.0, 0.0, 0.0), "u": (0.0, 0.0, rotor["spin"])})
 
 
 @dataclass(frozen=True)
@@ -189,12 +291,34 @@ class MultibodyDefinition(ParameterLookup):
     #: Kane's vector field (the Runge–Kutta methods) and M(q) with ṗ = f + ∂T/∂q (the canonical midpoint)
     provides: frozenset = frozenset({"vector_field", "canonical"})
     momentum: Any = None
-    momentum_doc: str = ""
+    momentum_doc: str = ("free-floating trees (one root, on a free joint): the linear momentum across gravity and "
+                         "the angular momentum about the base origin along it")
     revision: int = 1
+    joint_count: Callable[[dict], int] = _joint_count
+
+    def momentum_map(self, params: dict):
+        """Total momentum of a free-floating tree (see ``momentum_doc``); None for a tree held by the ground."""
+        roots = [joint for joint in _joint_list(params) if joint[1] < 0]
+        return free_floating_momentum if len(roots) == 1 and roots[0][0] == FREE else None
+
+    def bound_space(self, params: dict) -> StateSpace:
+        """The generalised space with this tree's quaternions."""
+        return self.space.with_quaternions(_quaternions(params))
+
+    def provided(self, params: dict) -> frozenset:
+        """No canonical momentum p = M q̇ for a tree with quaternions (its speeds are not q̇)."""
+        return self.provides - {"canonical"} if _quaternions(params) else self.provides
 
     def dimension_labels(self, params: dict, n: int) -> dict:
-        """Labels of the state's own dims, for the store's coordinates: each joint coordinate's name."""
-        return {"coordinate": [joint[3] for joint in _joint_list(params, n)]}
+        """Labels of the state's own dims, for the store's coordinates: each joint coordinate's name; a spherical
+        joint's four rows <name>.x … <name>.w (in u: ω_x, ω_y, ω_z and the norm rate), a free joint's seven
+        <name>.px, .py, .pz (position and its rates) then the same four."""
+        labels = []
+        for kind, _, _, name in _joint_list(params):
+            turn = [f"{name}.{axis}" for axis in "xyzw"]
+            labels += ([name] if kind <= PRISMATIC else turn if kind == SPHERICAL
+                       else [f"{name}.p{axis}" for axis in "xyz"] + turn)
+        return {"coordinate": labels}
 
     @property
     def lane_functions(self) -> dict:
@@ -213,22 +337,24 @@ def _every_joint(name, shape, unit, doc, default, check="finite"):
 
 DEFINITION = MultibodyDefinition(
     name="multibody",
-    summary="a tree of rigid bodies on revolute and prismatic joints, by Kane's equations in joint coordinates",
+    summary="a tree of rigid bodies on revolute, prismatic, spherical and free joints, by Kane's equations in joint "
+            "coordinates",
     parameters=(
         Parameter("model", SCALAR, "1", f"how the tree is described: {', '.join(MODELS)}", default="tree",
                   check="structural", parse=_model),
-        Parameter("joints", SCALAR, "1", "model 'tree': one table {type = revolute|prismatic, parent, measured_from, "
-                  "name} per joint, parents first", default=None, check="structural", parse=_joints),
-        _every_joint("axis", PER_BODY_VECTOR3, "1", "joint axis in the parent's frame (normalised)", (0.0, 0.0, 1.0)),
-        _every_joint("origin", PER_BODY_VECTOR3, "m", "joint point in the parent's frame at q = 0", (0.0, 0.0, 0.0)),
-        _every_joint("mass", PER_BODY, "kg", "mass of the joint's body", 1.0, check="nonnegative"),
-        _every_joint("com", PER_BODY_VECTOR3, "m", "centre of mass from the joint point, body frame", (0.0, 0.0, 0.0)),
-        _every_joint("inertia", PER_BODY_TENSOR, "kg m2", "inertia about the centre of mass, body frame (3×3)",
+        Parameter("joints", SCALAR, "1", "model 'tree': one table {type = revolute|prismatic|spherical|free, parent, "
+                  "measured_from, name} per joint, parents first", default=None, check="structural", parse=_joints),
+        _every_joint("axis", PER_JOINT_VECTOR3, "1", "revolute or prismatic joint axis in the parent's frame "
+                     "(normalised)", (0.0, 0.0, 1.0)),
+        _every_joint("origin", PER_JOINT_VECTOR3, "m", "joint point in the parent's frame at q = 0", (0.0, 0.0, 0.0)),
+        _every_joint("mass", PER_JOINT, "kg", "mass of the joint's body", 1.0, check="nonnegative"),
+        _every_joint("com", PER_JOINT_VECTOR3, "m", "centre of mass from the joint point, body frame", (0.0, 0.0, 0.0)),
+        _every_joint("inertia", PER_JOINT_TENSOR, "kg m2", "inertia about the centre of mass, body frame (3×3)",
                      np.zeros((3, 3))),
-        _every_joint("joint_force", PER_BODY, "N or N m", "constant generalised force on the joint variable", 0.0),
-        _every_joint("stiffness", PER_BODY, "N/m or N m/rad", "spring on the joint variable", 0.0, check="nonnegative"),
-        _every_joint("rest", PER_BODY, "m or rad", "the spring's rest value", 0.0),
-        _every_joint("damping", PER_BODY, "N s/m or N m s/rad", "damper on the joint rate", 0.0, check="nonnegative"),
+        _every_joint("joint_force", PER_JOINT, "N or N m", "constant generalised force on the joint variable", 0.0),
+        _every_joint("stiffness", PER_JOINT, "N/m or N m/rad", "spring on the joint variable", 0.0, check="nonnegative"),
+        _every_joint("rest", PER_JOINT, "m or rad", "the spring's rest value", 0.0),
+        _every_joint("damping", PER_JOINT, "N s/m or N m s/rad", "damper on the joint rate", 0.0, check="nonnegative"),
         Parameter("g", SCALAR, "m/s²", "gravitational acceleration", default=9.81, check="nonnegative"),
         Parameter("gravity_direction", VECTOR3, "1", "model 'tree': direction of gravity (normalised)",
                   default=(0.0, 0.0, -1.0), check="direction"),
@@ -237,7 +363,8 @@ DEFINITION = MultibodyDefinition(
                   default=(1.0,)),
         Parameter("l", PER_LINK, "m", "model 'n_link_pendulum_on_cart': each link's length", default=(1.0,)),
     ),
-    presets={"n_link_pendulum_on_cart": _n_link_preset},
+    presets={"n_link_pendulum_on_cart": _n_link_preset, "spherical_chain_3d": _spherical_chain_preset,
+             "gyroscope": _gyroscope_preset},
     bodies=_bodies,
     coefficients=_coefficients,
     topology=_topology,
@@ -245,24 +372,55 @@ DEFINITION = MultibodyDefinition(
 )
 
 
+def free_floating_momentum(state: dict, params: dict) -> np.ndarray:
+    """(members, ..., 4): the total linear momentum P = Σ m_i ċ_i with its component along gravity removed
+    (kg·m/s, 3) and the total angular momentum about the base origin, L = Σ m_i c_i × ċ_i + R_i I_i R_iᵀ ω_i,
+    along gravity (kg·m²/s, 1), of states {"q", "u"} with leading (members, ...) axes and broadcast
+    parameters: what uniform gravity leaves conserved of a free-floating tree (internal joint loads do not
+    change it)."""
+    q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
+    n = q.shape[-1]
+    samples = int(np.prod(q.shape[1:-1], dtype=np.int64))
+    x = np.ascontiguousarray(np.concatenate([q.reshape(-1, n), u.reshape(-1, n)], axis=1).T)
+    coef = np.ascontiguousarray(np.repeat(DEFINITION.coefficients(params, n), samples, axis=0).T)
+    topology = DEFINITION.topology(params, n)
+    bodies = DEFINITION.joint_count(params)
+    joint, rotation, frames, axes = kane_work(n, x.shape[1], 0.0)[:4]
+    tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
+    omega, com, com_dot = (np.moveaxis(frames[k, :bodies], -1, 0) for k in (2, 3, 4))
+    rotations = np.moveaxis(rotation[:bodies], -1, 0).reshape(-1, bodies, 3, 3)
+    inertia = np.repeat(params["inertia"], samples, axis=0)
+    mass = np.repeat(params["mass"], samples, axis=0)[..., np.newaxis]
+    linear = np.sum(mass * com_dot, axis=1)
+    spin = np.einsum("bkij,bkjl,bkml,bkm->bki", rotations, inertia, rotations, omega)
+    angular = np.sum(np.cross(com, mass * com_dot) + spin, axis=1)
+    down = np.repeat(params["gravity_direction"], samples, axis=0)
+    across = linear - np.sum(linear * down, axis=-1, keepdims=True) * down
+    along = np.sum(angular * down, axis=-1, keepdims=True)
+    return np.concatenate([across, along], axis=-1).reshape(q.shape[:-1] + (4,))
+
+
 def tree_terms(system, state: dict, canonical: bool = False) -> dict:
     """Kane's terms of a multibody system at states {"q", "u"} (members, n), each with a leading member axis:
     ``mass`` M(q) (members, n, n; zero with ``canonical``), ``forcing`` f − h (members, n; with ``canonical``
-    f + ∂T/∂q), ``potential`` V (J), ``rotation`` R_i (members, n, 3, 3), and in
-    the base frame ``omega`` ω_i, ``com`` c_i (members, n, 3) and ``jacobians`` (members, 4, n, 3, n): J_ω, J_v,
-    J̇_ω, J̇_v (digest_003 eqs. (14)–(16), (35))."""
+    f + ∂T/∂q), ``rates`` q̇ = B(q) u (members, n), ``potential`` V (J), ``rotation`` R_i (members, bodies,
+    3, 3), and in the base frame ``omega`` ω_i, ``com`` c_i (members, bodies, 3) and ``jacobians`` (members,
+    4, bodies, 3, n): J_ω, J_v, J̇_ω, J̇_v (digest_003 eqs. (14)–(16), (35))."""
     q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
     members, n = q.shape
     x = np.ascontiguousarray(np.concatenate([q, u], axis=1).T)
     params = system.broadcast(members, n)
     coef = np.ascontiguousarray(system.definition.coefficients(params, n).T)
     topology = system.definition.topology(params, n)
+    bodies = system.definition.joint_count(params)
     work = kane_work(n, members, 0.0)
     kane_terms(x, n, coef, topology, work, CANONICAL_FORCE if canonical else ACCELERATING_FORCE)
-    joint, rotation, frames, jacobians, mass, forcing = work[:6]
-    potential = np.empty(members)
+    joint, rotation, frames, _, jacobians, mass, forcing = work[:7]
+    potential, rates = np.empty(members), np.empty((2 * n, members))
     tree_potential_into(x, n, coef, topology, joint, frames, potential)
-    return {"mass": np.moveaxis(mass, -1, 0), "forcing": forcing.T.copy(), "potential": potential,
-            "rotation": np.moveaxis(rotation, -1, 0).reshape(members, n, 3, 3),
-            "omega": np.moveaxis(frames[2], -1, 0), "com": np.moveaxis(frames[5], -1, 0),
-            "jacobians": np.moveaxis(jacobians, -1, 0)}
+    coordinate_rates_into(x, n, topology, rates)
+    return {"mass": np.moveaxis(mass, -1, 0), "forcing": forcing.T.copy(), "rates": rates[:n].T.copy(),
+            "potential": potential,
+            "rotation": np.moveaxis(rotation[:bodies], -1, 0).reshape(members, bodies, 3, 3),
+            "omega": np.moveaxis(frames[2, :bodies], -1, 0), "com": np.moveaxis(frames[3, :bodies], -1, 0),
+            "jacobians": np.moveaxis(jacobians[:, :bodies], -1, 0)}
