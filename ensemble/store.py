@@ -186,10 +186,9 @@ def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
     for sweep, values in plan.sweep_values(np.arange(members)).items():
         unit = plan.system.definition.parameter(sweep).unit
         coords[sweep] = ("member", values, {"units": unit, "long_name": f"swept parameter {sweep}"})
-    labels = getattr(plan.system.definition, "dimension_labels", None)
-    if labels is not None:  # e.g. the name of each joint coordinate of a multibody tree
-        for dim, values in labels(plan.system.params, plan.n_bodies).items():
-            coords[dim] = (dim, np.array(values, dtype=object), {"long_name": f"{dim} label"})  # UTF-8 strings
+    # labels a system gives its state's own dims, e.g. the name of each joint coordinate of a multibody tree
+    for dim, values in plan.system.definition.dimension_labels(plan.system.params, plan.n_bodies).items():
+        coords[dim] = (dim, np.array(values, dtype=object), {"long_name": f"{dim} label"})  # UTF-8 strings
     sampler = plan.space.samplers.get(plan.spec.initial)
     if sampler is not None and sampler.coordinates is not None:
         for name, (values, unit, long_name) in sampler.coordinates(np.arange(members), plan.spec.sampler).items():

@@ -59,8 +59,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
     tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}{SOURCE_HASH}"
     if inertia_kind == FLAT:
-        bindings = {**definition.lane_functions, "space_diagnostics": space.lane["diagnostics"],
-                    "space_pull_back": space.lane["pull_back"], **recipe.constants}
+        bindings = {**definition.kernel_bindings, **recipe.constants}
         templates = definition.lane_templates + recipe.helpers + FLAT_SHADOW_STAGES[shadows]
     else:
         bindings = {

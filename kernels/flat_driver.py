@@ -3,11 +3,13 @@
 A member's state is the concatenation of its space's variables, flattened (``StateSpace.flatten``);
 a block of L members is an array (rows, L), lanes innermost.  Free names bound at specialisation by
 :mod:`kernels.compile`: ``integrator_allocate(rows, n, lanes)``, ``integrator_begin(x, n, coef,
-topology, h, options, work)``, ``integrator_step(x, n, coef, topology, h, options, work, active,
-code, iterations)`` (the method), ``system_energy(x, n, coef, topology, out)`` (the system through
-its space), ``space_diagnostics(x, n, topology, out)`` and ``space_pull_back(x, shadow, n, topology,
-factor)`` (the space; ``topology`` is the system's, which some spaces read their layout from),
-``shadow_begin``/``shadow_step`` (the stages below, or nothing).  Only +, −, ×, ÷, √ (and the scalar
+topology, h, options, work)``, ``integrator_step(x, n, coef, topology, t, h, options, work, active,
+code, iterations)`` (the method; t (s) from the global step index), ``system_energy(x, n, coef, topology, out)`` (the system through
+its space), ``space_diagnostics(x, n, coef, topology, out)`` and ``space_pull_back(x, shadow, n, topology,
+factor)`` (the space's, or the system's refinement; ``topology`` is the system's, which some spaces read
+their layout from), ``system_constrain(x, n, coef, topology, moved)`` (the system's projection onto its
+own constraints after every step, setting moved[b] = 1 for each lane it changed; a no-op for most), ``shadow_begin``/``shadow_step`` (the stages below, or
+nothing).  Only +, −, ×, ÷, √ (and the scalar
 log of Benettin's sum) per member, so results are bitwise independent of block grouping.
 """
 
@@ -92,7 +94,7 @@ def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status
     lanes = x.shape[1]
     n_diagnostics = diagnostics.shape[1]
     system_energy(x, n, coef, topology, scratch[0])  # noqa: F821 (bound at specialisation)
-    space_diagnostics(x, n, topology, scratch[1:1 + n_diagnostics])  # noqa: F821
+    space_diagnostics(x, n, coef, topology, scratch[1:1 + n_diagnostics])  # noqa: F821
     for b in range(lanes):
         m = first + b
         if m >= members:
@@ -129,14 +131,19 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         shadow_work = integrator_allocate(shadow.shape[0], n, lanes)  # noqa: F821
         shadow_code = np.zeros(lanes, np.int64)
         shadow_iterations = np.zeros(lanes, np.int64)
+        moved = np.zeros(lanes)
+        system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
         integrator_begin(x, n, c, topology, h, options, work)  # noqa: F821
-        shadow_begin(shadow, n, c, topology, h, options, shadow_work)  # noqa: F821
+        shadow_begin(x, shadow, n, c, topology, h, options, shadow_work, reference, moved, scratch[-1])  # noqa: F821
         record_flat_sample(0, x, n, c, topology, first, members, lane_status, save_state, state_out, energy,
                            diagnostics, scratch)
         if tracking:
             record_log_growth_flat(0, x, shadow, first, members, log_growth, reference, log_growth_out, scratch[-1])
         for k in range(1, n_steps + 1):
-            integrator_step(x, n, c, topology, h, options, work, active, code, step_iterations)  # noqa: F821
+            # the step's start time from the global step index, so a resumed segment sees the same times
+            integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
+                            step_iterations)
+            system_constrain(x, n, c, topology, moved)  # noqa: F821
             shadow_step(step_offset + k, x, shadow, n, c, topology, h, options, shadow_work, active,  # noqa: F821
                         shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference, scratch[-1])
             check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
@@ -156,8 +163,15 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
 
 # Benettin shadow stages of the flat driver (bound as ``shadow_begin`` / ``shadow_step``).
 
-def flat_shadow_begin(shadow, n, coef, topology, h, options, work):
-    """Start the shadows' integrator (its cached state at the shadow)."""
+def flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, distance):
+    """Put the shadows on the system's constraints and start their integrator (its cached state at the
+    shadow).  A lane whose member or shadow the constraints moved (``moved``) takes its distance now as
+    its reference: the displacement's part off the constraints is gone, and is no growth."""
+    system_constrain(shadow, n, coef, topology, moved)  # noqa: F821
+    flat_distance(x, shadow, distance)
+    for b in range(x.shape[1]):
+        if moved[b] != 0.0:
+            reference[b] = distance[b]
     integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
 
 
@@ -166,7 +180,9 @@ def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, activ
     """Step the shadows with the members' integrator, forget failed ones (NaN exponent for good), and
     at every global ``step`` divisible by ``renormalise_every`` accumulate ln(d / reference) and pull
     each shadow back to distance d0 on the manifold (the space's ``pull_back``)."""
-    integrator_step(shadow, n, coef, topology, h, options, work, active, shadow_code, shadow_iterations)  # noqa: F821
+    integrator_step(shadow, n, coef, topology, (step - 1) * h, h, options, work, active, shadow_code,  # noqa: F821
+                    shadow_iterations)
+    system_constrain(shadow, n, coef, topology, distance)  # noqa: F821 (which lanes moved: not needed here)
     lanes = x.shape[1]
     for b in range(lanes):
         if shadow_code[b] != OK:
@@ -181,7 +197,7 @@ def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, activ
         integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
 
 
-def no_flat_shadow_begin(shadow, n, coef, topology, h, options, work):
+def no_flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, distance):
     """Kernels without shadows: nothing to start."""
 
 

@@ -14,8 +14,9 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int) -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
-    returns the fields of a :class:`~kernels.integrate.Trajectory`.  ``start_step`` is unused: no
-    system on a flat space declares time-dependent forces."""
+    returns the fields of a :class:`~kernels.integrate.Trajectory`.  ``start_step``: the global index of
+    the step this call continues after (its time origin start_step·dt, which time-dependent loads see; a
+    shadow's step_offset equals it)."""
     space = system.space
     n = space.body_count(state)
     x = space.flatten(state)
@@ -38,7 +39,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     }
     if shadow is None:
         shadow_in = (np.zeros((members, 0)), np.zeros(members), np.ones(members))
-        shadow_scalars = (1.0, 0, 0)
+        shadow_scalars = (1.0, 0, int(start_step))
     else:
         shadow_in = (space.flatten(shadow.state), np.asarray(shadow.log_growth, dtype=np.float64),
                      np.asarray(shadow.reference, dtype=np.float64))

@@ -260,7 +260,7 @@ SWUNG = {"q": np.array([[0.0, np.pi + 0.5, np.pi - 0.3, np.pi + 0.4, np.pi - 0.2
 
 
 def test_midpoint_keeps_the_energy_of_the_five_link_chain_where_rk4_drifts():
-    """n_link_pendulum_on_cart with 5 links, 2×10⁴ steps of h = 0.02 s (400 s; the benchmark runs 10⁶): the
+    """n_link_pendulum_on_cart with 5 links, 2×10⁴ steps of h = 0.02 s (400 s; benchmarks/midpoint_energy.py runs 10⁶): the
     midpoint's largest energy error in the last tenth is within 2× the first's (measured 0.27×: bounded),
     rk4's grows more than 5× (measured 7.5×: 0.13 → 0.99 J); Newton takes at most 8 iterations."""
     system = get_system("multibody", "n_link_pendulum_on_cart", **FIVE_LINKS)

@@ -1,11 +1,13 @@
 """Classical Runge–Kutta methods on any flat space's vector field ẋ = X(x) (e.g. Euler's equations with
 Ṙ = R Ω̂ on SO(3)ⁿ): the baselines that leave the manifold slowly, which is what comparing them with
 a structure-preserving method shows.
-Free names bound at specialisation: ``vector_field(x, n, coef, topology, dx, work)``, ``tableau_a``,
+Free names bound at specialisation: ``vector_field(x, n, coef, topology, t, dx, work)`` (t in s), ``tableau_a``,
 ``tableau_b``, ``record_flat_sample``, and for a formulation other than the space's own (``CONVERTS``, see
 :mod:`kernels.integrators.motion_formulations`) ``to_formulation(x, n, coef, y, code)`` and
 ``from_formulation(y, n, coef, x, code)``: every step converts the stored state to the formulation's
-variables, steps those with the formulation's ``vector_field`` and converts back.
+variables, steps those with the formulation's ``vector_field`` and converts back.  The adaptive driver
+applies the system's ``system_constrain`` (:mod:`kernels.flat_driver`) to each accepted step, as the
+fixed-step driver does after every step (systems with constraints have no formulations).
 """
 
 import numpy as np
@@ -35,8 +37,9 @@ def flat_rk_begin(x, n, coef, topology, h, options, work):
     pass
 
 
-def flat_rk_step(x, n, coef, topology, h, options, work, active, code, iterations):
-    """One step of the explicit Runge–Kutta method (tableau_a, tableau_b), in the formulation's variables."""
+def flat_rk_step(x, n, coef, topology, t, h, options, work, active, code, iterations):
+    """One step from time t (s) of the explicit Runge–Kutta method (tableau_a, tableau_b), in the formulation's
+    variables."""
     k, y, scratch, variables = work
     for b in range(x.shape[1]):
         code[b] = 0
@@ -48,11 +51,13 @@ def flat_rk_step(x, n, coef, topology, h, options, work, active, code, iteration
     stages = tableau_b.shape[0]  # noqa: F821
     for s in range(stages):
         y[:] = state
+        node = 0.0  # the stage's time is t + c_s h, c_s = Σ_r a_sr
         for r in range(s):
             a = tableau_a[s, r]  # noqa: F821
+            node += a
             if a != 0.0:
                 add_scaled_rows(y, k[r], h * a)
-        vector_field(y, n, coef, topology, k[s], scratch)  # noqa: F821
+        vector_field(y, n, coef, topology, t + node * h, k[s], scratch)  # noqa: F821
     for r in range(stages):
         weight = tableau_b[r]  # noqa: F821
         if weight != 0.0:
@@ -118,6 +123,8 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
         lane_failed = np.full(1, -1, np.int64)
         accepted = np.zeros(1, np.int64)
         h = carried[blk, 0]
+        moved = np.zeros(1)
+        system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
         record_flat_sample(0, x, n, c, topology, blk, members, lane_status, save_state, state_out, energy,  # noqa: F821
                            diagnostics, scratch)
         # u: the formulation's variables (the stored state itself unless CONVERTS)
@@ -126,7 +133,8 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
         if CONVERTS:  # noqa: F821
             u = np.empty((rows, 1))
             to_formulation(x, n, c, u, code)  # noqa: F821
-        vector_field(u, n, c, topology, k[0], scratch_field)  # noqa: F821
+        t_start = step_offset * dt  # the segment's time origin, from the global step index
+        vector_field(u, n, c, topology, t_start, k[0], scratch_field)  # noqa: F821
         t = 0.0
         next_sample = 1
         attempts = 0
@@ -136,15 +144,20 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
             h_step = t_end - t if last else h
             for s in range(1, 7):
                 y[:] = u
+                node = 0.0  # c_s = Σ_r a_sr, the stage's time within the step
                 for r in range(s):
                     a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
+                    node += a
                     if a != 0.0:
                         add_scaled_rows(y, k[r], h_step * a)
                 if s == 6:
                     x_new[:] = y
-                vector_field(y, n, c, topology, k[s], scratch_field)  # noqa: F821
+                    node = 1.0
+                vector_field(y, n, c, topology, t_start + t + node * h_step, k[s], scratch_field)  # noqa: F821
             error = flat_error_norm(u, x_new, k, h_step, rtol, atol)
             if error <= 1.0:
+                moved[0] = 0.0
+                system_constrain(x_new, n, c, topology, moved)  # noqa: F821
                 t_new = t_end if last else t + h_step
                 while next_sample < n_samples and next_sample * save_every * dt <= t_new:
                     t_sample = next_sample * save_every * dt
@@ -163,7 +176,9 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                     # every step starts from the stored state, as a resumed segment does (no FSAL)
                     from_formulation(u, n, c, x, code)  # noqa: F821
                     to_formulation(x, n, c, u, code)  # noqa: F821
-                    vector_field(u, n, c, topology, k[0], scratch_field)  # noqa: F821
+                    vector_field(u, n, c, topology, t_start + t_new, k[0], scratch_field)  # noqa: F821
+                elif moved[0] != 0.0:  # the projected step ends elsewhere than the last stage's point
+                    vector_field(u, n, c, topology, t_start + t_new, k[0], scratch_field)  # noqa: F821
                 else:
                     k[0] = k[6]
                 t = t_new

@@ -179,7 +179,7 @@ def lgvi_motion_begin(x, n, coef, topology, h, options, work):
     system_torque(x, n, coef, topology, work[0])  # noqa: F821 (bound at specialisation)
 
 
-def lgvi_motion_step(x, n, coef, topology, h, options, work, active, code, iterations):
+def lgvi_motion_step(x, n, coef, topology, t, h, options, work, active, code, iterations):
     """One step for every lane (see the module docstring); Newton runs per lane and body (scalar code),
     so a member's bits never depend on the others in its block."""
     loads, loads_next, carried, increment, A, jacobian, residual = work

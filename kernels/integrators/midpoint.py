@@ -72,7 +72,7 @@ def largest_magnitude(v):
     return largest
 
 
-def midpoint_step(x, n, coef, topology, h, options, work, active, code, iterations):
+def midpoint_step(x, n, coef, topology, t, h, options, work, active, code, iterations):
     """One implicit midpoint step of lane 0 (see the module docstring)."""
     (real_work, complex_work, middle, mass, force, residual, delta, c_middle, c_mass, c_force, c_residual, c_delta,
      momentum, jacobian) = work

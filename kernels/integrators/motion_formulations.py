@@ -102,7 +102,7 @@ def newton_euler_out(y, n, coef, x, code):
             x[second, b], x[second + 1, b], x[second + 2, b] = v0, v1, v2
 
 
-def newton_euler_field(y, n, coef, topology, dy, work):
+def newton_euler_field(y, n, coef, topology, t, dy, work):
     """Ṙ = R Ω̂, ẋ = R V, dQ̂/dt = R F, dΓ̂/dt = R τ + x × R F."""
     system_torque(y, n, coef, topology, work)  # noqa: F821 (bound at specialisation)
     for i in range(n):
@@ -143,7 +143,7 @@ def hybrid_out(y, n, coef, x, code):
             x[second, b], x[second + 1, b], x[second + 2, b] = v0, v1, v2
 
 
-def hybrid_field(y, n, coef, topology, dy, work):
+def hybrid_field(y, n, coef, topology, t, dy, work):
     """Ṙ = R Ω̂, ẋ = ḃ, 𝕄 (Ω̇, a) = (K × Ω + P × V + τ + 𝕄₁₂(Ω × V), P × Ω + F + 𝕄₂₂(Ω × V)), b̈ = R a."""
     system_torque(y, n, coef, topology, work)  # noqa: F821
     for i in range(n):
@@ -232,7 +232,7 @@ def lagrange_out(y, n, coef, x, code):
                                                                                y[first + 1, b], y[first + 2, b])
 
 
-def lagrange_field(y, n, coef, topology, dy, work):
+def lagrange_field(y, n, coef, topology, t, dy, work):
     """η̈ = E⁻¹(Ω̇ − Ė η̇), ẍ = R(V̇ + Ω × V), (Ω̇, V̇) from Kirchhoff's equations at Ω = E η̇, V = Rᵀẋ.  The loads
     read the attitude from the stored layout, so R(η) is built into ``work``'s pose rows first."""
     for i in range(n):

@@ -11,6 +11,10 @@ which is B(q) u with an invertible 4 × 4 B, ω₀ being the rate of ln |η|². 
 are (ω, 0) exactly; the exact flow keeps |η| = 1, and the ``quaternion_error`` diagnostic max ||η| − 1|
 shows what an integrator's round-off and truncation do to it.  Elsewhere the space is flat.
 
+A tree closed into loops (Pfaffian constraints A(q) q̇ = 0 from loop closures Φ(q) = 0) keeps them by its
+own projection after every step; its ``constraint_error`` max |Φ| (m) and ``constraint_rate_error``
+max |A u| (m/s) are the system's to compute (the space's own diagnostics give 0 for them: no loops).
+
 Which rows hold quaternions is the system's to say (:meth:`GeneralisedSpace.with_quaternions` for the
 Python side); the kernels read it from the start of the system's topology:
 ``topology[0]`` = Q, the number of quaternions, and ``topology[1 … Q]`` = each one's first row.
@@ -34,10 +38,12 @@ from .base import STATE_TOLERANCE, Diagnostic, StateSpace, Variable
 
 
 @lane_function
-def quaternion_error_lanes(x, n, topology, out):
-    """out[0, b] = max over the quaternions of ||η| − 1| (0 without quaternions)."""
+def quaternion_error_lanes(x, n, coef, topology, out):
+    """out[0, b] = max over the quaternions of ||η| − 1| (0 without quaternions); the constraint rows
+    out[1:] are 0: a tree with loop closures computes them itself."""
     for b in range(x.shape[1]):
-        out[0, b] = 0.0
+        for row in range(out.shape[0]):
+            out[row, b] = 0.0
         for block in range(topology[0]):
             row = topology[1 + block]
             norm = np.sqrt(x[row, b] ** 2 + x[row + 1, b] ** 2 + x[row + 2, b] ** 2 + x[row + 3, b] ** 2)
@@ -146,7 +152,11 @@ GENERALISED = GeneralisedSpace(
         Variable("u", lambda n: (n,), ("coordinate",), "rad/s or m/s", "generalised speeds (the angles' and "
                  "travels' rates; a spherical joint's body angular velocity)"),
     ),
-    diagnostics=(Diagnostic("quaternion_error", "1", "max ||η| − 1| over the joints' unit quaternions"),),
+    diagnostics=(Diagnostic("quaternion_error", "1", "max ||η| − 1| over the joints' unit quaternions"),
+                 Diagnostic("constraint_error", "m", "max |Φ(q)| over the loop closures (closed-loop position "
+                            "error)"),
+                 Diagnostic("constraint_rate_error", "m/s", "max |A(q) u| over the loop closures (Pfaffian "
+                            "constraint error)")),
     layout="flat",
     lane={"diagnostics": quaternion_error_lanes, "pull_back": pull_back_generalised},
 )

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidInput
+from ..lanes import lane_function
 from ..spaces import SPHERE_PRODUCT, StateSpace
 
 REQUIRED = object()
@@ -114,6 +115,11 @@ class ParameterLookup:
         """The capabilities (``provides``) a system with these parameters has."""
         return self.provides
 
+    def dimension_labels(self, params: dict, n: int) -> dict:
+        """Labels of the state's own dims (dim → one label per index) for the store's coordinates; none by
+        default."""
+        return {}
+
     def momentum_map(self, params: dict):
         """The conserved momentum map (state, broadcast params) → (members, ..., k) of a system with these
         parameters, or None (see ``momentum``)."""
@@ -125,6 +131,58 @@ class ParameterLookup:
                 return p
         allowed = ", ".join(p.name for p in self.parameters)
         raise InvalidInput(name, f"unknown parameter of system {self.name!r}; allowed: {allowed}")
+
+
+@lane_function
+def no_constraint(x, n, coef, topology, moved):
+    """Systems without constraints to keep: nothing to project (see FlatSystemDefinition.kernel_bindings)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlatSystemDefinition(ParameterLookup):
+    """The physics of a system on a flat-layout space (:mod:`kernels.flat_driver`): per-member coefficients
+    and a topology, jitted lane functions and lane templates bound into the kernels by name.  It never
+    knows which integrator will step it.
+
+    ``kernel_bindings`` is everything a flat kernel binds from its system: ``lane_functions`` (the
+    system's own), ``lane_templates``, and what the system may refine of the protocol's defaults:
+    ``space_diagnostics(x, n, coef, topology, out)`` (the space's constraint diagnostics; a system whose
+    constraints the space cannot see computes them), ``space_pull_back`` (the space's), and
+    ``system_constrain(x, n, coef, topology, moved)``: the projection back onto the system's own
+    constraints that the drivers apply after every step (Hairer, Lubich & Wanner, GNI §IV.4), setting
+    moved[b] = 1 for each lane it changed; none by default."""
+
+    name: str
+    summary: str
+    parameters: tuple[Parameter, ...]
+    presets: dict[str, Callable]
+    bodies: Callable[[dict], int | None]
+    coefficients: Callable[[dict, int], np.ndarray]  # (members, P)
+    space: StateSpace
+    provides: frozenset
+    check: Callable[[dict], None] | None = None
+    #: conserved momentum map (members, ..., k) of a state dict with leading axes and broadcast parameters
+    momentum: Callable[[dict, dict], np.ndarray] | None = None
+    momentum_doc: str = ""
+    #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores
+    #: record it and a resume across revisions says so
+    revision: int = 1
+
+    def topology(self, params: dict, n: int) -> np.ndarray:
+        return np.zeros(1, np.int64)
+
+    @property
+    def lane_functions(self) -> dict:  # pragma: no cover - every flat system overrides it
+        raise NotImplementedError
+
+    @property
+    def lane_templates(self) -> tuple:  # pragma: no cover - every flat system overrides it
+        raise NotImplementedError
+
+    @property
+    def kernel_bindings(self) -> dict:
+        return {"space_diagnostics": self.space.lane["diagnostics"], "space_pull_back": self.space.lane["pull_back"],
+                "system_constrain": no_constraint, **self.lane_functions}
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ speed (the quaternion's norm rate, 0) gets u̇ = 0 from a unit entry on M's diag
 A one-degree-of-freedom joint's variable is θ_k = q_k − q_{r(k)} for a joint "measured from" coordinate
 r(k) (absolute angles of a planar chain, as in sympy's ``n_link_pendulum_on_cart``), else θ_k = q_k; its
 columns then go to q_k with +1 and to q_{r(k)} with −1.  Its loads are generalised forces on θ_k: a
-constant F_k, a spring −K_k (θ_k − θ_rest,k) and a damper −D_k θ̇_k.  u̇ = M⁻¹(f − h) by a Cholesky
+constant F_k, a periodic A_k sin(ν_k t + φ_k), a spring −K_k (θ_k − θ_rest,k) and a damper −D_k θ̇_k.  u̇ = M⁻¹(f − h) by a Cholesky
 factorisation in lanes.  The same code runs on complex numbers (complex-step derivatives for the Jacobian
 of the implicit ``midpoint``: every operation is analytic).  Cost per evaluation O(n³) per member (n bodies
 × n² entries of M), fine for n ≤ 20.
@@ -34,7 +34,7 @@ Coefficient rows (per member): g times the direction of gravity (3, m/s², base 
 joint j: its axis (unit, in the parent's frame; one-degree-of-freedom joints), its origin (the joint point
 in the parent's frame at q = 0, m), the body's mass (kg), its centre of mass (from the joint point, body
 frame, m), its inertia about the centre of mass (body frame, row-major, kg·m²), and the joint's F, K,
-θ_rest, D.  Topology: the space's header (Q, then the first row of each of the Q quaternions), then the
+θ_rest, D, A, ν, φ.  Topology: the space's header (Q, then the first row of each of the Q quaternions), then the
 number of joints, each joint's (type, parent, measured-from, first coordinate) (−1: the ground / none;
 parents precede children), then offsets into the list that follows of each body's non-zero Jacobian
 columns (ascending).
@@ -44,7 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lanes import cholesky_solve_in_lanes, cross3, lane_function
+from ..lanes import cholesky_solve_in_lanes, cross3, lane_function, solve_pivoted_in_lanes
+from ..spaces.generalised import quaternion_error_lanes
 
 REVOLUTE, PRISMATIC, SPHERICAL, FREE = 0, 1, 2, 3
 #: coordinates (rows of q, and of u) each joint type takes, and of them the speeds that move it (the
@@ -56,9 +57,16 @@ MASS_ONLY, ACCELERATING_FORCE, CANONICAL_FORCE = 0, 1, 2
 JOINT_TYPES = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "spherical": SPHERICAL, "free": FREE}
 GRAVITY_ROWS = 3
 AXIS, ORIGIN, MASS, COM, INERTIA, FORCE, STIFFNESS, REST, DAMPING = 0, 3, 6, 7, 10, 19, 20, 21, 22
-JOINT_ROWS = 23
+AMPLITUDE, FREQUENCY, PHASE = 23, 24, 25
+JOINT_ROWS = 26
 #: the topology entries of one joint: type, parent, measured-from, first coordinate
 JOINT_ENTRIES = 4
+#: coefficient rows of a loop closure: its two points (each in its body's frame, m) and up to three
+#: base-frame directions along which they coincide
+CLOSURE_ROWS = 15
+#: a loop closure is kept to within this (m; and its rate, m/s) by at most CLOSURE_ITERATIONS Gauss–Newton
+#: steps after every step
+CLOSURE_TOLERANCE, CLOSURE_ITERATIONS = 1e-12, 10
 
 
 @lane_function
@@ -291,7 +299,7 @@ def body_columns(topology, h, joints, i):
 
 
 @lane_function
-def kane_terms(x, n, coef, topology, work, forces):
+def kane_terms(x, n, coef, topology, t, work, forces):
     """M(q) (eq. (35)) into work[5] (not with CANONICAL_FORCE, whose callers already hold M) and into work[6]
     by ``forces``: ACCELERATING_FORCE f − h (eqs. (27), (28), (35)), or CANONICAL_FORCE f + ∂T/∂q, the rate
     of the canonical momentum p = M q̇ (Lagrange's equations (12): ṗ = ∂T/∂q + f; trees without
@@ -394,6 +402,8 @@ def kane_terms(x, n, coef, topology, work, forces):
             for b in range(lanes):
                 tau = (coef[k + FORCE, b] - coef[k + STIFFNESS, b] * (joint[0, first, b] - coef[k + REST, b])
                        - coef[k + DAMPING, b] * joint[1, first, b])
+                if coef[k + AMPLITUDE, b] != 0.0:
+                    tau += coef[k + AMPLITUDE, b] * np.sin(coef[k + FREQUENCY, b] * t + coef[k + PHASE, b])
                 rhs[first, b] += tau
                 if reference >= 0:
                     rhs[reference, b] -= tau
@@ -437,12 +447,243 @@ def coordinate_rates_into(x, n, topology, dx):
             dx[row + 3, b] = 0.5 * (w * o3 - (e0 * o0 + e1 * o1 + e2 * o2))
 
 
+# ------------------------------------------------------------------- loop closures (Pfaffian constraints)
+
+@lane_function
+def closure_header(topology):
+    """(start, closures, rows): where the closure list starts in the topology, the number of loop closures
+    and their constraint rows in all."""
+    h, joints = tree_header(topology)
+    offsets = h + 1 + JOINT_ENTRIES * joints
+    start = offsets + joints + 1 + topology[offsets + joints]
+    return start, topology[start], topology[start + 1]
+
+
+@lane_function
+def closure_row(topology, k):
+    """First coefficient row of closure k (after the joints' rows)."""
+    h, joints = tree_header(topology)
+    return GRAVITY_ROWS + JOINT_ROWS * joints + CLOSURE_ROWS * k
+
+
+@lane_function
+def body_point(rotation, frames, i, r0, r1, r2, b):
+    """Position and velocity (base frame) of the point r of body i (its frame, from its frame origin); the
+    ground's (i = −1) point r is fixed in the base frame."""
+    if i < 0:
+        return r0, r1, r2, 0.0, 0.0, 0.0
+    g0 = rotation[i, 0, b] * r0 + rotation[i, 1, b] * r1 + rotation[i, 2, b] * r2
+    g1 = rotation[i, 3, b] * r0 + rotation[i, 4, b] * r1 + rotation[i, 5, b] * r2
+    g2 = rotation[i, 6, b] * r0 + rotation[i, 7, b] * r1 + rotation[i, 8, b] * r2
+    w0, w1, w2 = cross3(frames[2, i, 0, b], frames[2, i, 1, b], frames[2, i, 2, b], g0, g1, g2)
+    return (frames[0, i, 0, b] + g0, frames[0, i, 1, b] + g1, frames[0, i, 2, b] + g2,
+            frames[1, i, 0, b] + w0, frames[1, i, 1, b] + w1, frames[1, i, 2, b] + w2)
+
+
+@lane_function
+def add_point_constraint(x, n, topology, frames, axes, i, b, p, v, d, sign, jacobian, row):
+    """jacobian[row, c, b] += sign d·∂ṗ/∂u_c for every speed c that moves the point p (velocity v) of body i
+    (the J_v columns of digest §5 with c_i replaced by p); returns sign d·J̇_P u, the point's acceleration
+    along d at u̇ = 0."""
+    h, joints = tree_header(topology)
+    pos, vel = frames[0], frames[1]
+    bias = 0.0
+    k = i
+    while k >= 0:
+        kind, parent, reference, first = joint_entries(topology, h, k)
+        for s in range(speed_count(kind)):
+            c = first + s
+            z0, z1, z2 = axes[0, c, 0, b], axes[0, c, 1, b], axes[0, c, 2, b]
+            y0, y1, y2 = axes[1, c, 0, b], axes[1, c, 1, b], axes[1, c, 2, b]
+            if kind == PRISMATIC or (kind == FREE and s < 3):
+                col0, col1, col2, rate0, rate1, rate2 = z0, z1, z2, y0, y1, y2
+            else:
+                l0, l1, l2 = p[0] - pos[k, 0, b], p[1] - pos[k, 1, b], p[2] - pos[k, 2, b]
+                col0, col1, col2 = cross3(z0, z1, z2, l0, l1, l2)
+                a0, a1, a2 = cross3(y0, y1, y2, l0, l1, l2)
+                e0, e1, e2 = cross3(z0, z1, z2, v[0] - vel[k, 0, b], v[1] - vel[k, 1, b], v[2] - vel[k, 2, b])
+                rate0, rate1, rate2 = a0 + e0, a1 + e1, a2 + e2
+            value = sign * (d[0] * col0 + d[1] * col1 + d[2] * col2)
+            speed = x[n + c, b]
+            jacobian[row, c, b] += value
+            if reference >= 0:
+                jacobian[row, reference, b] -= value
+                speed -= x[n + reference, b]
+            bias += sign * (d[0] * rate0 + d[1] * rate1 + d[2] * rate2) * speed
+        k = parent
+    return bias
+
+
+@lane_function
+def closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, residual, rate, bias):
+    """After tree_kinematics: for each loop closure k (point a of body a on point b of body b, along each of
+    its base-frame directions d) the constraint rows Φ = d·(p_a − p_b) (``residual``, m), A = ∂Φ/∂q
+    = d·(J_Pa − J_Pb) with respect to the speeds (``jacobian`` (rows, n, L)), A u = d·(ṗ_a − ṗ_b) (``rate``,
+    m/s) and Ȧ u = d·(J̇_Pa − J̇_Pb) u (``bias``, m/s²): the Pfaffian constraint A(q) q̇ = 0 of a closed loop
+    and its derivative A q̈ + Ȧ q̇ = 0."""
+    start, closures, rows = closure_header(topology)
+    for r in range(rows):
+        for c in range(n):
+            for b in range(x.shape[1]):
+                jacobian[r, c, b] = 0.0
+    row = 0
+    for k in range(closures):
+        body_a, body_b, count = topology[start + 2 + 3 * k], topology[start + 3 + 3 * k], topology[start + 4 + 3 * k]
+        e = closure_row(topology, k)
+        for b in range(x.shape[1]):
+            pa = body_point(rotation, frames, body_a, coef[e, b], coef[e + 1, b], coef[e + 2, b], b)
+            pb = body_point(rotation, frames, body_b, coef[e + 3, b], coef[e + 4, b], coef[e + 5, b], b)
+            for r in range(count):
+                d = (coef[e + 6 + 3 * r, b], coef[e + 7 + 3 * r, b], coef[e + 8 + 3 * r, b])
+                residual[row + r, b] = d[0] * (pa[0] - pb[0]) + d[1] * (pa[1] - pb[1]) + d[2] * (pa[2] - pb[2])
+                rate[row + r, b] = d[0] * (pa[3] - pb[3]) + d[1] * (pa[4] - pb[4]) + d[2] * (pa[5] - pb[5])
+                bias[row + r, b] = add_point_constraint(x, n, topology, frames, axes, body_a, b, pa[:3], pa[3:], d,
+                                                        1.0, jacobian, row + r)
+                if body_b >= 0:
+                    bias[row + r, b] += add_point_constraint(x, n, topology, frames, axes, body_b, b, pb[:3], pb[3:],
+                                                             d, -1.0, jacobian, row + r)
+        row += count
+
+
+@lane_function
+def closure_work(n, lanes, rows):
+    """Work of the closures' terms: A (rows, n, L), Φ, A u, Ȧ u (3, rows, L), and a (rows, rows, L) matrix."""
+    return (np.zeros((rows, n, lanes)), np.zeros((3, rows, lanes)), np.zeros((rows, rows, lanes)))
+
+
+@lane_function
+def gram_solve(jacobian, values, gram):
+    """values ← (A Aᵀ)⁻¹ values per lane (A: ``jacobian`` (rows, n, L), full row rank), by pivoted elimination."""
+    rows, n, lanes = jacobian.shape
+    for r in range(rows):
+        for s in range(rows):
+            for b in range(lanes):
+                total = 0.0
+                for c in range(n):
+                    total += jacobian[r, c, b] * jacobian[s, c, b]
+                gram[r, s, b] = total
+    solve_pivoted_in_lanes(gram, values)
+
+
+@lane_function
+def kane_constrain(x, n, coef, topology, moved):
+    """Put each lane's (q, u) back on its loop closures: Gauss–Newton steps q ← q − Aᵀ(A Aᵀ)⁻¹ Φ(q) (the least
+    change of q, u = q̇ on trees of revolute and prismatic joints) while max |Φ| > CLOSURE_TOLERANCE (m), at
+    most CLOSURE_ITERATIONS (a lane still off then gets NaN: status NON_FINITE), then u ← u − Aᵀ(A Aᵀ)⁻¹ A u
+    if max |A u| > CLOSURE_TOLERANCE (m/s).  A lane already on them is left bit for bit (so a resumed segment
+    starts where the last one ended); moved[b] = 1 for each lane changed."""
+    start, closures, rows = closure_header(topology)
+    if closures == 0:
+        return
+    lanes = x.shape[1]
+    joint, rotation, frames, axes = kane_work(n, lanes, 0.0)[:4]
+    jacobian, terms, gram = closure_work(n, lanes, rows)
+    residual, rate, bias = terms[0], terms[1], terms[2]
+    for iteration in range(CLOSURE_ITERATIONS + 1):
+        tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
+        closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, residual, rate, bias)
+        off = 0
+        for b in range(lanes):
+            error = 0.0
+            for r in range(rows):
+                error = max(error, abs(residual[r, b]))
+            if not error <= CLOSURE_TOLERANCE:  # NaN too
+                off += 1
+                if iteration == CLOSURE_ITERATIONS:
+                    for row in range(2 * n):
+                        x[row, b] = np.nan
+                    moved[b] = 1.0
+            else:
+                for r in range(rows):
+                    residual[r, b] = 0.0  # no step for this lane
+        if off == 0 or iteration == CLOSURE_ITERATIONS:
+            break
+        gram_solve(jacobian, residual, gram)
+        for b in range(lanes):
+            step = False
+            for c in range(n):
+                change = 0.0
+                for r in range(rows):
+                    change += jacobian[r, c, b] * residual[r, b]
+                if change != 0.0:
+                    x[c, b] -= change
+                    step = True
+            if step:
+                moved[b] = 1.0
+    for b in range(lanes):
+        error = 0.0
+        for r in range(rows):
+            error = max(error, abs(rate[r, b]))
+        if not error > CLOSURE_TOLERANCE:
+            for r in range(rows):
+                rate[r, b] = 0.0
+    gram_solve(jacobian, rate, gram)
+    for b in range(lanes):
+        for c in range(n):
+            change = 0.0
+            for r in range(rows):
+                change += jacobian[r, c, b] * rate[r, b]
+            if change != 0.0:
+                x[n + c, b] -= change
+                moved[b] = 1.0
+
+
+@lane_function
+def closed_loop_accelerations(x, n, coef, topology, work, rows):
+    """work[6] ← u̇ of a tree with loop closures, from [M Aᵀ; A 0] [u̇; λ] = [f − h; −Ȧ u] (M and f − h in
+    work[5], work[6]; index-1 form of the closures, whose drift kane_constrain removes after each step), by
+    pivoted elimination per lane."""
+    lanes = x.shape[1]
+    rotation, frames, axes, mass, rhs = work[1], work[2], work[3], work[5], work[6]
+    jacobian, terms, _ = closure_work(n, lanes, rows)
+    closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, terms[0], terms[1], terms[2])
+    size = n + rows
+    system = np.zeros((size, size, lanes))
+    right = np.zeros((size, lanes))
+    for b in range(lanes):
+        for a in range(n):
+            right[a, b] = rhs[a, b]
+            for c in range(n):
+                system[a, c, b] = mass[a, c, b]
+        for r in range(rows):
+            right[n + r, b] = -terms[2, r, b]
+            for c in range(n):
+                system[n + r, c, b] = jacobian[r, c, b]
+                system[c, n + r, b] = jacobian[r, c, b]
+    solve_pivoted_in_lanes(system, right)
+    for a in range(n):
+        for b in range(lanes):
+            rhs[a, b] = right[a, b]
+
+
+@lane_function
+def tree_diagnostics(x, n, coef, topology, out):
+    """The generalised space's diagnostics of a tree (see :mod:`kernels.spaces.generalised`): quaternion_error,
+    and of its loop closures constraint_error = max |Φ| (m) and constraint_rate_error = max |A u| (m/s)."""
+    quaternion_error_lanes(x, n, coef, topology, out)
+    start, closures, rows = closure_header(topology)
+    lanes = x.shape[1]
+    for b in range(lanes):
+        out[1, b] = 0.0
+        out[2, b] = 0.0
+    if closures == 0:
+        return
+    joint, rotation, frames, axes = kane_work(n, lanes, 0.0)[:4]
+    jacobian, terms, _ = closure_work(n, lanes, rows)
+    tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
+    closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, terms[0], terms[1], terms[2])
+    for b in range(lanes):
+        for r in range(rows):
+            out[1, b] = max(out[1, b], abs(terms[0, r, b]))
+            out[2, b] = max(out[2, b], abs(terms[1, r, b]))
+
+
 # ------------------------------------------------------------------------ lane templates (bound per system)
 
 def kane_energy(x, n, coef, topology, out):
     """E = ½ uᵀ M(q) u + V(q) (J) per lane."""
     work = kane_work(n, x.shape[1], 0.0)
-    kane_terms(x, n, coef, topology, work, MASS_ONLY)
+    kane_terms(x, n, coef, topology, 0.0, work, MASS_ONLY)
     tree_potential_into(x, n, coef, topology, work[0], work[2], out)
     mass = work[5]
     for b in range(x.shape[1]):
@@ -455,12 +696,16 @@ def kane_energy(x, n, coef, topology, out):
         out[b] += 0.5 * kinetic
 
 
-def kane_vector_field(x, n, coef, topology, dx, scratch):
-    """dx = (B(q) u, M⁻¹(f − h)): Kane's equations (34) solved for the accelerations."""
+def kane_vector_field(x, n, coef, topology, t, dx, scratch):
+    """dx = (B(q) u, M⁻¹(f − h)) at time t (s): Kane's equations (34) solved for the accelerations."""
     work = kane_work(n, x.shape[1], 0.0)
-    kane_terms(x, n, coef, topology, work, ACCELERATING_FORCE)
+    kane_terms(x, n, coef, topology, t, work, ACCELERATING_FORCE)
     rhs = work[6]
-    cholesky_solve_in_lanes(work[5], rhs)
+    start, closures, rows = closure_header(topology)
+    if closures == 0:
+        cholesky_solve_in_lanes(work[5], rhs)
+    else:
+        closed_loop_accelerations(x, n, coef, topology, work, rows)
     coordinate_rates_into(x, n, topology, dx)
     for a in range(n):
         for b in range(x.shape[1]):
@@ -470,12 +715,13 @@ def kane_vector_field(x, n, coef, topology, dx, scratch):
 @lane_function
 def kane_mass_into(x, n, coef, topology, work, out):
     """out (n, n, L) ← M(q) at the coordinates of x (its speeds are not used)."""
-    kane_terms(x, n, coef, topology, work, MASS_ONLY)
+    kane_terms(x, n, coef, topology, 0.0, work, MASS_ONLY)
     out[:] = work[5]
 
 
 @lane_function
 def kane_canonical_force_into(x, n, coef, topology, work, out):
-    """out (n, L) ← ṗ = f + ∂T/∂q at (q, u) of x (see kane_terms)."""
-    kane_terms(x, n, coef, topology, work, CANONICAL_FORCE)
+    """out (n, L) ← ṗ = f + ∂T/∂q at (q, u) of x (see kane_terms; autonomous loads only: the midpoint does not
+    step periodically driven trees)."""
+    kane_terms(x, n, coef, topology, 0.0, work, CANONICAL_FORCE)
     out[:] = work[6]

@@ -212,7 +212,7 @@ def kirchhoff_energy(x, n, coef, topology, out):
             out[b] += 0.5 * (z0 * k0 + z1 * k1 + z2 * k2 + z3 * p0 + z4 * p1 + z5 * p2)
 
 
-def kirchhoff_vector_field(x, n, coef, topology, dx, work):
+def kirchhoff_vector_field(x, n, coef, topology, t, dx, work):
     """dx = (R Ω̂, R V, 𝕄⁻¹(K × Ω + P × V + τ, P × Ω + F)), (K, P) = 𝕄(Ω, V): Kirchhoff's equations;
     ``system_torque`` (the loads) is bound at specialisation and writes into ``work`` (6n rows)."""
     system_torque(x, n, coef, topology, work)  # noqa: F821

@@ -32,19 +32,21 @@ spherical and free joints only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from ..errors import InvalidInput
 from ..spaces.generalised import GENERALISED
 from ..spaces.base import StateSpace
-from .base import (PER_JOINT, PER_JOINT_TENSOR, PER_JOINT_VECTOR3, PER_LINK, SCALAR, VECTOR3, Parameter,
-                   ParameterLookup, Preset)
-from .kane import (ACCELERATING_FORCE, AXIS, CANONICAL_FORCE, COM, DAMPING, FORCE, FREE, GRAVITY_ROWS, INERTIA,
-                   JOINT_COORDINATES, JOINT_ROWS, JOINT_SPEEDS, JOINT_TYPES, MASS, ORIGIN, PRISMATIC, REST, REVOLUTE,
-                   SPHERICAL, STIFFNESS, kane_canonical_force_into, kane_energy, kane_mass_into, kane_terms,
-                   coordinate_rates_into, kane_vector_field, kane_work, tree_kinematics, tree_potential_into)
+from .base import (PER_JOINT, PER_JOINT_TENSOR, PER_JOINT_VECTOR3, PER_LINK, SCALAR, VECTOR3, FlatSystemDefinition,
+                   Parameter, Preset)
+from .kane import (ACCELERATING_FORCE, AMPLITUDE, AXIS, CANONICAL_FORCE, CLOSURE_ROWS, COM, DAMPING, FORCE, FREE,
+                   FREQUENCY, GRAVITY_ROWS, INERTIA, JOINT_COORDINATES, JOINT_ROWS, JOINT_SPEEDS, JOINT_TYPES, MASS,
+                   ORIGIN, PHASE, PRISMATIC, REST, REVOLUTE, SPHERICAL, STIFFNESS, closure_header, closure_terms,
+                   closure_work, coordinate_rates_into, kane_canonical_force_into, kane_constrain, kane_energy,
+                   kane_mass_into, kane_terms, kane_vector_field, kane_work, tree_diagnostics, tree_kinematics,
+                   tree_potential_into)
 
 MODELS = ("tree", "n_link_pendulum_on_cart")
 
@@ -94,6 +96,47 @@ def _joints(value) -> tuple | None:
     return tuple(joints)
 
 
+def _closures(value) -> tuple:
+    """The ``closures`` list as ((body, point, to, to_point, directions), …), refused naming the closure and key."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise InvalidInput("closures", "must be a list of tables {body, point, to, to_point, directions}")
+    closures = []
+    for k, table in enumerate(value):
+        if not hasattr(table, "get"):
+            raise InvalidInput(f"closures[{k}]", "must be a table {body, point, to, to_point, directions}")
+        unknown = set(table) - {"body", "point", "to", "to_point", "directions"}
+        if unknown:
+            raise InvalidInput(f"closures[{k}]", f"unknown keys {sorted(unknown)}; allowed: body, point, to, "
+                               "to_point, directions")
+        bodies = []
+        for key, default in (("body", None), ("to", -1)):
+            index = table.get(key, default)
+            if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < -1:
+                raise InvalidInput(f"closures[{k}].{key}", f"must be a joint (body) index, or -1 for the ground, "
+                                   f"got {index!r}")
+            bodies.append(int(index))
+        points = []
+        for key in ("point", "to_point"):
+            point = np.array(table.get(key, (0.0, 0.0, 0.0)), dtype=np.float64)
+            if point.shape != (3,) or not np.all(np.isfinite(point)):
+                raise InvalidInput(f"closures[{k}].{key}", f"must be 3 finite numbers (m), got {table.get(key)!r}")
+            points.append(point)
+        directions = np.array(table.get("directions", np.eye(3)), dtype=np.float64)
+        lengths = np.linalg.norm(directions, axis=-1) if directions.ndim == 2 else np.zeros(1)
+        if directions.ndim != 2 or directions.shape[1] != 3 or not 1 <= len(directions) <= 3 or np.any(lengths == 0) \
+                or np.linalg.matrix_rank(directions) < len(directions):
+            raise InvalidInput(f"closures[{k}].directions", "must be 1 to 3 independent base-frame directions "
+                               f"(3 numbers each), got {table.get('directions')!r}")
+        if bodies[0] == bodies[1]:
+            raise InvalidInput(f"closures[{k}].to", f"must differ from body ({bodies[0]}): a closure joins two bodies")
+        unit = directions / lengths[:, np.newaxis]
+        closures.append((bodies[0], tuple(map(float, points[0])), bodies[1], tuple(map(float, points[1])),
+                         tuple(tuple(map(float, row)) for row in unit)))  # plain numbers: stores keep them as JSON
+    return tuple(closures)
+
+
 def _chain_joints(links: int) -> tuple:
     """The cart (prismatic, along x) and its links (revolute about z, each measured from the one before)."""
     return ((PRISMATIC, -1, -1, "cart_x"),) + tuple((REVOLUTE, i - 1, i - 1 if i > 1 else -1, f"link_{i}_angle")
@@ -111,6 +154,11 @@ def _joint_list(params: dict) -> tuple:
     # measured_from names a joint; its coordinate is that joint's first
     return tuple((kind, parent, int(firsts[reference]) if reference >= 0 else -1, name)
                  for kind, parent, reference, name in joints)
+
+
+def _driven(params: dict) -> bool:
+    """Whether a periodic joint force acts in any member (then the energy is not conserved, nor momentum)."""
+    return bool(np.any(params["force_amplitude"] != 0))
 
 
 def _joint_count(params: dict) -> int:
@@ -151,17 +199,25 @@ def _topology(params: dict, n: int) -> np.ndarray:
         columns.append(sorted(found))
     offsets = np.cumsum([0] + [len(c) for c in columns])
     quaternions = [row for row, _ in _quaternions(params)]
+    closures = params["closures"]
     return np.array([len(quaternions)] + quaternions + [len(joints)]
                     + [entry for j, joint in enumerate(joints) for entry in joint[:3] + (firsts[j],)] + list(offsets)
-                    + [c for body in columns for c in body], np.int64)
+                    + [c for body in columns for c in body]
+                    + [len(closures), sum(len(closure[4]) for closure in closures)]
+                    + [entry for body, _, to, _, directions in closures for entry in (body, to, len(directions))],
+                    np.int64)
 
 
 def _coefficients(params: dict, n: int) -> np.ndarray:
     """(members, 3 + JOINT_ROWS × joints): gravity, then each joint's rows (see :mod:`kernels.systems.kane`)."""
     members = params["g"].shape[0]
     count = _joint_count(params)
-    coef = np.zeros((members, GRAVITY_ROWS + JOINT_ROWS * count))
-    joints = coef[:, GRAVITY_ROWS:].reshape(members, count, JOINT_ROWS)
+    coef = np.zeros((members, GRAVITY_ROWS + JOINT_ROWS * count + CLOSURE_ROWS * len(params["closures"])))
+    for k, (_, point, _, to_point, directions) in enumerate(params["closures"]):
+        row = GRAVITY_ROWS + JOINT_ROWS * count + CLOSURE_ROWS * k
+        values = np.concatenate([point, to_point, np.ravel(directions)])
+        coef[:, row:row + len(values)] = values
+    joints = coef[:, GRAVITY_ROWS:GRAVITY_ROWS + JOINT_ROWS * count].reshape(members, count, JOINT_ROWS)
     if params["model"] == "n_link_pendulum_on_cart":
         coef[:, 1] = -params["g"]
         links = params["l"]
@@ -179,7 +235,8 @@ def _coefficients(params: dict, n: int) -> np.ndarray:
         joints[:, :, MASS] = params["mass"]
         joints[:, :, COM:COM + 3] = params["com"]
         joints[:, :, INERTIA:INERTIA + 9] = params["inertia"].reshape(members, count, 9)
-    for name, row in (("joint_force", FORCE), ("stiffness", STIFFNESS), ("rest", REST), ("damping", DAMPING)):
+    for name, row in (("joint_force", FORCE), ("stiffness", STIFFNESS), ("rest", REST), ("damping", DAMPING),
+                      ("force_amplitude", AMPLITUDE), ("force_frequency", FREQUENCY), ("force_phase", PHASE)):
         joints[:, :, row] = params[name]
     return coef
 
@@ -204,7 +261,15 @@ def _check(params: dict) -> None:
             j = _first_joint(asymmetric | indefinite)
             raise InvalidInput(f"inertia[{j}]", f"body {j} ({joints[j][3]}): the inertia about its centre "
                                "of mass must be symmetric positive semi-definite (kg·m²)")
-        for name in ("joint_force", "stiffness", "damping"):
+        for k, (body, _, to, _, _) in enumerate(params["closures"]):
+            for key, index in (("body", body), ("to", to)):
+                if index >= len(joints):
+                    raise InvalidInput(f"closures[{k}].{key}", f"must be a joint (body) index 0 … {len(joints) - 1}, "
+                                       f"or -1 for the ground, got {index}")
+        if params["closures"] and not single.all():
+            raise InvalidInput("closures", "close loops of revolute and prismatic joints only (the projection onto "
+                               "the closures moves q along A(q)ᵀ, which needs u = q̇)")
+        for name in ("joint_force", "stiffness", "damping", "force_amplitude"):
             loaded = (params[name] != 0) & ~single
             if np.any(loaded):
                 j = _first_joint(loaded)
@@ -275,26 +340,66 @@ def _gyroscope_preset() -> Preset:
         {"q": (0.0, 0.0, 0.0), "u": (0.0, 0.0, rotor["spin"])})
 
 
-@dataclass(frozen=True)
-class MultibodyDefinition(ParameterLookup):
+#: the four_bar preset's links (m): crank a, coupler b, rocker c, ground d (a Grashof crank–rocker), its bars'
+#: mass per length (kg/m), and the crank's angle (rad) and rate (rad/s) at release
+FOUR_BAR = {"crank": 1.0, "coupler": 3.0, "rocker": 2.5, "ground": 3.0, "density": 1.0, "angle": 1.0, "rate": 12.0}
+
+
+def four_bar_closure(crank: float, coupler: float, rocker: float, ground: float, angle: float, rate: float) -> tuple:
+    """(θ3, θ4, ω3, ω4): the coupler's and rocker's absolute angles (rad, from the ground line) and rates of the
+    open assembly of a four-bar with the crank at ``angle`` turning at ``rate`` (triangle B C D by the law of
+    cosines; velocities from the loop's two velocity equations)."""
+    bx, by = crank * np.cos(angle), crank * np.sin(angle)
+    reach = np.hypot(ground - bx, by)
+    rocker_angle = np.arctan2(by, bx - ground) - np.arccos((rocker ** 2 + reach ** 2 - coupler ** 2)
+                                                           / (2 * rocker * reach))
+    cx, cy = ground + rocker * np.cos(rocker_angle), rocker * np.sin(rocker_angle)
+    coupler_angle = np.arctan2(cy - by, cx - bx)
+    normal = lambda theta: np.array([-np.sin(theta), np.cos(theta)])  # noqa: E731
+    rates = np.linalg.solve(np.column_stack([coupler * normal(coupler_angle), -rocker * normal(rocker_angle)]),
+                            -crank * rate * normal(angle))
+    return coupler_angle, rocker_angle, rates[0], rates[1]
+
+
+def _four_bar_preset() -> Preset:
+    """A crank–rocker four-bar in a vertical plane, the crank thrown round at 12 rad/s."""
+    bar = FOUR_BAR
+    lengths = np.array([bar["crank"], bar["coupler"], bar["rocker"]])
+    masses, radius = bar["density"] * lengths, 0.02
+    across = masses * lengths ** 2 / 12
+    coupler_angle, rocker_angle, coupler_rate, rocker_rate = four_bar_closure(
+        bar["crank"], bar["coupler"], bar["rocker"], bar["ground"], bar["angle"], bar["rate"])
+    return Preset(
+        "a Grashof crank–rocker four-bar in the vertical x–y plane: ground pivots 3 m apart on x, crank 1 m, "
+        "coupler 3 m, rocker 2.5 m, uniform bars of 1 kg/m (2 cm radius), gravity 9.81 m/s² along −y; "
+        "q = the crank's, coupler's and rocker's absolute angles from the ground line (the coupler's joint is "
+        "measured from the crank), the loop closed by the coupler's end on the rocker's end along x and y; "
+        "released at a crank angle of 1 rad turning at 12 rad/s, enough to carry it over the top",
+        {"model": "tree",
+         "joints": [{"type": "revolute", "parent": -1, "name": "crank"},
+                    {"type": "revolute", "parent": 0, "measured_from": 0, "name": "coupler"},
+                    {"type": "revolute", "parent": -1, "name": "rocker"}],
+         "closures": [{"body": 1, "point": (bar["coupler"], 0.0, 0.0), "to": 2, "to_point": (bar["rocker"], 0.0, 0.0),
+                       "directions": [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)]}],
+         "axis": (0.0, 0.0, 1.0), "origin": [(0.0, 0.0, 0.0), (bar["crank"], 0.0, 0.0), (bar["ground"], 0.0, 0.0)],
+         "mass": masses, "com": [(length / 2, 0.0, 0.0) for length in lengths],
+         "inertia": [np.diag([m * radius ** 2 / 2, a, a]) for m, a in zip(masses, across)],
+         "g": 9.81, "gravity_direction": (0.0, -1.0, 0.0)},
+        {"q": (bar["angle"], coupler_angle, rocker_angle), "u": (bar["rate"], coupler_rate, rocker_rate)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultibodyDefinition(FlatSystemDefinition):
     """The physics of a multibody tree on the generalised space (see the module docstring)."""
 
-    name: str
-    summary: str
-    parameters: tuple[Parameter, ...]
-    presets: dict[str, Callable]
-    bodies: Callable[[dict], int | None]
-    coefficients: Callable[[dict, int], np.ndarray]
     topology: Callable[[dict, int], np.ndarray]
-    check: Callable[[dict], None] | None = None
     space: StateSpace = GENERALISED
     #: Kane's vector field (the Runge–Kutta methods) and M(q) with ṗ = f + ∂T/∂q (the canonical midpoint)
     provides: frozenset = frozenset({"vector_field", "canonical"})
-    momentum: Any = None
     momentum_doc: str = ("free-floating trees (one root, on a free joint): the linear momentum across gravity and "
                          "the angular momentum about the base origin along it")
-    revision: int = 1
     joint_count: Callable[[dict], int] = _joint_count
+    forced: Callable[[dict], bool] = _driven
 
     def momentum_map(self, params: dict):
         """Total momentum of a free-floating tree (see ``momentum_doc``); None for a tree held by the ground."""
@@ -306,8 +411,12 @@ class MultibodyDefinition(ParameterLookup):
         return self.space.with_quaternions(_quaternions(params))
 
     def provided(self, params: dict) -> frozenset:
-        """No canonical momentum p = M q̇ for a tree with quaternions (its speeds are not q̇)."""
-        return self.provides - {"canonical"} if _quaternions(params) else self.provides
+        """No canonical midpoint for a tree with quaternions (its speeds are not q̇, so p = M u is not canonical),
+        closed into loops (its constraint forces and projection are not in the midpoint's equations) or driven
+        periodically (the midpoint's canonical force is autonomous)."""
+        if _quaternions(params) or params["closures"] or _driven(params):
+            return self.provides - {"canonical"}
+        return self.provides
 
     def dimension_labels(self, params: dict, n: int) -> dict:
         """Labels of the state's own dims, for the store's coordinates: each joint coordinate's name; a spherical
@@ -323,7 +432,8 @@ class MultibodyDefinition(ParameterLookup):
     @property
     def lane_functions(self) -> dict:
         return {"system_work": kane_work, "system_mass_into": kane_mass_into,
-                "system_canonical_force_into": kane_canonical_force_into}
+                "system_canonical_force_into": kane_canonical_force_into, "space_diagnostics": tree_diagnostics,
+                "system_constrain": kane_constrain}
 
     @property
     def lane_templates(self) -> tuple:
@@ -344,6 +454,10 @@ DEFINITION = MultibodyDefinition(
                   check="structural", parse=_model),
         Parameter("joints", SCALAR, "1", "model 'tree': one table {type = revolute|prismatic|spherical|free, parent, "
                   "measured_from, name} per joint, parents first", default=None, check="structural", parse=_joints),
+        Parameter("closures", SCALAR, "1", "model 'tree': loop closures, one table {body, point (body frame, m), "
+                  "to (a body, or -1 the ground), to_point (its frame, m), directions (base frame; default x, y, z)} "
+                  "each: the two points coincide along the directions", default=None, check="structural",
+                  parse=_closures),
         _every_joint("axis", PER_JOINT_VECTOR3, "1", "revolute or prismatic joint axis in the parent's frame "
                      "(normalised)", (0.0, 0.0, 1.0)),
         _every_joint("origin", PER_JOINT_VECTOR3, "m", "joint point in the parent's frame at q = 0", (0.0, 0.0, 0.0)),
@@ -355,6 +469,10 @@ DEFINITION = MultibodyDefinition(
         _every_joint("stiffness", PER_JOINT, "N/m or N m/rad", "spring on the joint variable", 0.0, check="nonnegative"),
         _every_joint("rest", PER_JOINT, "m or rad", "the spring's rest value", 0.0),
         _every_joint("damping", PER_JOINT, "N s/m or N m s/rad", "damper on the joint rate", 0.0, check="nonnegative"),
+        _every_joint("force_amplitude", PER_JOINT, "N or N m", "amplitude A of the periodic generalised force "
+                     "A sin(ν t + φ) on the joint variable", 0.0),
+        _every_joint("force_frequency", PER_JOINT, "rad/s", "its angular frequency ν", 0.0),
+        _every_joint("force_phase", PER_JOINT, "rad", "its phase φ", 0.0),
         Parameter("g", SCALAR, "m/s²", "gravitational acceleration", default=9.81, check="nonnegative"),
         Parameter("gravity_direction", VECTOR3, "1", "model 'tree': direction of gravity (normalised)",
                   default=(0.0, 0.0, -1.0), check="direction"),
@@ -364,7 +482,7 @@ DEFINITION = MultibodyDefinition(
         Parameter("l", PER_LINK, "m", "model 'n_link_pendulum_on_cart': each link's length", default=(1.0,)),
     ),
     presets={"n_link_pendulum_on_cart": _n_link_preset, "spherical_chain_3d": _spherical_chain_preset,
-             "gyroscope": _gyroscope_preset},
+             "gyroscope": _gyroscope_preset, "four_bar": _four_bar_preset},
     bodies=_bodies,
     coefficients=_coefficients,
     topology=_topology,
@@ -400,11 +518,12 @@ def free_floating_momentum(state: dict, params: dict) -> np.ndarray:
     return np.concatenate([across, along], axis=-1).reshape(q.shape[:-1] + (4,))
 
 
-def tree_terms(system, state: dict, canonical: bool = False) -> dict:
+def tree_terms(system, state: dict, canonical: bool = False, t: float = 0.0) -> dict:
     """Kane's terms of a multibody system at states {"q", "u"} (members, n), each with a leading member axis:
     ``mass`` M(q) (members, n, n; zero with ``canonical``), ``forcing`` f − h (members, n; with ``canonical``
-    f + ∂T/∂q), ``rates`` q̇ = B(q) u (members, n), ``potential`` V (J), ``rotation`` R_i (members, bodies,
-    3, 3), and in the base frame ``omega`` ω_i, ``com`` c_i (members, bodies, 3) and ``jacobians`` (members,
+    f + ∂T/∂q; the loads at time ``t``, s), ``rates`` q̇ = B(q) u (members, n), the loop closures' ``closure_jacobian`` A (members, rows,
+    n), ``closure_residual`` Φ, ``closure_rate`` A u and ``closure_bias`` Ȧ u (members, rows), ``potential``
+    V (J), ``rotation`` R_i (members, bodies, 3, 3), and in the base frame ``omega`` ω_i, ``com`` c_i (members, bodies, 3) and ``jacobians`` (members,
     4, bodies, 3, n): J_ω, J_v, J̇_ω, J̇_v (digest_003 eqs. (14)–(16), (35))."""
     q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
     members, n = q.shape
@@ -414,12 +533,17 @@ def tree_terms(system, state: dict, canonical: bool = False) -> dict:
     topology = system.definition.topology(params, n)
     bodies = system.definition.joint_count(params)
     work = kane_work(n, members, 0.0)
-    kane_terms(x, n, coef, topology, work, CANONICAL_FORCE if canonical else ACCELERATING_FORCE)
+    kane_terms(x, n, coef, topology, t, work, CANONICAL_FORCE if canonical else ACCELERATING_FORCE)
     joint, rotation, frames, _, jacobians, mass, forcing = work[:7]
     potential, rates = np.empty(members), np.empty((2 * n, members))
     tree_potential_into(x, n, coef, topology, joint, frames, potential)
     coordinate_rates_into(x, n, topology, rates)
+    rows = closure_header(topology)[2]
+    closure, terms, _ = closure_work(n, members, rows)
+    closure_terms(x, n, coef, topology, rotation, frames, work[3], closure, terms[0], terms[1], terms[2])
     return {"mass": np.moveaxis(mass, -1, 0), "forcing": forcing.T.copy(), "rates": rates[:n].T.copy(),
+            "closure_jacobian": np.moveaxis(closure, -1, 0), "closure_residual": terms[0].T.copy(),
+            "closure_rate": terms[1].T.copy(), "closure_bias": terms[2].T.copy(),
             "potential": potential,
             "rotation": np.moveaxis(rotation[:bodies], -1, 0).reshape(members, bodies, 3, 3),
             "omega": np.moveaxis(frames[2, :bodies], -1, 0), "com": np.moveaxis(frames[3, :bodies], -1, 0),

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InvalidInput
 from ..lanes import compensated_dot6, lane_function
 from ..spaces import ROTATION, StateSpace
-from .base import Parameter, ParameterLookup
+from .base import FlatSystemDefinition, Parameter
 
 #: coefficient rows per body of the shared header: J (9), J⁻¹ (9), adj J (9), det J (1)
 HEADER = 28
@@ -165,34 +165,18 @@ def body_loads(work, i, b):
             work[6 * i + 5, b])
 
 
-@dataclass(frozen=True)
-class RigidBodyDefinition(ParameterLookup):
+@dataclass(frozen=True, kw_only=True)
+class RigidBodyDefinition(FlatSystemDefinition):
     """The physics of a rigid-body system on SO(3)ⁿ (see the module docstring)."""
 
-    name: str
-    summary: str
-    parameters: tuple[Parameter, ...]
-    presets: dict[str, Callable]
-    bodies: Callable[[dict], int | None]
     coefficients: Callable[[dict, int], np.ndarray]  # (members, P), header first
     potential: Any  # potential(x, n, coef, topology, out (L,))
     torque: Any  # torque(x, n, coef, topology, out (3n, L))
-    #: spatial momentum map (members, ..., k) of a state dict (R, Omega with leading axes) and broadcast
-    #: parameters, conserved by the exact flow: the system's symmetry
-    momentum: Callable[[dict, dict], np.ndarray] | None = None
-    momentum_doc: str = ""
-    check: Callable[[dict], None] | None = None
     space: StateSpace = ROTATION
     provides: frozenset = frozenset({"potential", "torque", "inertia", "vector_field"})
-    #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores
-    #: record it and a resume across revisions says so
-    revision: int = 1
     #: (bound name, template) of its energy and equations of motion; None: SO(3)ⁿ's, E = ½ Σ Ω·JΩ + V and
     #: Euler's equations (a body on SE(3) brings Kirchhoff's, with ``torque`` writing torque and force)
     templates: tuple | None = None
-
-    def topology(self, params, n):
-        return np.zeros(1, np.int64)
 
     @property
     def lane_functions(self) -> dict:
@@ -233,7 +217,7 @@ def rigid_energy(x, n, coef, topology, out):
             out[b] += 0.5 * (w0 * p0 + w1 * p1 + w2 * p2)
 
 
-def euler_vector_field(x, n, coef, topology, dx, work):
+def euler_vector_field(x, n, coef, topology, t, dx, work):
     """dx = (R_i Ω̂_i, J_i⁻¹(J_i Ω_i × Ω_i + M_i)): Euler's equations on SO(3)ⁿ; ``system_torque`` is bound
     at specialisation; ``work`` (3n, L) holds the torques."""
     system_torque(x, n, coef, topology, work)  # noqa: F821
