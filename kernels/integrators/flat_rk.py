@@ -1,7 +1,8 @@
 """Classical Runge–Kutta methods on any flat space's vector field ẋ = X(x) (e.g. Euler's equations with
 Ṙ = R Ω̂ on SO(3)ⁿ): the baselines that leave the manifold slowly, which is what comparing them with
 a structure-preserving method shows.
-Free names bound at specialisation: ``vector_field(x, n, coef, topology, t, dx, work)`` (t in s), ``tableau_a``,
+Free names bound at specialisation: ``vector_field(x, n, coef, topology, t, dx, work)`` (t in s) with
+``work`` from ``vector_field_work(rows, n, lanes)``, ``tableau_a``,
 ``tableau_b``, ``record_flat_sample``, and for a formulation other than the space's own (``CONVERTS``, see
 :mod:`kernels.integrators.motion_formulations`) ``to_formulation(x, n, coef, y, code)`` and
 ``from_formulation(y, n, coef, x, code)``: every step converts the stored state to the formulation's
@@ -27,10 +28,11 @@ def add_scaled_rows(target, source, scale):
 
 
 def flat_rk_allocate(rows, n, lanes):
-    """Work: stage derivatives (stages, rows, L), the stage state, the vector field's scratch and the
-    formulation's variables."""
+    """Work: stage derivatives (stages, rows, L), the stage state, the vector field's work (the system's
+    ``vector_field_work``, allocated once per block) and the formulation's variables."""
     stages = tableau_b.shape[0]  # noqa: F821
-    return np.empty((stages, rows, lanes)), np.empty((rows, lanes)), np.empty((rows, lanes)), np.empty((rows, lanes))
+    return (np.empty((stages, rows, lanes)), np.empty((rows, lanes)), vector_field_work(rows, n, lanes),  # noqa: F821
+            np.empty((rows, lanes)))
 
 
 def flat_rk_begin(x, n, coef, topology, h, options, work):
@@ -118,6 +120,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
         y = np.empty((rows, 1))
         x_new = np.empty((rows, 1))
         scratch_field = np.empty((rows, 1))
+        field_work = vector_field_work(rows, n, 1)  # noqa: F821
         scratch = np.empty((diagnostics.shape[1] + 2, 1))
         lane_status = np.zeros(1, np.int64)
         lane_failed = np.full(1, -1, np.int64)
@@ -134,7 +137,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
             u = np.empty((rows, 1))
             to_formulation(x, n, c, u, code)  # noqa: F821
         t_start = step_offset * dt  # the segment's time origin, from the global step index
-        vector_field(u, n, c, topology, t_start, k[0], scratch_field)  # noqa: F821
+        vector_field(u, n, c, topology, t_start, k[0], field_work)  # noqa: F821
         t = 0.0
         next_sample = 1
         attempts = 0
@@ -153,7 +156,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                 if s == 6:
                     x_new[:] = y
                     node = 1.0
-                vector_field(y, n, c, topology, t_start + t + node * h_step, k[s], scratch_field)  # noqa: F821
+                vector_field(y, n, c, topology, t_start + t + node * h_step, k[s], field_work)  # noqa: F821
             error = flat_error_norm(u, x_new, k, h_step, rtol, atol)
             if error <= 1.0:
                 moved[0] = 0.0
@@ -176,9 +179,9 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                     # every step starts from the stored state, as a resumed segment does (no FSAL)
                     from_formulation(u, n, c, x, code)  # noqa: F821
                     to_formulation(x, n, c, u, code)  # noqa: F821
-                    vector_field(u, n, c, topology, t_start + t_new, k[0], scratch_field)  # noqa: F821
+                    vector_field(u, n, c, topology, t_start + t_new, k[0], field_work)  # noqa: F821
                 elif moved[0] != 0.0:  # the projected step ends elsewhere than the last stage's point
-                    vector_field(u, n, c, topology, t_start + t_new, k[0], scratch_field)  # noqa: F821
+                    vector_field(u, n, c, topology, t_start + t_new, k[0], field_work)  # noqa: F821
                 else:
                     k[0] = k[6]
                 t = t_new

@@ -134,6 +134,12 @@ class ParameterLookup:
 
 
 @lane_function
+def row_scratch(rows, n, lanes):
+    """The work of a vector field that needs one scratch row per state row (rows, L)."""
+    return np.empty((rows, lanes))
+
+
+@lane_function
 def no_constraint(x, n, coef, topology, moved):
     """Systems without constraints to keep: nothing to project (see FlatSystemDefinition.kernel_bindings)."""
 
@@ -150,7 +156,9 @@ class FlatSystemDefinition(ParameterLookup):
     constraints the space cannot see computes them), ``space_pull_back`` (the space's), and
     ``system_constrain(x, n, coef, topology, moved)``: the projection back onto the system's own
     constraints that the drivers apply after every step (Hairer, Lubich & Wanner, GNI §IV.4), setting
-    moved[b] = 1 for each lane it changed; none by default."""
+    moved[b] = 1 for each lane it changed; none by default; and ``vector_field_work(rows, n, lanes)``:
+    the work its ``vector_field`` gets, allocated once per block by the methods (default: one scratch
+    row per state row)."""
 
     name: str
     summary: str
@@ -182,7 +190,7 @@ class FlatSystemDefinition(ParameterLookup):
     @property
     def kernel_bindings(self) -> dict:
         return {"space_diagnostics": self.space.lane["diagnostics"], "space_pull_back": self.space.lane["pull_back"],
-                "system_constrain": no_constraint, **self.lane_functions}
+                "system_constrain": no_constraint, "vector_field_work": row_scratch, **self.lane_functions}
 
 
 @dataclass(frozen=True)

@@ -116,15 +116,22 @@ def quaternion_rotation(x, y, z, w):
 
 
 @lane_function
+def kane_field_work(rows, n, lanes):
+    """The vector field's work: kane_work in float64, allocated once per block by the methods."""
+    return kane_work(n, lanes, 0.0)
+
+
+@lane_function
 def kane_work(n, lanes, zero):
     """Work arrays of one evaluation (lanes innermost), of ``zero``'s type (float64, or complex128 for
     complex-step derivatives), sized for n coordinates (at most n bodies): joint variables θ, θ̇ (2, n, L);
     per body R (9), and frame origin, its velocity, ω, centre of mass c and ċ (5, n, 3, L; base frame); per
     speed its axis z and ż (2, n, 3, L); Jacobians J_ω, J_v and their rates (4, n, 3, n, L); M (n, n, L);
-    a force vector (n, L); a 3×3 base-frame inertia (9, L); a body's wrench (6, L)."""
+    a force vector (n, L); a 3×3 base-frame inertia (9, L); a body's wrench (6, L); its I J_ω (3, n, L)."""
     return (np.full((2, n, lanes), zero), np.full((n, 9, lanes), zero), np.full((5, n, 3, lanes), zero),
             np.full((2, n, 3, lanes), zero), np.full((4, n, 3, n, lanes), zero), np.full((n, n, lanes), zero),
-            np.full((n, lanes), zero), np.full((9, lanes), zero), np.full((6, lanes), zero))
+            np.full((n, lanes), zero), np.full((9, lanes), zero), np.full((6, lanes), zero),
+            np.full((3, n, lanes), zero))
 
 
 @lane_function
@@ -307,7 +314,7 @@ def kane_terms(x, n, coef, topology, t, work, forces):
     (base frame: R_i(J̇_ω + [ω×]J_ω)_body = J̇_ω), so M is never differentiated.  Sums run over each body's
     non-zero columns only (a chain's body i has i + 1), lanes innermost.  Each quaternion's norm rate gets
     a unit diagonal entry of M and no force: u̇ = 0 there."""
-    joint, rotation, frames, axes, jacobians, mass, rhs, inertia, wrench = work
+    joint, rotation, frames, axes, jacobians, mass, rhs, inertia, wrench, spun = work
     lanes = x.shape[1]
     tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
     tree_jacobians(n, topology, frames, axes, jacobians)
@@ -325,17 +332,22 @@ def kane_terms(x, n, coef, topology, t, work, forces):
         lists, first, last = body_columns(topology, h, joints, i)
         world_inertia_into(coef, k, rotation, i, inertia)
         if forces != CANONICAL_FORCE:  # ṗ needs no M: its callers hold M(q) already
+            for ci in range(first, last):  # I_i J_ω once per column, then each pair of columns is two dots
+                c = topology[lists + ci]
+                for r in range(3):
+                    for b in range(lanes):
+                        spun[r, c, b] = (inertia[3 * r, b] * jw[i, 0, c, b] + inertia[3 * r + 1, b] * jw[i, 1, c, b]
+                                         + inertia[3 * r + 2, b] * jw[i, 2, c, b])
             for ai in range(first, last):
                 a = topology[lists + ai]
                 for ci in range(ai, last):
                     c = topology[lists + ci]
                     for b in range(lanes):
-                        total = coef[k + MASS, b] * (jv[i, 0, a, b] * jv[i, 0, c, b] + jv[i, 1, a, b] * jv[i, 1, c, b]
-                                                     + jv[i, 2, a, b] * jv[i, 2, c, b])
-                        for r in range(3):
-                            total += jw[i, r, a, b] * (inertia[3 * r, b] * jw[i, 0, c, b] + inertia[3 * r + 1, b]
-                                                       * jw[i, 1, c, b] + inertia[3 * r + 2, b] * jw[i, 2, c, b])
-                        mass[a, c, b] += total
+                        mass[a, c, b] += (coef[k + MASS, b] * (jv[i, 0, a, b] * jv[i, 0, c, b]
+                                                               + jv[i, 1, a, b] * jv[i, 1, c, b]
+                                                               + jv[i, 2, a, b] * jv[i, 2, c, b])
+                                          + jw[i, 0, a, b] * spun[0, c, b] + jw[i, 1, a, b] * spun[1, c, b]
+                                          + jw[i, 2, a, b] * spun[2, c, b])
         if forces == MASS_ONLY:
             continue
         # wrench[0 … 2]: what multiplies J_v, wrench[3 … 5]: what multiplies J_ω (CANONICAL: J̇_v and J̇_ω)
@@ -696,9 +708,9 @@ def kane_energy(x, n, coef, topology, out):
         out[b] += 0.5 * kinetic
 
 
-def kane_vector_field(x, n, coef, topology, t, dx, scratch):
-    """dx = (B(q) u, M⁻¹(f − h)) at time t (s): Kane's equations (34) solved for the accelerations."""
-    work = kane_work(n, x.shape[1], 0.0)
+def kane_vector_field(x, n, coef, topology, t, dx, work):
+    """dx = (B(q) u, M⁻¹(f − h)) at time t (s): Kane's equations (34) solved for the accelerations (``work``:
+    kane_field_work's)."""
     kane_terms(x, n, coef, topology, t, work, ACCELERATING_FORCE)
     rhs = work[6]
     start, closures, rows = closure_header(topology)

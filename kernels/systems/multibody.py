@@ -45,8 +45,8 @@ from .kane import (ACCELERATING_FORCE, AMPLITUDE, AXIS, CANONICAL_FORCE, CLOSURE
                    FREQUENCY, GRAVITY_ROWS, INERTIA, JOINT_COORDINATES, JOINT_ROWS, JOINT_SPEEDS, JOINT_TYPES, MASS,
                    ORIGIN, PHASE, PRISMATIC, REST, REVOLUTE, SPHERICAL, STIFFNESS, closure_header, closure_terms,
                    closure_work, coordinate_rates_into, kane_canonical_force_into, kane_constrain, kane_energy,
-                   kane_mass_into, kane_terms, kane_vector_field, kane_work, tree_diagnostics, tree_kinematics,
-                   tree_potential_into)
+                   kane_field_work, kane_mass_into, kane_terms, kane_vector_field, kane_work, tree_diagnostics,
+                   tree_kinematics, tree_potential_into)
 
 MODELS = ("tree", "n_link_pendulum_on_cart")
 
@@ -433,7 +433,7 @@ class MultibodyDefinition(FlatSystemDefinition):
     def lane_functions(self) -> dict:
         return {"system_work": kane_work, "system_mass_into": kane_mass_into,
                 "system_canonical_force_into": kane_canonical_force_into, "space_diagnostics": tree_diagnostics,
-                "system_constrain": kane_constrain}
+                "system_constrain": kane_constrain, "vector_field_work": kane_field_work}
 
     @property
     def lane_templates(self) -> tuple:
