@@ -37,6 +37,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/rigid_body.py
 	$(BIN)/python benchmarks/rigid_motion.py
 	$(BIN)/python benchmarks/multibody.py
+	$(BIN)/python benchmarks/midpoint_energy.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs

@@ -23,6 +23,7 @@ import time
 import numpy as np
 from machine import cpu_ticks, steal_since
 from scipy.integrate import solve_ivp
+from timing import armillary_rates, rates_text, wall_seconds
 
 # This script shares its name with the package it measures: keep its own folder off the import path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
@@ -31,17 +32,6 @@ from ensemble.initial import member_normals  # noqa: E402
 from kernels import get_system, integrate  # noqa: E402
 from kernels.integrate import default_threads  # noqa: E402
 from kernels.integrators.formulations import DEFAULT_FORMULATION, FORMULATIONS  # noqa: E402
-
-
-def kernel_rates(system, method, q, omega, dt, steps, repeats, **options):
-    """Member-steps per second of ``repeats`` timed calls on all cores (after one compiling call)."""
-    integrate(system, method, {"q": q[:256], "omega": omega[:256]}, dt, 10, 10, **options)  # compile / load from cache
-    rates = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        integrate(system, method, {"q": q, "omega": omega}, dt, steps, 100, outputs=("energy",), **options)
-        rates.append(len(q) * steps / (time.perf_counter() - start))
-    return rates
 
 
 def scipy_rate(system, q, omega, dt, steps, members=4):
@@ -84,10 +74,10 @@ def forcing_comparison(members, steps, repeats):
     print(f"{'method':<16}{'unforced':>14}{'forced':>14}{'cost ratio':>12}{'target':>8}{'vs q_omega':>12}")
     cases = [("vi", {})] + [("rk4", {"formulation": form})  # the default first: the others are relative to it
                             for form in sorted(FORMULATIONS, key=lambda form: form != DEFAULT_FORMULATION)]
-    default = None
+    default, state = None, {"q": q, "omega": omega}
     for method, options in cases:
-        plain = max(kernel_rates(unforced, method, q, omega, 0.01, steps, repeats, **options))
-        forced = max(kernel_rates(driven, method, q, omega, 0.01, steps, repeats, **options))
+        plain = max(armillary_rates(unforced, method, state, 0.01, steps, repeats, save_every=100, **options))
+        forced = max(armillary_rates(driven, method, state, 0.01, steps, repeats, save_every=100, **options))
         if options.get("formulation") == DEFAULT_FORMULATION:
             default = plain
         label = f"{method} {options.get('formulation', '')}"
@@ -119,11 +109,11 @@ def main():
         normals = member_normals(0, np.arange(args.members), system.space.normal_count(len(state["q"])))
         members = system.space.perturb(state, normals, 1e-3)  # as ensemble's initial = "perturb", seed 0
         q, omega = members["q"], members["omega"]
-        rates = kernel_rates(system, method, q, omega, dt, args.steps, args.repeats, **options)
+        rates = armillary_rates(system, method, members, dt, args.steps, args.repeats, save_every=100, **options)
         rate = max(rates)
         reference = scipy_rate(system, q, omega, dt, 1000)
         print(f"{label:<40}{rate:>16.3e}{reference:>12.3e}{rate / reference:>10.0f}"
-              f"{(f'{target:.0e}' if target else '-'):>10}   each {' '.join(f'{r:.2e}' for r in rates)}", flush=True)
+              f"{(f'{target:.0e}' if target else '-'):>10}   each {rates_text(rates)}", flush=True)
     encounter_comparison(args.repeats)
     forcing_comparison(args.members, args.steps, args.repeats)
     print(f"hypervisor steal over the run: {steal_since(ticks):.1%}")
@@ -142,11 +132,8 @@ def encounter_comparison(repeats, members=200, seed=7, t_end=20.0, dt=1e-3):
     cases += [(f"rk45 rtol {rtol:.0e}", "rk45", {"rtol": rtol, "atol": rtol * 1e-3}) for rtol in (1e-6, 1e-8, 1e-10)]
     for label, method, options in cases:
         integrate(system, method, start_state, dt, 10, 10, outputs=(), **options)  # compile / load from cache
-        seconds = []
-        for _ in range(repeats):
-            began = time.perf_counter()
-            run = integrate(system, method, start_state, dt, n_steps, 100, outputs=(), **options)
-            seconds.append(time.perf_counter() - began)
+        seconds, run = wall_seconds(lambda: integrate(system, method, start_state, dt, n_steps, 100, outputs=(),
+                                                      **options), repeats)
         ok = run.status == 0
         steps = run.solver_iterations[ok].mean() if method == "rk45" or options else n_steps
         total = run.solver_iterations.sum() if method == "rk45" or options else members * n_steps

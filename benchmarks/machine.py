@@ -1,7 +1,9 @@
-"""What the benchmarks read about this machine while they run: hypervisor steal and peak memory.
+"""What the benchmarks read about this machine while they run: hypervisor steal, load and peak memory.
 
 Imported by the benchmark scripts before they take their own folder off the import path.
 """
+
+import os
 
 
 def cpu_ticks() -> tuple[int, int]:
@@ -16,6 +18,19 @@ def steal_since(start: tuple[int, int]) -> float:
     """Share of all CPU time since ``start`` (a :func:`cpu_ticks` reading) that the hypervisor took."""
     steal, total = cpu_ticks()
     return (steal - start[0]) / max(1, total - start[1])
+
+
+def run_start() -> tuple[tuple[int, int], float]:
+    """(:func:`cpu_ticks`, 1-minute load average) now, for :func:`run_conditions` at the end of a run."""
+    return cpu_ticks(), os.getloadavg()[0]
+
+
+def run_conditions(start: tuple[tuple[int, int], float]) -> str:
+    """The hypervisor's steal since ``start`` (a :func:`run_start` reading) and the 1-minute load average
+    then and now (other processes on the machine slow every case), as the benchmarks' last line."""
+    ticks, load = start
+    return (f"hypervisor steal over the run: {steal_since(ticks):.1%}; "
+            f"1-min load average at start {load:.1f}, at end {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
 
 
 def reset_peak_memory() -> None:

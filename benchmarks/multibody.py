@@ -22,13 +22,13 @@ member-steps per second for every n ≤ 10, and ≥ 100× the sympy route per me
 
 import argparse
 import multiprocessing
-import os
 import sys
 import time
 
 import numpy as np
 
-from machine import cpu_ticks, steal_since
+from machine import run_conditions, run_start
+from timing import MuJoCoRollout, armillary_rates
 
 # This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
@@ -65,34 +65,29 @@ def member_states(n_coordinates: int, members: int) -> dict:
     return {"q": base + noise, "u": np.zeros((members, n_coordinates))}
 
 
+def joint_entries_of(system, n: int) -> list:
+    """(type, parent, measured-from coordinate, first coordinate) of each joint of a tree of n one-degree-of-freedom
+    joints, from the system's topology."""
+    from kernels.systems.kane import joint_entries, tree_header
+    topology = system.definition.topology(system.broadcast(1, n), n)
+    h, joints = tree_header(topology)
+    return [joint_entries(topology, h, j) for j in range(joints)]
+
+
 def relative_angles(system, q: np.ndarray) -> np.ndarray:
     """The joints' own variables θ (MuJoCo's and Pinocchio's coordinates) from ours (θ = q − q_measured_from)."""
-    topology = system.definition.topology(system.broadcast(1, q.shape[-1]), q.shape[-1])
-    references = topology[3:1 + 3 * q.shape[-1]:3]
+    references = np.array([entries[2] for entries in joint_entries_of(system, q.shape[-1])])
     return q - np.where(references >= 0, q[..., np.maximum(references, 0)], 0.0)
-
-
-def armillary_rates(system, state, dt, steps, repeats, threads) -> list[float]:
-    members = state["q"].shape[0]
-    integrate(system, "rk4", {k: v[:64] for k, v in state.items()}, dt, 2, save_every=2, outputs=(), threads=threads)
-    rates = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        integrate(system, "rk4", state, dt, steps, save_every=steps, outputs=(), threads=threads)
-        rates.append(members * steps / (time.perf_counter() - start))
-    return rates
 
 
 def joint_tables(system, n: int):
     """Per joint: (kind, parent, axis, origin, mass, com, inertia) of a bound multibody system."""
-    params = system.broadcast(1, n)
-    coefficients = system.definition.coefficients(params, n)[0]
     from kernels.systems.kane import AXIS, COM, GRAVITY_ROWS, INERTIA, JOINT_ROWS, MASS, ORIGIN
-    topology = system.definition.topology(params, n)
-    rows = coefficients[GRAVITY_ROWS:].reshape(n, JOINT_ROWS)
-    return [(topology[1 + 3 * j], topology[2 + 3 * j], rows[j, AXIS:AXIS + 3], rows[j, ORIGIN:ORIGIN + 3],
-             rows[j, MASS], rows[j, COM:COM + 3], rows[j, INERTIA:INERTIA + 9].reshape(3, 3)) for j in range(n)], \
-        coefficients[:GRAVITY_ROWS]
+    coefficients = system.definition.coefficients(system.broadcast(1, n), n)[0]
+    rows = coefficients[GRAVITY_ROWS:GRAVITY_ROWS + JOINT_ROWS * n].reshape(n, JOINT_ROWS)
+    return [(kind, parent, rows[j, AXIS:AXIS + 3], rows[j, ORIGIN:ORIGIN + 3], rows[j, MASS], rows[j, COM:COM + 3],
+             rows[j, INERTIA:INERTIA + 9].reshape(3, 3))
+            for j, (kind, parent, _, _) in enumerate(joint_entries_of(system, n))], coefficients[:GRAVITY_ROWS]
 
 
 def mujoco_xml(system, n: int, dt: float) -> str:
@@ -114,26 +109,15 @@ def mujoco_xml(system, n: int, dt: float) -> str:
 def mujoco_rates(mujoco, system, state, dt, steps, repeats, threads) -> tuple[list[float], float]:
     """MuJoCo's rollout rates, and the largest difference of member 0's joint variables after ``steps`` steps
     from Armillary's rk4 (rad or m): the two model the same chain."""
-    from mujoco import rollout
     n = state["q"].shape[1]
-    model = mujoco.MjModel.from_xml_string(mujoco_xml(system, n, dt))
-    datas = [mujoco.MjData(model) for _ in range(threads)]
-    size = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
-    qpos = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_TIME)
-    initial = np.zeros((state["q"].shape[0], size))
-    initial[:, qpos:qpos + n] = relative_angles(system, state["q"])
-    initial[:, qpos + n:qpos + 2 * n] = relative_angles(system, state["u"])
-    out = np.empty((len(initial), steps, size))
-    rollout.rollout(model, datas, initial[:64], nstep=2, state=out[:64, :2])
-    rates = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        rollout.rollout(model, datas, initial, nstep=steps, state=out)
-        rates.append(len(initial) * steps / (time.perf_counter() - start))
-    if not np.all(np.isfinite(out[:, -1])):
-        raise RuntimeError("MuJoCo rollout produced non-finite states")
+    sim = MuJoCoRollout(mujoco, mujoco_xml(system, n, dt), threads)
+    initial = np.zeros((state["q"].shape[0], sim.nstate))
+    initial[:, sim.qpos:sim.qpos + n] = relative_angles(system, state["q"])
+    initial[:, sim.qvel:sim.qvel + n] = relative_angles(system, state["u"])
+    rates = sim.rates(initial, steps, repeats)
+    theirs = sim.run(initial[:1], steps)[0, -1, sim.qpos:sim.qpos + n]
     ours = integrate(system, "rk4", {k: v[:1] for k, v in state.items()}, dt, steps, steps).final["q"]
-    return rates, float(np.abs(out[0, -1, qpos:qpos + n] - relative_angles(system, ours[0])).max())
+    return rates, float(np.abs(theirs - relative_angles(system, ours[0])).max())
 
 
 def pinocchio_rate(system, state, dt, member_steps) -> float:
@@ -220,7 +204,7 @@ def main():
     parser.add_argument("--no-mujoco", action="store_true")
     args = parser.parse_args()
     threads = args.threads or default_threads()
-    ticks, load = cpu_ticks(), os.getloadavg()[0]
+    start = run_start()
     mujoco = None
     if not args.no_mujoco:
         try:
@@ -233,7 +217,7 @@ def main():
     rows = []
     for label, system, n_coordinates, links in cases:
         state = member_states(n_coordinates, args.members)
-        ours = max(armillary_rates(system, state, args.dt, args.steps, args.repeats, threads))
+        ours = max(armillary_rates(system, "rk4", state, args.dt, args.steps, args.repeats, threads))
         theirs, difference = None, float("nan")
         if mujoco:
             rates, difference = mujoco_rates(mujoco, system, state, args.dt, args.steps, args.repeats, threads)
@@ -262,8 +246,7 @@ def main():
             factor = ours / sympy_rate
             print(f"target: {label}: >= {SYMPY_FACTOR_TARGET:.0f}x the sympy route: {factor:.0f}x "
                   f"({'met' if factor >= SYMPY_FACTOR_TARGET else 'NOT met'})")
-    print(f"hypervisor steal over the run: {steal_since(ticks):.1%}; "
-          f"1-min load average at start {load:.1f}, at end {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
+    print(run_conditions(start))
 
 
 if __name__ == "__main__":

@@ -37,13 +37,14 @@ the MuJoCo rows are skipped and say why.
 """
 
 import argparse
-import os
 import sys
-import time
 
 import numpy as np
-from machine import cpu_ticks, steal_since
+from machine import run_conditions, run_start
 from scipy.integrate import solve_ivp
+from timing import (MuJoCoRollout, add_comparison_arguments, armillary_rates, comparison_header,
+                    import_mujoco, lgvi_targets, one_member, perturbed_members, preset_energy_errors,
+                    quaternion_matrices, rates_text, relative_errors, wall_seconds)
 
 # This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
@@ -69,42 +70,6 @@ def top_energy(R, omega, top) -> np.ndarray:
     return kinetic - top["m"] * top["g"] * np.einsum("i,...ij,j->...", top["e"], R, top["c"])
 
 
-def quaternion_matrices(quat) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) of unit quaternions (..., 4) (w, x, y, z), as MuJoCo's mju_quat2Mat."""
-    q = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
-
-
-def member_states(system, members: int, seed: int = 0) -> dict:
-    """The preset's state repeated over ``members``, Ω perturbed by 1e-3 rad/s standard normals."""
-    state = {k: np.repeat(v[None], members, 0) for k, v in system.initial_state().items()}
-    state["Omega"] = state["Omega"] + 1e-3 * np.random.default_rng(seed).standard_normal(state["Omega"].shape)
-    return state
-
-
-# ------------------------------------------------------------------------------------------ Armillary
-
-def armillary_rates(system, method, state, dt, steps, repeats, threads) -> list[float]:
-    """Member-steps per second of ``repeats`` timed calls (after one compiling call of 2 steps)."""
-    integrate(system, method, state, dt, 2, save_every=2, outputs=(), threads=threads)
-    members = len(state["R"])
-    rates = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        integrate(system, method, state, dt, steps, save_every=steps, outputs=(), threads=threads)
-        rates.append(members * steps / (time.perf_counter() - start))
-    return rates
-
-
-def armillary_energy(system, method, dt, steps) -> np.ndarray:
-    """E(t) (J) of the preset's state, every step."""
-    one = {k: v[None] for k, v in system.initial_state().items()}
-    return integrate(system, method, one, dt, steps, save_every=1, outputs=()).energy[0]
-
-
 # ------------------------------------------------------------------------------------------ MuJoCo
 
 def mujoco_xml(top, dt: float, integrator: str) -> str:
@@ -126,50 +91,24 @@ def mujoco_xml(top, dt: float, integrator: str) -> str:
 </mujoco>"""
 
 
-class MuJoCoTop:
-    """The heavy top in MuJoCo with one integrator and step; rollouts of Armillary states."""
+class MuJoCoTop(MuJoCoRollout):
+    """The heavy top in MuJoCo with one integrator and step (qpos: the quaternion, 4; qvel: Ω, 3)."""
 
     def __init__(self, mujoco, top, dt: float, integrator: str, threads: int):
-        from mujoco import rollout
-        self.mujoco, self.rollout = mujoco, rollout
-        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(top, dt, integrator))
-        self.datas = [mujoco.MjData(self.model) for _ in range(threads)]
-        self.nstate = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
-        # full-physics state vector: time, then qpos (4: the quaternion), then qvel (3), then the rest
-        self.qpos = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_TIME)
-        self.qvel = self.qpos + self.model.nq
+        super().__init__(mujoco, mujoco_xml(top, dt, integrator), threads)
 
     def initial_states(self, state) -> np.ndarray:
         """(members, nstate): qpos = quaternion of R (body → world), qvel = Ω (body frame)."""
         R, omega = state["R"][:, 0], state["Omega"][:, 0]
         states = np.zeros((len(R), self.nstate))
-        for s, rotation in zip(states, R):
-            self.mujoco.mju_mat2Quat(s[self.qpos:self.qpos + 4], np.ascontiguousarray(rotation).ravel())
+        self.set_rotations(states, R, self.qpos)
         states[:, self.qvel:self.qvel + 3] = omega
         return states
-
-    def run(self, initial: np.ndarray, steps: int, out: np.ndarray | None = None) -> np.ndarray:
-        """States after each step, (members, steps, nstate)."""
-        out, _ = self.rollout.rollout(self.model, self.datas, initial, nstep=steps, state=out)
-        return out
 
     def attitude(self, states) -> tuple[np.ndarray, np.ndarray]:
         """R (..., 3, 3) and Ω (..., 3) of rollout states."""
         return (quaternion_matrices(states[..., self.qpos:self.qpos + 4]),
                 states[..., self.qvel:self.qvel + 3])
-
-    def rates(self, initial: np.ndarray, steps: int, repeats: int) -> list[float]:
-        """Member-steps per second of ``repeats`` timed rollouts into one preallocated array."""
-        out = np.empty((len(initial), steps, self.nstate))
-        self.run(initial[:64], 2, out[:64, :2])  # warm-up: thread pool, caches
-        rates = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            self.run(initial, steps, out)
-            rates.append(len(initial) * steps / (time.perf_counter() - start))
-        if not np.all(np.isfinite(out[:, -1])):
-            raise RuntimeError("MuJoCo rollout produced non-finite states")
-        return rates
 
 
 # ------------------------------------------------------------------------------------------ scipy
@@ -190,58 +129,34 @@ def euler_equations(top):
 def scipy_rate(top, state, dt, span, repeats) -> tuple[list[float], np.ndarray, int]:
     """(dt-steps of simulated time per wall second of each repeat, final y, RK45 steps taken)."""
     rhs, y0 = euler_equations(top), np.concatenate([state["R"].ravel(), state["Omega"].ravel()])
-    rates = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        solution = solve_ivp(rhs, (0.0, span), y0, method="RK45", rtol=1e-10, atol=1e-12)
-        rates.append(span / dt / (time.perf_counter() - start))
-    return rates, solution.y[:, -1], solution.t.size - 1
+    seconds, solution = wall_seconds(lambda: solve_ivp(rhs, (0.0, span), y0, method="RK45", rtol=1e-10, atol=1e-12),
+                                     repeats)
+    return [span / dt / wall for wall in seconds], solution.y[:, -1], solution.t.size - 1
 
 
 # ------------------------------------------------------------------------------------------ report
 
-def relative_errors(energy) -> tuple[float, float]:
-    """max over the run and at the end of |E(t) − E(0)|/|E(0)|."""
-    error = np.abs(energy - energy[0]) / abs(energy[0])
-    return float(error.max()), float(error[-1])
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--members", type=int, default=10_000)
-    parser.add_argument("--steps", type=int, default=1_000, help="Armillary steps per timed call")
-    parser.add_argument("--mujoco-steps", type=int, default=200, help="MuJoCo steps per timed rollout")
-    parser.add_argument("--dt", type=float, default=1e-3, help="step h (s)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls per case (the fastest counts)")
-    parser.add_argument("--threads", type=int, default=None, help="threads of Armillary and MuJoCo (default: all)")
-    parser.add_argument("--energy-steps", type=int, default=100_000, help="steps of the energy runs")
+    add_comparison_arguments(parser)
     parser.add_argument("--scipy-span", type=float, default=1.0, help="simulated time of the scipy run (s)")
     parser.add_argument("--no-mujoco", action="store_true")
     args = parser.parse_args()
     threads = args.threads or default_threads()
-    ticks, load = cpu_ticks(), os.getloadavg()[0]
+    start = run_start()
 
     system = get_system("heavy_top", "chaotic")
     top = top_parameters(system)
-    state = member_states(system, args.members)
+    state = perturbed_members(system, args.members)
     preset = system.initial_state()
-    mujoco, why_not = None, ""
-    if args.no_mujoco:
-        why_not = "--no-mujoco"
-    else:
-        try:
-            import mujoco
-        except ImportError:
-            why_not = "MuJoCo not installed (pip install mujoco, the 'bench' extra)"
-    print(f"heavy_top chaotic, {threads} threads, h = {args.dt:g} s, {args.members} members; Armillary "
-          f"{args.steps} steps, MuJoCo {args.mujoco_steps} steps per call; fastest of {args.repeats}; "
-          f"MuJoCo {mujoco.__version__ if mujoco else '-'}")
+    mujoco, why_not = import_mujoco(args.no_mujoco)
+    print(comparison_header("heavy_top chaotic", threads, args, mujoco))
 
     # same top in both codes: a short trajectory and the initial energy
     if mujoco:
         check_dt, check_steps = 1e-4, 1000
         checker = MuJoCoTop(mujoco, top, check_dt, "RK4", 1)
-        one = {k: v[None] for k, v in preset.items()}
+        one = one_member(preset)
         theirs = checker.attitude(checker.run(checker.initial_states(one), check_steps)[0])
         ours = integrate(system, "rk4", one, check_dt, check_steps, save_every=1, outputs=("R", "Omega"))
         dR = np.abs(theirs[0] - ours.R[0, 1:, 0]).max()
@@ -255,27 +170,26 @@ def main():
     rows = []  # (case, rates, energy errors)
     for method in ("lgvi", "rk4"):
         rates = armillary_rates(system, method, state, args.dt, args.steps, args.repeats, threads)
-        errors = relative_errors(armillary_energy(system, method, args.dt, args.energy_steps))
+        errors = preset_energy_errors(system, method, args.dt, args.energy_steps)
         rows.append((f"Armillary {method}", rates, errors))
-        print(f"  Armillary {method}: {' '.join(f'{r:.2e}' for r in rates)} member-steps/s", flush=True)
+        print(f"  Armillary {method}: {rates_text(rates)} member-steps/s", flush=True)
     if mujoco:
         for integrator in ("RK4", "Euler"):
             sim = MuJoCoTop(mujoco, top, args.dt, integrator, threads)
             rates = sim.rates(sim.initial_states(state), args.mujoco_steps, args.repeats)
             single = MuJoCoTop(mujoco, top, args.dt, integrator, 1)
-            one = single.initial_states({k: v[None] for k, v in preset.items()})
+            one = single.initial_states(one_member(preset))
             R, omega = single.attitude(single.run(one, args.energy_steps)[0])
             energy = np.concatenate([[top_energy(*single.attitude(one[0]), top)], top_energy(R, omega, top)])
             rows.append((f"MuJoCo {integrator} rollout", rates, relative_errors(energy)))
-            print(f"  MuJoCo {integrator}: {' '.join(f'{r:.2e}' for r in rates)} member-steps/s", flush=True)
+            print(f"  MuJoCo {integrator}: {rates_text(rates)} member-steps/s", flush=True)
     else:
         print(f"MuJoCo skipped: {why_not}")
     rates, final, taken = scipy_rate(top, preset, args.dt, args.scipy_span, args.repeats)
     span_steps = int(round(args.scipy_span / args.dt))
-    ours = integrate(system, "rk4", {k: v[None] for k, v in preset.items()}, args.dt, span_steps, span_steps,
-                     outputs=())
+    ours = integrate(system, "rk4", one_member(preset), args.dt, span_steps, span_steps, outputs=())
     rows.append(("scipy RK45 (1 member)", rates, None))
-    print(f"  scipy RK45: {' '.join(f'{r:.2e}' for r in rates)} member-steps/s; {taken} adaptive steps over "
+    print(f"  scipy RK45: {rates_text(rates)} member-steps/s; {taken} adaptive steps over "
           f"{args.scipy_span:g} s; end state vs Armillary rk4: max |ΔR| = "
           f"{np.abs(final[:9] - ours.final['R'][0, 0].ravel()).max():.1e}, max |ΔΩ| = "
           f"{np.abs(final[9:] - ours.final['Omega'][0, 0]).max():.1e} rad/s")
@@ -288,18 +202,9 @@ def main():
         ratio = f"{max(rates) / reference:.3g}" if reference else "-"
         energy = f"{errors[0]:>38.1e}{errors[1]:>12.1e}" if errors else f"{'-':>38}{'-':>12}"
         print(f"{case:<26}{max(rates):>16.3e}{ratio:>14}{energy}")
-    lgvi = max(rows[0][1])
     print()
-    print(f"target: lgvi >= {LGVI_TARGET:.0e} member-steps/s: {lgvi:.2e} "
-          f"({'met' if lgvi >= LGVI_TARGET else 'NOT met'})")
-    if reference:
-        factor = lgvi / reference
-        print(f"target: lgvi >= {MUJOCO_FACTOR_TARGET:.0f}x MuJoCo RK4 rollout: {factor:.0f}x "
-              f"({'met' if factor >= MUJOCO_FACTOR_TARGET else 'NOT met'})")
-    else:
-        print(f"target: lgvi >= {MUJOCO_FACTOR_TARGET:.0f}x MuJoCo RK4 rollout: not measured ({why_not})")
-    print(f"hypervisor steal over the run: {steal_since(ticks):.1%}; "
-          f"1-min load average at start {load:.1f}, at end {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
+    print(lgvi_targets(max(rows[0][1]), reference, LGVI_TARGET, MUJOCO_FACTOR_TARGET, why_not, 0))
+    print(run_conditions(start))
 
 
 if __name__ == "__main__":

@@ -29,12 +29,13 @@ the MuJoCo rows are skipped and say why.
 """
 
 import argparse
-import os
 import sys
-import time
 
 import numpy as np
-from machine import cpu_ticks, steal_since
+from machine import run_conditions, run_start
+from timing import (MuJoCoRollout, add_comparison_arguments, armillary_rates, comparison_header,
+                    import_mujoco, lgvi_targets, one_member, perturbed_members, preset_energy_errors,
+                    quaternion_matrices, rates_text, relative_errors)
 
 # This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
@@ -45,31 +46,6 @@ from kernels.systems.kirchhoff_body import SPHEROID_AXES, WATER, generalised_ine
 
 LGVI_TARGET, MUJOCO_FACTOR_TARGET = 5e6, 20.0
 FORMULATIONS = ("kirchhoff", "newton_euler", "hybrid", "lagrange")
-
-
-def member_states(system, members: int, seed: int = 0) -> dict:
-    state = system.initial_state()
-    noise = 1e-3 * np.random.default_rng(seed).normal(size=(members, 1, 3))
-    out = {name: np.repeat(value[np.newaxis], members, axis=0) for name, value in state.items()}
-    out["Omega"] = out["Omega"] + noise
-    return out
-
-
-def armillary_rates(system, method, state, dt, steps, repeats, threads, **options) -> list[float]:
-    members = state["R"].shape[0]
-    integrate(system, method, {k: v[:64] for k, v in state.items()}, dt, 2, save_every=2, outputs=(),
-              threads=threads, **options)  # compile
-    rates = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        integrate(system, method, state, dt, steps, save_every=steps, outputs=(), threads=threads, **options)
-        rates.append(members * steps / (time.perf_counter() - start))
-    return rates
-
-
-def relative_errors(energy) -> tuple[float, float]:
-    error = np.abs(energy - energy[0]) / abs(energy[0])
-    return float(error.max()), float(error[-1])
 
 
 def kirchhoff_energy(matrix, omega, velocity) -> np.ndarray:
@@ -93,95 +69,51 @@ def mujoco_xml(dt: float, integrator: str) -> str:
 </mujoco>"""
 
 
-class MuJoCoBody:
+class MuJoCoBody(MuJoCoRollout):
     """The spheroid in MuJoCo with one integrator and step: rollouts of Armillary states (free joint: qpos =
     position and quaternion of body → world; qvel = world-frame velocity of the origin, body-frame Ω)."""
 
     def __init__(self, mujoco, dt: float, integrator: str, threads: int):
-        from mujoco import rollout
-        self.mujoco, self.rollout = mujoco, rollout
-        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(dt, integrator))
-        self.datas = [mujoco.MjData(self.model) for _ in range(threads)]
-        self.nstate = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
-        self.qpos = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_TIME)
-        self.qvel = self.qpos + self.model.nq
+        super().__init__(mujoco, mujoco_xml(dt, integrator), threads)
 
     def initial_states(self, state) -> np.ndarray:
         R, x = state["R"][:, 0], state["x"][:, 0]
         states = np.zeros((len(R), self.nstate))
-        for s, rotation in zip(states, R):
-            self.mujoco.mju_mat2Quat(s[self.qpos + 3:self.qpos + 7], np.ascontiguousarray(rotation).ravel())
+        self.set_rotations(states, R, self.qpos + 3)
         states[:, self.qpos:self.qpos + 3] = x
         states[:, self.qvel:self.qvel + 3] = np.einsum("mij,mj->mi", R, state["V"][:, 0])
         states[:, self.qvel + 3:self.qvel + 6] = state["Omega"][:, 0]
         return states
 
-    def run(self, initial: np.ndarray, steps: int, out: np.ndarray | None = None) -> np.ndarray:
-        out, _ = self.rollout.rollout(self.model, self.datas, initial, nstep=steps, state=out)
-        return out
-
     def pose_and_velocities(self, states):
         """R (…, 3, 3), x (…, 3), Ω (…, 3), V (…, 3, body frame) of rollout states."""
-        quat = states[..., self.qpos + 3:self.qpos + 7]
-        w, i, j, k = np.moveaxis(quat / np.linalg.norm(quat, axis=-1, keepdims=True), -1, 0)
-        R = np.stack([np.stack([1 - 2 * (j * j + k * k), 2 * (i * j - k * w), 2 * (i * k + j * w)], -1),
-                      np.stack([2 * (i * j + k * w), 1 - 2 * (i * i + k * k), 2 * (j * k - i * w)], -1),
-                      np.stack([2 * (i * k - j * w), 2 * (j * k + i * w), 1 - 2 * (i * i + j * j)], -1)], -2)
+        R = quaternion_matrices(states[..., self.qpos + 3:self.qpos + 7])
         velocity = np.einsum("...ji,...j->...i", R, states[..., self.qvel:self.qvel + 3])
         return R, states[..., self.qpos:self.qpos + 3], states[..., self.qvel + 3:self.qvel + 6], velocity
-
-    def rates(self, initial: np.ndarray, steps: int, repeats: int) -> list[float]:
-        out = np.empty((len(initial), steps, self.nstate))
-        self.run(initial[:64], 2, out[:64, :2])
-        rates = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            self.run(initial, steps, out)
-            rates.append(len(initial) * steps / (time.perf_counter() - start))
-        if not np.all(np.isfinite(out[:, -1])):
-            raise RuntimeError("MuJoCo rollout produced non-finite states")
-        return rates
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--members", type=int, default=10_000)
-    parser.add_argument("--steps", type=int, default=1_000, help="Armillary steps per timed call")
-    parser.add_argument("--mujoco-steps", type=int, default=200, help="MuJoCo steps per timed rollout")
-    parser.add_argument("--dt", type=float, default=1e-3, help="step h (s)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls per case (the fastest counts)")
-    parser.add_argument("--threads", type=int, default=None, help="threads of Armillary and MuJoCo (default: all)")
-    parser.add_argument("--energy-steps", type=int, default=100_000, help="steps of the energy runs")
+    add_comparison_arguments(parser)
     parser.add_argument("--no-mujoco", action="store_true")
     args = parser.parse_args()
     threads = args.threads or default_threads()
-    ticks, load = cpu_ticks(), os.getloadavg()[0]
+    start = run_start()
 
     system = get_system("kirchhoff_body", "ellipsoid")
     matrix = generalised_inertia(system.broadcast(1, 1))[0]
-    state = member_states(system, args.members)
-    one = {k: v[None] for k, v in system.initial_state().items()}
-    mujoco, why_not = None, ""
-    if args.no_mujoco:
-        why_not = "--no-mujoco"
-    else:
-        try:
-            import mujoco
-        except ImportError:
-            why_not = "MuJoCo not installed (pip install mujoco, the 'bench' extra)"
-    print(f"kirchhoff_body ellipsoid, {threads} threads, h = {args.dt:g} s, {args.members} members; Armillary "
-          f"{args.steps} steps, MuJoCo {args.mujoco_steps} steps per call; fastest of {args.repeats}; "
-          f"MuJoCo {mujoco.__version__ if mujoco else '-'}")
+    state = perturbed_members(system, args.members)
+    one = one_member(system.initial_state())
+    mujoco, why_not = import_mujoco(args.no_mujoco)
+    print(comparison_header("kirchhoff_body ellipsoid", threads, args, mujoco))
 
     rows = []  # (case, rates, energy errors)
     for method, formulation in [("lgvi", None)] + [("rk4", form) for form in FORMULATIONS]:
         options = {} if formulation is None else {"formulation": formulation}
         case = f"Armillary {method}" + (f" {formulation}" if formulation else "")
         rates = armillary_rates(system, method, state, args.dt, args.steps, args.repeats, threads, **options)
-        energy = integrate(system, method, one, args.dt, args.energy_steps, save_every=1, outputs=(),
-                           **options).energy[0]
-        rows.append((case, rates, relative_errors(energy)))
-        print(f"  {case}: {' '.join(f'{r:.2e}' for r in rates)} member-steps/s", flush=True)
+        rows.append((case, rates, preset_energy_errors(system, method, args.dt, args.energy_steps, **options)))
+        print(f"  {case}: {rates_text(rates)} member-steps/s", flush=True)
     if mujoco:
         check_steps = int(round(1.0 / args.dt))
         reference = integrate(system, "rk45", one, args.dt, check_steps, check_steps, rtol=1e-12, atol=1e-14)
@@ -189,13 +121,13 @@ def main():
             sim = MuJoCoBody(mujoco, args.dt, integrator, threads)
             rates = sim.rates(sim.initial_states(state), args.mujoco_steps, args.repeats)
             single = MuJoCoBody(mujoco, args.dt, integrator, 1)
-            start = single.initial_states(one)
-            states = single.run(start, args.energy_steps)[0]
-            _, _, omega, velocity = single.pose_and_velocities(np.concatenate([start, states]))
+            initial = single.initial_states(one)
+            states = single.run(initial, args.energy_steps)[0]
+            _, _, omega, velocity = single.pose_and_velocities(np.concatenate([initial, states]))
             rows.append((f"MuJoCo {integrator} rollout", rates,
                          relative_errors(kirchhoff_energy(matrix, omega, velocity))))
             R, x, _, _ = single.pose_and_velocities(states[check_steps - 1])
-            print(f"  MuJoCo {integrator}: {' '.join(f'{r:.2e}' for r in rates)} member-steps/s; after 1 s from "
+            print(f"  MuJoCo {integrator}: {rates_text(rates)} member-steps/s; after 1 s from "
                   f"the same state it differs from Kirchhoff's motion (rk45, rtol 1e-12) by max |ΔR| = "
                   f"{np.abs(R - reference.final['R'][0, 0]).max():.1e}, |Δx| = "
                   f"{np.abs(x - reference.final['x'][0, 0]).max():.1e} m", flush=True)
@@ -211,17 +143,9 @@ def main():
         ratio = f"{max(rates) / reference_rate:.3g}" if reference_rate else "-"
         print(f"{case:<28}{max(rates):>16.3e}{ratio:>14}{max(rates) / kirchhoff_rate:>17.3g}"
               f"{errors[0]:>38.1e}{errors[1]:>12.1e}")
-    lgvi = max(rows[0][1])
     print()
-    print(f"target: lgvi >= {LGVI_TARGET:.0e} member-steps/s: {lgvi:.2e} ({'met' if lgvi >= LGVI_TARGET else 'NOT met'})")
-    if reference_rate:
-        factor = lgvi / reference_rate
-        print(f"target: lgvi >= {MUJOCO_FACTOR_TARGET:.0f}x MuJoCo RK4 rollout: {factor:.1f}x "
-              f"({'met' if factor >= MUJOCO_FACTOR_TARGET else 'NOT met'})")
-    else:
-        print(f"target: lgvi >= {MUJOCO_FACTOR_TARGET:.0f}x MuJoCo RK4 rollout: not measured ({why_not})")
-    print(f"hypervisor steal over the run: {steal_since(ticks):.1%}; "
-          f"1-min load average at start {load:.1f}, at end {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
+    print(lgvi_targets(max(rows[0][1]), reference_rate, LGVI_TARGET, MUJOCO_FACTOR_TARGET, why_not, 1))
+    print(run_conditions(start))
 
 
 if __name__ == "__main__":
