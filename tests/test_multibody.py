@@ -14,6 +14,8 @@ from scipy.integrate import solve_ivp
 from kernels import InvalidInput, get_system, integrate
 from kernels.systems.multibody import tree_terms
 
+from multibody_cases import random_tree
+
 
 @functools.cache
 def sympy_chain(n):
@@ -71,29 +73,6 @@ def test_trajectories_equal_sympys_over_two_seconds():
         assert ours.status[0] == 0
         assert np.abs(ours.q[0] - reference[:, :n + 1]).max() <= 1e-9
         assert np.abs(ours.u[0] - reference[:, n + 1:]).max() <= 1e-9
-
-
-def random_tree(rng, kinds, parents):
-    """A tree of revolute and prismatic joints with random axes, joint points, masses, centres of mass and
-    inertias, as an Armillary system and as a Pinocchio model of the same bodies."""
-    n = len(kinds)
-    axes = rng.normal(size=(n, 3))
-    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
-    origins, masses, coms = rng.uniform(-0.5, 0.5, (n, 3)), rng.uniform(0.5, 2.0, n), rng.uniform(-0.3, 0.3, (n, 3))
-    factors = rng.normal(size=(n, 3, 3))
-    inertias = 0.1 * np.einsum("nij,nkj->nik", factors, factors) + 0.01 * np.eye(3)
-    model = pinocchio.Model()
-    joint_ids = []
-    for j in range(n):
-        joint = (pinocchio.JointModelRevoluteUnaligned if kinds[j] == "revolute" else
-                 pinocchio.JointModelPrismaticUnaligned)(axes[j])
-        parent = 0 if parents[j] < 0 else joint_ids[parents[j]]
-        joint_ids.append(model.addJoint(parent, joint, pinocchio.SE3(np.eye(3), origins[j]), f"joint{j}"))
-        model.appendBodyToJoint(joint_ids[-1], pinocchio.Inertia(masses[j], coms[j], inertias[j]),
-                                pinocchio.SE3.Identity())
-    system = get_system("multibody", joints=[{"type": k, "parent": p} for k, p in zip(kinds, parents)], axis=axes,
-                        origin=origins, mass=masses, com=coms, inertia=inertias)
-    return system, model
 
 
 @pytest.mark.parametrize("kinds, parents", [

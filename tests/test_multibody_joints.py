@@ -8,33 +8,12 @@ import pytest
 from kernels import InvalidInput, get_system, integrate
 from kernels.systems.multibody import GYROSCOPE, tree_terms
 
+from multibody_cases import random_tree
+
 
 def rotation_of(quaternion):
     """The rotation of a unit quaternion (x, y, z, w) by Pinocchio (its storage order too)."""
     return pinocchio.Quaternion(np.asarray(quaternion, dtype=np.float64)).normalized().toRotationMatrix()
-
-
-def random_mixed_tree(rng, kinds, parents):
-    """Random bodies on joints of any type, as an Armillary system and as a Pinocchio model."""
-    n = len(kinds)
-    axes = rng.normal(size=(n, 3))
-    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
-    origins, masses, coms = rng.uniform(-0.5, 0.5, (n, 3)), rng.uniform(0.5, 2.0, n), rng.uniform(-0.3, 0.3, (n, 3))
-    factors = rng.normal(size=(n, 3, 3))
-    inertias = 0.1 * np.einsum("nij,nkj->nik", factors, factors) + 0.01 * np.eye(3)
-    model = pinocchio.Model()
-    joint_ids = []
-    for j, kind in enumerate(kinds):
-        joint = {"spherical": pinocchio.JointModelSpherical, "free": pinocchio.JointModelFreeFlyer}.get(kind)
-        joint = joint() if joint else {"revolute": pinocchio.JointModelRevoluteUnaligned,
-                                       "prismatic": pinocchio.JointModelPrismaticUnaligned}[kind](axes[j])
-        parent = 0 if parents[j] < 0 else joint_ids[parents[j]]
-        joint_ids.append(model.addJoint(parent, joint, pinocchio.SE3(np.eye(3), origins[j]), f"joint{j}"))
-        model.appendBodyToJoint(joint_ids[-1], pinocchio.Inertia(masses[j], coms[j], inertias[j]),
-                                pinocchio.SE3.Identity())
-    system = get_system("multibody", joints=[{"type": k, "parent": p} for k, p in zip(kinds, parents)], axis=axes,
-                        origin=origins, mass=masses, com=coms, inertia=inertias)
-    return system, model
 
 
 def our_speeds(kinds, q, v):
@@ -81,7 +60,7 @@ def test_forward_dynamics_of_spherical_and_free_joints_equal_pinocchios(kinds, p
     pinocchio.aba to 1e-10 of its largest entry (measured ≤ 1e-14), and the norm rate's u̇ is exactly 0;
     q̇ = B(q) u keeps η̇ ⟂ η."""
     rng = np.random.default_rng(len(kinds))
-    system, model = random_mixed_tree(rng, kinds, parents)
+    system, model = random_tree(rng, kinds, parents)
     data = model.createData()
     for _ in range(20):
         q = pinocchio.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
@@ -139,7 +118,7 @@ def test_free_floating_tree_keeps_its_momentum():
     1e-12 for 2 s: the linear momentum across gravity and the angular momentum along it stay to 1e-9 of
     their scale, while the vertical momentum changes by −M g t (1e-9 relative)."""
     rng = np.random.default_rng(3)
-    system, _ = random_mixed_tree(rng, ["free", "spherical", "revolute"], [-1, 0, 1])
+    system, _ = random_tree(rng, ["free", "spherical", "revolute"], [-1, 0, 1])
     system = system.with_params(stiffness=[0.0, 0.0, 5.0], damping=[0.0, 0.0, 0.3])
     quaternions = rng.normal(size=(2, 4))
     quaternions /= np.linalg.norm(quaternions, axis=1, keepdims=True)

@@ -495,7 +495,7 @@ def _expand_every_body(definition, validated: dict) -> None:
         value = validated[spec.name]
         joints = spec.shape in _PER_JOINT_SHAPES
         n = definition.joint_count(validated) if joints else definition.bodies(validated)
-        what = "joint" if joints else "body"
+        what, many = ("joint", "joints") if joints else ("body", "bodies")
         base = _BASE_NDIM[spec.shape]
         if value.ndim == base - 1:
             if n is None:
@@ -504,7 +504,7 @@ def _expand_every_body(definition, validated: dict) -> None:
             body_axis = value.ndim - (base - 1)  # the body axis comes before the value's own axes
             validated[spec.name] = np.repeat(np.expand_dims(value, body_axis), n, axis=body_axis)
         elif n is not None and value.shape[value.ndim - base] != n:
-            raise InvalidInput(spec.name, f"needs one value per {what} ({n}) or one for all, got shape "
+            raise InvalidInput(spec.name, f"needs one value per {what} ({n} {many}) or one for all, got shape "
                                f"{value.shape}")
 
 
