@@ -208,7 +208,7 @@ def analyse_store(ds: xr.Dataset, burn_in: float | None = None) -> dict:
         "drift_window_start": stats.attrs["window_start"], "drift_window_end": stats.attrs["window_end"],
         "significant_drift_fraction": float(stats.significant_drift.values[ok].mean()) if ok.any() else np.nan,
         "alpha": law["alpha"], "alpha_low": law["alpha_low"], "alpha_high": law["alpha_high"],
-        "constraint_diagnostic": _constraint_name(ds),
+        "constraint_diagnostic": headline_diagnostic(ds),
         **{f"max_{name}": float(ds[name].max().compute()) if name in ds else np.nan for name in diagnostic_names(ds)},
         "failed_members": int(np.count_nonzero(ds.status.values)),
         "max_momentum_error": float(momentum.max().compute()) if momentum is not None else np.nan,
@@ -232,10 +232,14 @@ def diagnostic_names(ds: xr.Dataset) -> list[str]:
     return [d.name for d in store_space(ds).diagnostics]
 
 
-def _constraint_name(ds: xr.Dataset) -> str | None:
-    """The space's first (headline) constraint diagnostic; None on a space without constraints (joint
-    coordinates)."""
+def headline_diagnostic(ds: xr.Dataset) -> str | None:
+    """The store's headline constraint diagnostic: the first its space declares that the store holds with a
+    value other than 0 (a space's diagnostic a system has no use for reads 0, as quaternion_error of a tree
+    without quaternions), else the first declared; None on a space without diagnostics."""
     names = diagnostic_names(ds)
+    for name in names:
+        if name in ds and float(np.abs(ds[name]).max().compute()) > 0:
+            return name
     return names[0] if names else None
 
 

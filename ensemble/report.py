@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from .analysis import (  # noqa: E402
-    analyse_store, diagnostic_names, face_kinetic_energy, kinetic_temperature, lyapunov_map, open_store,
-    pair_distribution, particle_points, quantile_envelope, store_plan, sweep_coordinates,
+    analyse_store, diagnostic_names, face_kinetic_energy, headline_diagnostic, kinetic_temperature, lyapunov_map,
+    open_store, pair_distribution, particle_points, quantile_envelope, store_plan, sweep_coordinates,
 )
 
 #: (column heading, summary key, format) of the headline table
@@ -161,7 +161,7 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
                       "energy drift rate (1/s)")
     figures.append(("drift_rates.png", "Distribution of per-member energy drift rates"))
 
-    for name in dict.fromkeys(diagnostic_names(ds)[0] for ds in datasets if diagnostic_names(ds)):  # headlines
+    for name in dict.fromkeys(headline_diagnostic(ds) for ds in datasets if diagnostic_names(ds)):
         series = [(label, quantile_envelope(ds[name])) for label, ds in zip(labels, datasets) if name in ds]
         if series:
             long_name = next(ds[name].attrs.get("long_name", name) for ds in datasets if name in ds)
