@@ -578,6 +578,47 @@ def gram_solve(jacobian, values, gram):
 
 
 @lane_function
+def closure_state(x, n, coef, topology, rows):
+    """Kinematics and closure terms at x (see closure_terms): (jacobian, [Φ, A u, Ȧ u], a (rows, rows, L) matrix)."""
+    lanes = x.shape[1]
+    joint, rotation, frames, axes = kane_work(n, lanes, 0.0)[:4]
+    jacobian, terms, gram = closure_work(n, lanes, rows)
+    tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
+    closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, terms[0], terms[1], terms[2])
+    return jacobian, terms, gram
+
+
+@lane_function
+def largest_row(values, b):
+    """max_r |values[r, b]| (NaN if any is NaN)."""
+    largest = 0.0
+    for r in range(values.shape[0]):
+        if not abs(values[r, b]) <= largest:
+            largest = abs(values[r, b])
+    return largest
+
+
+@lane_function
+def least_change(x, first, jacobian, values, gram, off, moved):
+    """x[first + c] −= (Aᵀ (A Aᵀ)⁻¹ values)_c in each lane with off[b] (the least change that removes ``values``
+    along A's rows); moved[b] = 1 where it changed x."""
+    lanes = x.shape[1]
+    for b in range(lanes):
+        if off[b] == 0.0:
+            for r in range(values.shape[0]):
+                values[r, b] = 0.0  # no step for this lane
+    gram_solve(jacobian, values, gram)
+    for b in range(lanes):
+        for c in range(jacobian.shape[1]):
+            change = 0.0
+            for r in range(values.shape[0]):
+                change += jacobian[r, c, b] * values[r, b]
+            if change != 0.0:
+                x[first + c, b] -= change
+                moved[b] = 1.0
+
+
+@lane_function
 def kane_constrain(x, n, coef, topology, moved):
     """Put each lane's (q, u) back on its loop closures: Gauss–Newton steps q ← q − Aᵀ(A Aᵀ)⁻¹ Φ(q) (the least
     change of q, u = q̇ on trees of revolute and prismatic joints) while max |Φ| > CLOSURE_TOLERANCE (m), at
@@ -588,56 +629,26 @@ def kane_constrain(x, n, coef, topology, moved):
     if closures == 0:
         return
     lanes = x.shape[1]
-    joint, rotation, frames, axes = kane_work(n, lanes, 0.0)[:4]
-    jacobian, terms, gram = closure_work(n, lanes, rows)
-    residual, rate, bias = terms[0], terms[1], terms[2]
+    off = np.zeros(lanes)
     for iteration in range(CLOSURE_ITERATIONS + 1):
-        tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
-        closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, residual, rate, bias)
-        off = 0
+        jacobian, terms, gram = closure_state(x, n, coef, topology, rows)
+        count = 0
         for b in range(lanes):
-            error = 0.0
-            for r in range(rows):
-                error = max(error, abs(residual[r, b]))
-            if not error <= CLOSURE_TOLERANCE:  # NaN too
-                off += 1
-                if iteration == CLOSURE_ITERATIONS:
-                    for row in range(2 * n):
-                        x[row, b] = np.nan
-                    moved[b] = 1.0
-            else:
-                for r in range(rows):
-                    residual[r, b] = 0.0  # no step for this lane
-        if off == 0 or iteration == CLOSURE_ITERATIONS:
+            off[b] = 0.0 if largest_row(terms[0], b) <= CLOSURE_TOLERANCE else 1.0
+            count += int(off[b])
+            if off[b] != 0.0 and iteration == CLOSURE_ITERATIONS:
+                for row in range(2 * n):
+                    x[row, b] = np.nan
+                moved[b] = 1.0
+        if count == 0 or iteration == CLOSURE_ITERATIONS:
             break
-        gram_solve(jacobian, residual, gram)
-        for b in range(lanes):
-            step = False
-            for c in range(n):
-                change = 0.0
-                for r in range(rows):
-                    change += jacobian[r, c, b] * residual[r, b]
-                if change != 0.0:
-                    x[c, b] -= change
-                    step = True
-            if step:
-                moved[b] = 1.0
+        least_change(x, 0, jacobian, terms[0], gram, off, moved)
+    count = 0
     for b in range(lanes):
-        error = 0.0
-        for r in range(rows):
-            error = max(error, abs(rate[r, b]))
-        if not error > CLOSURE_TOLERANCE:
-            for r in range(rows):
-                rate[r, b] = 0.0
-    gram_solve(jacobian, rate, gram)
-    for b in range(lanes):
-        for c in range(n):
-            change = 0.0
-            for r in range(rows):
-                change += jacobian[r, c, b] * rate[r, b]
-            if change != 0.0:
-                x[n + c, b] -= change
-                moved[b] = 1.0
+        off[b] = 1.0 if largest_row(terms[1], b) > CLOSURE_TOLERANCE else 0.0
+        count += int(off[b])
+    if count > 0:  # most steps end on the closures' velocity constraint already
+        least_change(x, n, jacobian, terms[1], gram, off, moved)
 
 
 @lane_function
@@ -680,14 +691,10 @@ def tree_diagnostics(x, n, coef, topology, out):
         out[2, b] = 0.0
     if closures == 0:
         return
-    joint, rotation, frames, axes = kane_work(n, lanes, 0.0)[:4]
-    jacobian, terms, _ = closure_work(n, lanes, rows)
-    tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
-    closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, terms[0], terms[1], terms[2])
+    terms = closure_state(x, n, coef, topology, rows)[1]
     for b in range(lanes):
-        for r in range(rows):
-            out[1, b] = max(out[1, b], abs(terms[0, r, b]))
-            out[2, b] = max(out[2, b], abs(terms[1, r, b]))
+        out[1, b] = largest_row(terms[0], b)
+        out[2, b] = largest_row(terms[1], b)
 
 
 # ------------------------------------------------------------------------ lane templates (bound per system)

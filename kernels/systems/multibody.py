@@ -57,20 +57,27 @@ def _model(value) -> str:
     return value
 
 
+def _tables(value, field: str, keys: tuple) -> list:
+    """A structural list of tables (``joints``, ``closures``), each refused naming its index unless it is a
+    table whose keys are among ``keys``."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise InvalidInput(field, f"must be a list of tables {{{', '.join(keys)}}}")
+    tables = list(value)
+    for k, table in enumerate(tables):
+        if not hasattr(table, "get"):
+            raise InvalidInput(f"{field}[{k}]", f"must be a table {{{', '.join(keys)}}}")
+        unknown = set(table) - set(keys)
+        if unknown:
+            raise InvalidInput(f"{field}[{k}]", f"unknown keys {sorted(unknown)}; allowed: {', '.join(keys)}")
+    return tables
+
+
 def _joints(value) -> tuple | None:
     """The ``joints`` list as ((type code, parent, measured_from, name), …), refused naming the joint and key."""
     if value is None:
         return None
-    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
-        raise InvalidInput("joints", "must be a list of tables {type, parent, measured_from}")
     joints = []
-    for j, table in enumerate(value):
-        if not hasattr(table, "get"):
-            raise InvalidInput(f"joints[{j}]", "must be a table {type, parent, measured_from}")
-        unknown = set(table) - {"type", "parent", "measured_from", "name"}
-        if unknown:
-            raise InvalidInput(f"joints[{j}]", f"unknown keys {sorted(unknown)}; allowed: type, parent, measured_from, "
-                               "name")
+    for j, table in enumerate(_tables(value, "joints", ("type", "parent", "measured_from", "name"))):
         kind = table.get("type")
         if kind not in JOINT_TYPES:
             raise InvalidInput(f"joints[{j}].type", f"unknown joint type {kind!r}; allowed: {', '.join(JOINT_TYPES)}")
@@ -100,16 +107,8 @@ def _closures(value) -> tuple:
     """The ``closures`` list as ((body, point, to, to_point, directions), …), refused naming the closure and key."""
     if value is None:
         return ()
-    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
-        raise InvalidInput("closures", "must be a list of tables {body, point, to, to_point, directions}")
     closures = []
-    for k, table in enumerate(value):
-        if not hasattr(table, "get"):
-            raise InvalidInput(f"closures[{k}]", "must be a table {body, point, to, to_point, directions}")
-        unknown = set(table) - {"body", "point", "to", "to_point", "directions"}
-        if unknown:
-            raise InvalidInput(f"closures[{k}]", f"unknown keys {sorted(unknown)}; allowed: body, point, to, "
-                               "to_point, directions")
+    for k, table in enumerate(_tables(value, "closures", ("body", "point", "to", "to_point", "directions"))):
         bodies = []
         for key, default in (("body", None), ("to", -1)):
             index = table.get(key, default)
@@ -150,7 +149,7 @@ def _joint_list(params: dict) -> tuple:
     if params["joints"] is None:
         raise InvalidInput("joints", "required for model 'tree': a list of {type, parent, measured_from}")
     joints = params["joints"]
-    firsts = np.cumsum([0] + [JOINT_COORDINATES[joint[0]] for joint in joints])
+    firsts = _first_coordinates(joints)
     # measured_from names a joint; its coordinate is that joint's first
     return tuple((kind, parent, int(firsts[reference]) if reference >= 0 else -1, name)
                  for kind, parent, reference, name in joints)
@@ -490,19 +489,25 @@ DEFINITION = MultibodyDefinition(
 )
 
 
+def _lane_inputs(state: dict, params: dict, samples: int = 1) -> tuple:
+    """(x (2n, lanes), n, coef (P, lanes), topology, bodies) of states {"q", "u"} with leading (members, …)
+    axes, ``samples`` states per member, for the lane functions of :mod:`kernels.systems.kane`."""
+    q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
+    n = q.shape[-1]
+    x = np.ascontiguousarray(np.concatenate([q.reshape(-1, n), u.reshape(-1, n)], axis=1).T)
+    coef = np.ascontiguousarray(np.repeat(DEFINITION.coefficients(params, n), samples, axis=0).T)
+    return x, n, coef, DEFINITION.topology(params, n), DEFINITION.joint_count(params)
+
+
 def free_floating_momentum(state: dict, params: dict) -> np.ndarray:
     """(members, ..., 4): the total linear momentum P = Σ m_i ċ_i with its component along gravity removed
     (kg·m/s, 3) and the total angular momentum about the base origin, L = Σ m_i c_i × ċ_i + R_i I_i R_iᵀ ω_i,
     along gravity (kg·m²/s, 1), of states {"q", "u"} with leading (members, ...) axes and broadcast
     parameters: what uniform gravity leaves conserved of a free-floating tree (internal joint loads do not
     change it)."""
-    q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
-    n = q.shape[-1]
+    q = np.asarray(state["q"], dtype=np.float64)
     samples = int(np.prod(q.shape[1:-1], dtype=np.int64))
-    x = np.ascontiguousarray(np.concatenate([q.reshape(-1, n), u.reshape(-1, n)], axis=1).T)
-    coef = np.ascontiguousarray(np.repeat(DEFINITION.coefficients(params, n), samples, axis=0).T)
-    topology = DEFINITION.topology(params, n)
-    bodies = DEFINITION.joint_count(params)
+    x, n, coef, topology, bodies = _lane_inputs(state, params, samples)
     joint, rotation, frames, axes = kane_work(n, x.shape[1], 0.0)[:4]
     tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
     omega, com, com_dot = (np.moveaxis(frames[k, :bodies], -1, 0) for k in (2, 3, 4))
@@ -525,13 +530,8 @@ def tree_terms(system, state: dict, canonical: bool = False, t: float = 0.0) -> 
     n), ``closure_residual`` Φ, ``closure_rate`` A u and ``closure_bias`` Ȧ u (members, rows), ``potential``
     V (J), ``rotation`` R_i (members, bodies, 3, 3), and in the base frame ``omega`` ω_i, ``com`` c_i (members, bodies, 3) and ``jacobians`` (members,
     4, bodies, 3, n): J_ω, J_v, J̇_ω, J̇_v (digest_003 eqs. (14)–(16), (35))."""
-    q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
-    members, n = q.shape
-    x = np.ascontiguousarray(np.concatenate([q, u], axis=1).T)
-    params = system.broadcast(members, n)
-    coef = np.ascontiguousarray(system.definition.coefficients(params, n).T)
-    topology = system.definition.topology(params, n)
-    bodies = system.definition.joint_count(params)
+    members, n = np.shape(state["q"])
+    x, n, coef, topology, bodies = _lane_inputs(state, system.broadcast(members, n))
     work = kane_work(n, members, 0.0)
     kane_terms(x, n, coef, topology, t, work, CANONICAL_FORCE if canonical else ACCELERATING_FORCE)
     joint, rotation, frames, _, jacobians, mass, forcing = work[:7]
