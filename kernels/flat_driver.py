@@ -8,7 +8,9 @@ code, iterations)`` (the method; t (s) from the global step index), ``system_ene
 its space), ``space_diagnostics(x, n, coef, topology, out)`` and ``space_pull_back(x, shadow, n, topology,
 factor)`` (the space's, or the system's refinement; ``topology`` is the system's, which some spaces read
 their layout from), ``system_constrain(x, n, coef, topology, moved)`` (the system's projection onto its
-own constraints after every step, setting moved[b] = 1 for each lane it changed; a no-op for most), ``shadow_begin``/``shadow_step`` (the stages below, or
+own constraints after every step, setting moved[b] = 1 for each lane it changed; a no-op for most),
+``system_admissible(x, n, coef, topology, code)`` (after it: the system's status for lanes whose state left
+its model, a ball lifting off; a no-op for most), ``shadow_begin``/``shadow_step`` (the stages below, or
 nothing).  Only +, −, ×, ÷, √ (and the scalar
 log of Benettin's sum) per member, so results are bitwise independent of block grouping.
 """
@@ -144,6 +146,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
             integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
                             step_iterations)
             system_constrain(x, n, c, topology, moved)  # noqa: F821
+            system_admissible(x, n, c, topology, code)  # noqa: F821
             shadow_step(step_offset + k, x, shadow, n, c, topology, h, options, shadow_work, active,  # noqa: F821
                         shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference, scratch[-1])
             check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
@@ -183,6 +186,7 @@ def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, activ
     integrator_step(shadow, n, coef, topology, (step - 1) * h, h, options, work, active, shadow_code,  # noqa: F821
                     shadow_iterations)
     system_constrain(shadow, n, coef, topology, distance)  # noqa: F821 (which lanes moved: not needed here)
+    system_admissible(shadow, n, coef, topology, shadow_code)  # noqa: F821
     lanes = x.shape[1]
     for b in range(lanes):
         if shadow_code[b] != OK:

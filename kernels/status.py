@@ -6,6 +6,8 @@ VI_STEP_INFEASIBLE = 2  # ‖a_i‖ > 1 in Lee–Leok–McClamroch eq. (29): no 
 NEWTON_FAILED = 3  # an implicit step's Newton solve did not converge (vi: eq. (22); lgvi: F_k)
 STEP_SIZE_UNDERFLOW = 4  # rk45 needed a step below its minimum or exceeded max_steps
 CHART_SINGULAR = 5  # the Lagrange formulation's Euler-angle chart reached its singularity (|cos θ| < 1e-3)
+LIFT_OFF = 6  # a rolling body's normal force reached 0: it would leave the plane (the model no longer holds)
+SLIP = 7  # a rolling body needed more friction than the static coefficient μ_s gives: it would slip
 
 MEANINGS = {
     OK: "ok",
@@ -14,4 +16,6 @@ MEANINGS = {
     NEWTON_FAILED: "Newton iteration of an implicit step did not converge (vi: eq. (22), lgvi: F_k)",
     STEP_SIZE_UNDERFLOW: "adaptive step size underflow or max_steps exceeded",
     CHART_SINGULAR: "the Euler-angle chart of the lagrange formulation reached its singularity (gimbal lock)",
+    LIFT_OFF: "lift-off: the normal force of the plane reached 0, so the body would leave it",
+    SLIP: "slip: |tangential contact force| exceeded mu_s times the normal force",
 }

@@ -14,6 +14,7 @@ from . import vi
 
 DIAGONAL, FULL, FLAT = "diagonal", "full", "flat"
 SPHERES, ROTATIONS, RIGID_MOTIONS, GENERALISED = "sphere_product", "rotation", "rigid_motion", "generalised"
+ROLLING, ROLLING_DISK = "rolling", "rolling_disk"
 
 
 @dataclass(frozen=True)
@@ -193,8 +194,8 @@ def _flat_rk45_recipe_of(formulation=None):
 
 
 def _on_flat_spaces(recipe):
-    """A method on a flat space's vector field steps SO(3)ⁿ, SE(3)ⁿ and joint-coordinate systems alike."""
-    return {ROTATIONS: (FIELD, recipe), RIGID_MOTIONS: (FIELD, recipe), GENERALISED: (FIELD, recipe)}
+    """A method on a flat space's vector field steps SO(3)ⁿ, SE(3)ⁿ, joint-coordinate and rolling systems alike."""
+    return {space: (FIELD, recipe) for space in (ROTATIONS, RIGID_MOTIONS, GENERALISED, ROLLING, ROLLING_DISK)}
 
 
 #: what the SE(3) formulations other than Kirchhoff's need of a system: its loads and 6×6 inertia

@@ -7,7 +7,8 @@ Free names bound at specialisation: ``vector_field(x, n, coef, topology, t, dx, 
 :mod:`kernels.integrators.motion_formulations`) ``to_formulation(x, n, coef, y, code)`` and
 ``from_formulation(y, n, coef, x, code)``: every step converts the stored state to the formulation's
 variables, steps those with the formulation's ``vector_field`` and converts back.  The adaptive driver
-applies the system's ``system_constrain`` (:mod:`kernels.flat_driver`) to each accepted step, as the
+applies the system's ``system_constrain`` and ``system_admissible`` (:mod:`kernels.flat_driver`) to each
+accepted step, as the
 fixed-step driver does after every step (systems with constraints have no formulations).
 """
 
@@ -161,6 +162,9 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
             if error <= 1.0:
                 moved[0] = 0.0
                 system_constrain(x_new, n, c, topology, moved)  # noqa: F821
+                system_admissible(x_new, n, c, topology, code)  # noqa: F821
+                if code[0] != 0:  # the accepted step left the system's model: the member stops here
+                    break
                 t_new = t_end if last else t + h_step
                 while next_sample < n_samples and next_sample * save_every * dt <= t_new:
                     t_sample = next_sample * save_every * dt

@@ -11,10 +11,12 @@ they support; ``ensemble/`` and ``jobs/`` see only these declarations.
 from .base import STATE_TOLERANCE, Diagnostic, Sampler, StateSpace, Variable
 from .generalised import GENERALISED
 from .rigid_motion import RIGID_MOTION
+from .rolling import ROLLING, ROLLING_DISK
 from .rotation import ROTATION
 from .sphere_product import SPHERE_PRODUCT
 
-SPACES: dict[str, StateSpace] = {space.name: space for space in (SPHERE_PRODUCT, ROTATION, RIGID_MOTION, GENERALISED)}
+SPACES: dict[str, StateSpace] = {space.name: space for space in (SPHERE_PRODUCT, ROTATION, RIGID_MOTION, GENERALISED,
+                                                                  ROLLING, ROLLING_DISK)}
 
 __all__ = ["SPACES", "StateSpace", "Variable", "Diagnostic", "Sampler", "STATE_TOLERANCE", "SPHERE_PRODUCT",
-           "ROTATION", "RIGID_MOTION", "GENERALISED"]
+           "ROTATION", "RIGID_MOTION", "GENERALISED", "ROLLING", "ROLLING_DISK"]

@@ -133,7 +133,7 @@ class StateSpace:
             raise InvalidInput("state0", f"{what}; the {self.name} space expects {self.expected(n_bodies)}")
         arrays = {name: np.array(state[name], dtype=np.float64) for name in self.names}
         first = arrays[self.names[0]]
-        if first.ndim < 2 or first.shape[0] < 1:
+        if first.ndim < min(2, 1 + len(self.variables[0].dims)) or first.shape[0] < 1:
             raise InvalidInput(self.names[0], f"must have a leading member axis: {self.expected(n_bodies)}, "
                                f"got shape {first.shape}")
         n = first.shape[1] if n_bodies is None else n_bodies

@@ -32,16 +32,22 @@ REQUIRED = object()
 
 #: base shapes a parameter can have; a per-member value adds one leading axis
 SCALAR, PER_BODY, VECTOR3, PER_BODY_VECTOR3, PER_SPRING = "scalar", "body", "vector3", "body×3", "spring"
-PER_BODY_TENSOR, MATRIX6 = "body×3×3", "6×6"
+PER_BODY_TENSOR, MATRIX3, MATRIX6 = "body×3×3", "3×3", "6×6"
 #: one value per link of a chain model, a count the system checks against its other parameters
 PER_LINK = "link"
 #: one value per joint of a multibody tree, whose joints may hold several state coordinates each (the
 #: definition's ``joint_count(params)`` says how many joints there are)
 PER_JOINT, PER_JOINT_VECTOR3, PER_JOINT_TENSOR = "joint", "joint×3", "joint×3×3"
-_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3, MATRIX6: 2,
-              PER_LINK: 1, PER_JOINT: 1, PER_JOINT_VECTOR3: 2, PER_JOINT_TENSOR: 3}
+#: one value per internal mass of a rolling ball (the definition's ``mass_count(params)``), whether it moves
+#: freely (a state coordinate) or along a prescribed path
+PER_MASS = "mass"
+_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3, MATRIX3: 2, MATRIX6: 2,
+              PER_LINK: 1, PER_JOINT: 1, PER_JOINT_VECTOR3: 2, PER_JOINT_TENSOR: 3, PER_MASS: 1}
 _PER_BODY_SHAPES = (PER_BODY, PER_BODY_VECTOR3, PER_BODY_TENSOR)
-_PER_JOINT_SHAPES = (PER_JOINT, PER_JOINT_VECTOR3, PER_JOINT_TENSOR)
+#: shapes with one value per item the definition counts from its parameters: (counter, item, items)
+_COUNTED_SHAPES = {**{shape: ("joint_count", "joint", "joints") for shape in (PER_JOINT, PER_JOINT_VECTOR3,
+                                                                             PER_JOINT_TENSOR)},
+                   PER_MASS: ("mass_count", "mass", "masses")}
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,9 @@ class ParameterLookup:
     what parameter values make of its declarations: the space (its layout, e.g. where a tree's quaternions
     are) and the capabilities the methods need."""
 
+    #: the status codes its kernels set beyond the method's (see FlatSystemDefinition)
+    statuses: tuple = ()
+
     def bound_space(self, params: dict) -> StateSpace:
         """The state space of a system with these (validated) parameters."""
         return self.space
@@ -144,6 +153,11 @@ def no_constraint(x, n, coef, topology, moved):
     """Systems without constraints to keep: nothing to project (see FlatSystemDefinition.kernel_bindings)."""
 
 
+@lane_function
+def always_admissible(x, n, coef, topology, code):
+    """Systems whose model holds in every state: no lane to flag (see FlatSystemDefinition.kernel_bindings)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class FlatSystemDefinition(ParameterLookup):
     """The physics of a system on a flat-layout space (:mod:`kernels.flat_driver`): per-member coefficients
@@ -156,7 +170,10 @@ class FlatSystemDefinition(ParameterLookup):
     constraints the space cannot see computes them), ``space_pull_back`` (the space's), and
     ``system_constrain(x, n, coef, topology, moved)``: the projection back onto the system's own
     constraints that the drivers apply after every step (Hairer, Lubich & Wanner, GNI §IV.4), setting
-    moved[b] = 1 for each lane it changed; none by default; and ``vector_field_work(rows, n, lanes)``:
+    moved[b] = 1 for each lane it changed; none by default; ``system_admissible(x, n, coef, topology, code)``:
+    after every step (each accepted step for rk45), code[b] ← one of the system's ``statuses`` for each lane
+    whose state has left the model's validity (a rolling ball that would lift off), other lanes untouched;
+    none by default; and ``vector_field_work(rows, n, lanes)``:
     the work its ``vector_field`` gets, allocated once per block by the methods (default: one scratch
     row per state row)."""
 
@@ -175,6 +192,8 @@ class FlatSystemDefinition(ParameterLookup):
     #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores
     #: record it and a resume across revisions says so
     revision: int = 1
+    #: the status codes (:mod:`kernels.status`) its ``system_admissible`` sets, beyond the method's
+    statuses: tuple = ()
 
     def topology(self, params: dict, n: int) -> np.ndarray:
         return np.zeros(1, np.int64)
@@ -190,7 +209,8 @@ class FlatSystemDefinition(ParameterLookup):
     @property
     def kernel_bindings(self) -> dict:
         return {"space_diagnostics": self.space.lane["diagnostics"], "space_pull_back": self.space.lane["pull_back"],
-                "system_constrain": no_constraint, "vector_field_work": row_scratch, **self.lane_functions}
+                "system_constrain": no_constraint, "system_admissible": always_admissible,
+                "vector_field_work": row_scratch, **self.lane_functions}
 
 
 @dataclass(frozen=True)
@@ -397,9 +417,11 @@ class System:
             per_member = value if value.ndim == base + 1 else value[np.newaxis]
             if p.shape in _PER_BODY_SHAPES and per_member.shape[1] != n:
                 raise InvalidInput(p.name, f"needs one value per body ({n} bodies), got shape {value.shape}")
-            if p.shape in _PER_JOINT_SHAPES and per_member.shape[1] != self.definition.joint_count(self.params):
-                raise InvalidInput(p.name, f"needs one value per joint ({self.definition.joint_count(self.params)} "
-                                   f"joints), got shape {value.shape}")
+            if p.shape in _COUNTED_SHAPES:
+                counter, item, items = _COUNTED_SHAPES[p.shape]
+                count = getattr(self.definition, counter)(self.params)
+                if per_member.shape[1] != count:
+                    raise InvalidInput(p.name, f"needs one value per {item} ({count} {items}), got shape {value.shape}")
             out[p.name] = np.broadcast_to(per_member, (members,) + per_member.shape[1:])
         return out
 
@@ -493,9 +515,11 @@ def _expand_every_body(definition, validated: dict) -> None:
         if not spec.every_body:
             continue
         value = validated[spec.name]
-        joints = spec.shape in _PER_JOINT_SHAPES
-        n = definition.joint_count(validated) if joints else definition.bodies(validated)
-        what, many = ("joint", "joints") if joints else ("body", "bodies")
+        if spec.shape in _COUNTED_SHAPES:
+            counter, what, many = _COUNTED_SHAPES[spec.shape]
+            n = getattr(definition, counter)(validated)
+        else:
+            n, what, many = definition.bodies(validated), "body", "bodies"
         base = _BASE_NDIM[spec.shape]
         if value.ndim == base - 1:
             if n is None:
