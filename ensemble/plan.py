@@ -69,8 +69,7 @@ class Plan:
         if self.spec.initial == "file":
             return self.space.body_count(self.file_state(0, 1))
         if self.system.preset is not None:
-            first = self.space.names[0]
-            return int(self.system.initial_state()[first].shape[0])
+            return self.space.body_count(self.system.initial_state())
         if self.system.n_bodies is not None:
             return self.system.n_bodies
         raise InvalidInput("system.preset", f"{self.spec.system} needs a preset (or initial = \"file\") to fix the "
@@ -188,15 +187,33 @@ class Plan:
     def chunk_system(self, first: int, stop: int):
         """The system with per-member values of every swept parameter for members [first, stop).
 
-        A swept per-body or vector parameter takes the sweep's value for every component."""
+        A swept per-body or vector parameter takes the sweep's value for every component; a swept
+        component (``phase[1]``) only for that one, the others keeping the parameter's fixed value."""
         values = self.sweep_values(np.arange(first, stop))
         if not values:
             return self.system
         shaped = {}
-        for name, per_member in values.items():
-            base = np.shape(self.system.params[name])
-            shaped[name] = np.broadcast_to(per_member.reshape((-1,) + (1,) * len(base)), (stop - first,) + base)
+        for sweep in self.spec.sweeps:
+            per_member, fixed = values[sweep.name], np.asarray(self.system.params[sweep.parameter])
+            if sweep.component is None:
+                shaped[sweep.parameter] = np.broadcast_to(per_member.reshape((-1,) + (1,) * fixed.ndim),
+                                                          (stop - first,) + fixed.shape)
+                continue
+            self._check_component(sweep)
+            swept = shaped.setdefault(sweep.parameter, np.repeat(fixed[np.newaxis], stop - first, axis=0))
+            swept[:, sweep.component] = per_member.reshape((-1,) + (1,) * (fixed.ndim - 1))
         return self.system.with_params(**shaped)
+
+    def _check_component(self, sweep) -> None:
+        """Refuse a component sweep whose index is beyond the parameter's first own axis in this system
+        (its preset and fixed parameters bound)."""
+        parameter = self.system.definition.parameter(sweep.parameter)
+        count = np.shape(self.system.params[sweep.parameter])[0]
+        if sweep.component >= count:
+            allowed = f"allowed: 0 to {count - 1}" if count else "none can be swept"
+            raise InvalidInput(f"system.params.{sweep.name}", f"index {sweep.component} is out of range: "
+                               f"{sweep.parameter} ({parameter.shape}) has {count} entries in this "
+                               f"{self.spec.system}; {allowed}")
 
     def initial_state(self, first: int, stop: int) -> dict:
         """The initial state of members [first, stop): each state variable with a leading member axis;

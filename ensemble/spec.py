@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
 from typing import Callable
 
 from kernels import METHODS, SYSTEMS, InvalidInput, methods_for
+from kernels.systems.base import SCALAR
 
 #: initial conditions every space has; its samplers (``uniform``, …) come on top
 GENERIC_INITIAL = ("preset", "perturb", "file")
@@ -46,12 +48,31 @@ def initial_kinds(space) -> tuple[str, ...]:
     return GENERIC_INITIAL + tuple(space.samplers)
 
 
+#: a ``[system.params]`` key that sweeps one component of a parameter: ``name[k]``, k 0-based without leading zeros
+COMPONENT_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(0|[1-9][0-9]*)\]")
+#: a TOML bare key (others are written quoted)
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
 @dataclass(frozen=True)
 class Sweep:
-    """One swept parameter: its grid of values (members are spread over the outer product of sweeps)."""
+    """One swept parameter, or one component of it: its grid of values (members are spread over the
+    outer product of sweeps).  ``name`` is the key as written, also the store's coordinate: ``phase``
+    sweeps the whole parameter, ``phase[1]`` only its component 1 along its first own axis."""
 
     name: str
     values: tuple[float, ...]
+
+    @property
+    def parameter(self) -> str:
+        """The name of the swept parameter."""
+        return self.name.partition("[")[0]
+
+    @property
+    def component(self) -> int | None:
+        """The index of the swept component, None when the whole parameter is swept."""
+        match = COMPONENT_KEY.fullmatch(self.name)
+        return int(match[2]) if match else None
 
 
 @dataclass(frozen=True)
@@ -141,8 +162,13 @@ def _toml_value(value) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
     raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def _toml_key(key: str) -> str:
+    """A key as TOML reads it back: bare if it can be, else quoted (``"phase[1]"``)."""
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
 
 
 class _Section:
@@ -237,15 +263,32 @@ def _system_section(section: _Section) -> tuple[str, str | None, dict, tuple[Swe
     section.finish()
     fixed, sweeps = {}, []
     for key, value in params.items():
-        if key not in {p.name for p in definition.parameters}:
+        where = f"system.params.{key}"
+        component = COMPONENT_KEY.fullmatch(key)
+        if component is None and ("[" in key or "]" in key):
+            raise InvalidInput(where, 'must be a parameter name, or name[k] to sweep its component k (0-based, a '
+                               'whole number without leading zeros), e.g. "phase[1]"')
+        parameter = component[1] if component else key
+        if parameter not in {p.name for p in definition.parameters}:
             allowed = ", ".join(p.name for p in definition.parameters)
-            raise InvalidInput(f"system.params.{key}", f"unknown parameter of {name}; allowed: {allowed}")
+            raise InvalidInput(where, f"unknown parameter of {name}; allowed: {allowed}")
         if isinstance(value, dict):
-            if definition.parameter(key).structural:
-                raise InvalidInput(f"system.params.{key}", "is structural and cannot be swept")
+            if definition.parameter(parameter).structural:
+                raise InvalidInput(where, "is structural and cannot be swept")
+            if component and definition.parameter(parameter).shape == SCALAR:
+                raise InvalidInput(where, f"{parameter} is a scalar, it has no components; sweep it whole, "
+                                   f"{parameter} = {{ values = [...] }}")
             sweeps.append(_sweep(key, value))
+        elif component:
+            raise InvalidInput(where, "a component takes a sweep, { values = [...] } or { linspace = [a, b, n] }; "
+                               f"give fixed values for all of {parameter} under its name")
         else:
             fixed[key] = value
+    swept_whole = {s.parameter for s in sweeps if s.component is None}
+    for sweep in sweeps:
+        if sweep.component is not None and sweep.parameter in swept_whole:
+            raise InvalidInput(f"system.params.{sweep.name}", f"cannot be swept together with a sweep of the whole "
+                               f"{sweep.parameter}")
     return name, preset, fixed, tuple(sweeps)
 
 

@@ -183,9 +183,11 @@ def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
         "time": ("time", steps * plan.spec.dt, {"units": "s", "long_name": "time"}),
         "step": ("time", steps, {"long_name": "step number"}),
     }
-    for sweep, values in plan.sweep_values(np.arange(members)).items():
-        unit = plan.system.definition.parameter(sweep).unit
-        coords[sweep] = ("member", values, {"units": unit, "long_name": f"swept parameter {sweep}"})
+    swept = plan.sweep_values(np.arange(members))
+    for sweep in plan.spec.sweeps:  # named by the key as written: "phase", or "phase[1]" for one component
+        unit = plan.system.definition.parameter(sweep.parameter).unit
+        coords[sweep.name] = ("member", swept[sweep.name],
+                              {"units": unit, "long_name": f"swept parameter {sweep.name}"})
     # labels a system gives its state's own dims, e.g. the name of each joint coordinate of a multibody tree
     for dim, values in plan.system.definition.dimension_labels(plan.system.params, plan.n_bodies).items():
         coords[dim] = (dim, np.array(values, dtype=object), {"long_name": f"{dim} label"})  # UTF-8 strings
@@ -256,7 +258,8 @@ def write_template(plan: Plan) -> None:
 
 
 def _json_params(plan: Plan) -> dict:
-    """The system's parameter values (sweeps listed by their grid) as plain JSON."""
+    """The system's parameter values (sweeps listed by their grid, under their key: a swept component
+    beside its parameter's fixed value) as plain JSON."""
     out = {}
     for name, value in plan.system.params.items():
         out[name] = value.tolist() if isinstance(value, np.ndarray) else value

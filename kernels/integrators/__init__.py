@@ -8,7 +8,7 @@ from typing import Callable
 from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template, trapezoid_work_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
-from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion, midpoint, motion_formulations
+from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion, midpoint, motion_formulations, nhvi
 from . import runge_kutta as rk
 from . import vi
 
@@ -158,6 +158,12 @@ def _flat_fixed_recipe(allocate, begin, step, constants=None, helpers=()):
     return recipe
 
 
+def _nhvi_recipe(attitude):
+    """nhvi on a rolling space: with ``attitude`` the rows 0 … 8 hold R (moved by the Cayley map)."""
+    return _flat_fixed_recipe(nhvi.nhvi_allocate, nhvi.nhvi_begin, nhvi.nhvi_step, {"ATTITUDE": attitude},
+                              (("cayley_step", nhvi.cayley_step), ("nhvi_update", nhvi.nhvi_update)))
+
+
 def keep_variables(x, n, coef, y, code):
     """The space's own formulation: no conversion (never called: CONVERTS is False)."""
 
@@ -273,6 +279,11 @@ METHODS: dict[str, Method] = {
                    midpoint.midpoint_allocate, midpoint.midpoint_begin, midpoint.midpoint_step,
                    helpers=(("midpoint_residual", midpoint.midpoint_residual),)))},
                status=NEWTON, lanes=1, option_vector=("newton_tol", "newton_max_iterations")),
+        Method("nhvi", "reversible nonholonomic integrator for rolling bodies: implicit midpoint on the velocities, "
+               "contact point and rails, Cayley map on the attitude (R on SO(3), |Γ| = 1; energy bounded by "
+               "reversibility); fixed-point iteration", 2, {"newton_tol": 1e-14, "newton_max_iterations": 50},
+               {ROLLING: (FIELD, _nhvi_recipe(True)), ROLLING_DISK: (FIELD, _nhvi_recipe(False))}, status=NEWTON,
+               option_vector=("newton_tol", "newton_max_iterations")),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
                      _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B)),

@@ -123,7 +123,7 @@ def _curve(table: dict, where: str) -> np.ndarray:
 
 def parse_rails(value) -> tuple:
     """The ``rails`` parameter: a list of tables (see the module docstring) → a tuple of (shape, motion,
-    name, curve (5, 3), half length of a line or 0)."""
+    name, curve (5 rows c, d, a, b, f of 3 numbers), half length of a line or 0)."""
     if value is None:
         return ()
     if not isinstance(value, (list, tuple)):
@@ -154,7 +154,8 @@ def parse_rails(value) -> tuple:
             raise InvalidInput(where + ".motion", "a free mass needs a closed rail (circle, ellipse or figure_eight): "
                                "a straight rail has ends, which the model does not hold")
         half = 0.5 * float(table["length"]) if shape == "line" else 0.0
-        rails.append((shape, motion, str(table.get("name", f"mass_{k + 1}")), _curve(table, where), half))
+        curve = tuple(tuple(row) for row in _curve(table, where).tolist())  # plain numbers: stores keep them as JSON
+        rails.append((shape, motion, str(table.get("name", f"mass_{k + 1}")), curve, half))
     return tuple(rails)
 
 
@@ -189,9 +190,9 @@ def free_count(params: dict) -> int:
 
 
 def rail_points(curve: np.ndarray, theta) -> np.ndarray:
-    """ζ(θ) (…, 3) of one rail's curve (5, 3) at θ (…)."""
+    """ζ(θ) (…, 3) of one rail's curve (5 rows of 3) at θ (…)."""
     theta = np.asarray(theta, dtype=np.float64)[..., np.newaxis]
-    c, d, a, b, f = curve
+    c, d, a, b, f = np.asarray(curve, dtype=np.float64)
     return c + d * theta + a * np.cos(theta) + b * np.sin(theta) + f * np.sin(2 * theta)
 
 
@@ -241,7 +242,7 @@ def rail_coefficients(params: dict) -> np.ndarray:
     blocks = []
     for k, (_, _, _, curve, _) in enumerate(params["rails"]):
         values = [params[key][:, k] for key in ("theta0", "amplitude", "frequency", "phase", "rate", "rail_force")]
-        blocks.append(np.concatenate([masses[:, k:k + 1], np.broadcast_to(curve.reshape(-1), (members, 15)),
+        blocks.append(np.concatenate([masses[:, k:k + 1], np.broadcast_to(np.ravel(curve), (members, 15)),
                                       np.stack(values, axis=1)], axis=1))
     return np.concatenate(blocks, axis=1) if blocks else np.zeros((members, 0))
 

@@ -139,7 +139,7 @@ def _check(params):
         if motion != "prescribed":
             raise InvalidInput(f"rails[{k}].motion", "rolling_disk moves its masses along prescribed laws only "
                                "(free masses: rolling_ball)")
-        if np.any(curve[:, 1] != 0):
+        if np.any(np.asarray(curve)[:, 1] != 0):
             raise InvalidInput(f"rails[{k}]", "a disk's rails lie in its plane: every y component must be 0")
     check_rails(params, radius, params["clearance"])
 
