@@ -1,7 +1,8 @@
 """An independent plain-numpy reference for the system ``rolling_ball``: the equations of a ball rolling
 without slipping on a horizontal plane, moved by point masses on rails inside it, taken straight from
 digest_004 §4 (Putkaradze & Rogers, Meccanica 53 (2018), App. B (B.8) with Γ̃ = 0, App. D (D.15), (D.21))
-and written here without reading kernels/systems/rolling_ball.py, for ``scipy.integrate.solve_ivp``.
+and written here, for ``scipy.integrate.solve_ivp``, without importing or copying
+kernels/systems/rolling_ball.py.
 
 State y (SI units), for n free masses:
 
@@ -35,8 +36,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
-#: the kernel state variables, in the order of their values in y (R is 𝔮 there; the clock is t)
-STATE_NAMES = ("R", "Omega", "contact", "clock", "work", "theta", "theta_dot")
+
+def _cross(u, v) -> np.ndarray:
+    """u × v of two 3-vectors (numpy.cross costs ten times as much on one pair)."""
+    return np.array([u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]])
 
 
 def rotation_of(quaternion) -> np.ndarray:
@@ -133,25 +136,25 @@ def _bodies(t, y, params) -> list[Body]:
 def reference_rhs(t, y, params) -> np.ndarray:
     """ẏ at time t (s) of the state y (see the module docstring), ``params`` a bound system's params."""
     n = free_count(params)
-    gamma = rotation_of(y[:4])[2]
-    omega = y[4:7]
+    attitude = rotation_of(y[:4])
+    gamma, omega = attitude[2], y[4:7]
     r, g = float(params["radius"]), float(params["g"])
     inertia = np.asarray(params["inertia"], dtype=np.float64)
     matrix = np.zeros((3 + n, 3 + n))
     matrix[:3, :3] = inertia
     right = np.zeros(3 + n)
-    right[:3] = np.cross(inertia @ omega, omega)
+    right[:3] = _cross(inertia @ omega, omega)
     bodies = _bodies(t, y, params)
     arms, loads = [], []
     slot = 0
     for body in bodies:
         s = r * gamma + body.chi
-        f = (g * gamma + np.cross(omega, np.cross(omega, body.chi)) + 2 * np.cross(omega, body.chi_dot)
+        f = (g * gamma + _cross(omega, _cross(omega, body.chi)) + 2 * _cross(omega, body.chi_dot)
              + body.chi_ddot)
         matrix[:3, :3] += body.mass * (s @ s * np.eye(3) - np.outer(s, s))
-        right[:3] -= body.mass * np.cross(s, f)
+        right[:3] -= body.mass * _cross(s, f)
         if body.tangent is not None:
-            column = body.mass * np.cross(s, body.tangent)
+            column = body.mass * _cross(s, body.tangent)
             matrix[:3, 3 + slot] = column
             matrix[3 + slot, :3] = column
             matrix[3 + slot, 3 + slot] = body.mass * body.tangent @ body.tangent
@@ -163,12 +166,12 @@ def reference_rhs(t, y, params) -> np.ndarray:
     omega_dot = accelerations[:3]
     # actuator power (digest §5.2): m ⟨a + gΓ, χ̇⟩ = m ⟨Ω̇ × s + f, χ̇⟩ for a prescribed mass, Q θ̇ for a free one
     power = sum(body.force * body.rate if body.tangent is not None
-                else body.mass * (np.cross(omega_dot, s) + f) @ body.chi_dot
+                else body.mass * (_cross(omega_dot, s) + f) @ body.chi_dot
                 for body, s, f in zip(bodies, arms, loads))
     quaternion = y[:4]
     q_dot = 0.5 * np.concatenate([[-quaternion[1:] @ omega],
-                                  quaternion[0] * omega + np.cross(quaternion[1:], omega)])
-    spatial = rotation_of(quaternion) @ omega
+                                  quaternion[0] * omega + _cross(quaternion[1:], omega)])
+    spatial = attitude @ omega
     return np.concatenate([q_dot, omega_dot, [r * spatial[1], -r * spatial[0]], [power], y[10 + n:],
                            accelerations[3:]])
 
@@ -180,7 +183,7 @@ def reference_energy(t, y, params) -> float:
     r, g = float(params["radius"]), float(params["g"])
     energy = 0.5 * omega @ np.asarray(params["inertia"], dtype=np.float64) @ omega
     for body in _bodies(t, y, params):
-        velocity = np.cross(omega, r * gamma + body.chi) + body.chi_dot
+        velocity = _cross(omega, r * gamma + body.chi) + body.chi_dot
         energy += 0.5 * body.mass * velocity @ velocity + g * body.mass * gamma @ body.chi
     return float(energy)
 
