@@ -178,6 +178,9 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
     chaotic = [(label, ds, s) for label, ds, s in zip(labels, datasets, summaries) if "lyapunov" in ds]
     if chaotic:
         figures += lyapunov_figures(chaotic, out)
+    for label, ds in zip(labels, datasets):
+        if "spec" in ds.attrs and store_plan(ds).space.path in ds:
+            figures.append(path_figure(ds, store_plan(ds).space.path, label, out))
     for label, ds in zip(labels, datasets):  # particle systems (a pair potential), with their state kept
         if "spec" in ds.attrs and getattr(store_plan(ds).system.definition, "pair", None) is not None \
                 and all(name in ds for name in store_plan(ds).space.names):
@@ -251,6 +254,32 @@ def lyapunov_figures(stores: list[tuple[str, xr.Dataset, dict]], out: str) -> li
         _save(fig, os.path.join(out, name))
         figures.append((name, f"{label}: median Lyapunov exponent over the swept parameters"))
     return figures
+
+
+#: how many members' paths the path figure draws
+PATH_MEMBERS = 8
+
+
+def path_figure(ds: xr.Dataset, name: str, label: str, out: str) -> tuple[str, str]:
+    """The planar paths of ``name`` (a (2,) state variable, m) of up to PATH_MEMBERS members spread evenly over
+    the ensemble (so over its sweep grid), each labelled with its swept parameters; a dot marks the start."""
+    members = ds.sizes["member"]
+    chosen = np.unique(np.linspace(0, members - 1, min(PATH_MEMBERS, members)).round().astype(int))
+    paths = ds[name].isel(member=chosen).values
+    swept = [coord for coord in ds.coords if ds[coord].dims == ("member",) and coord != "member"]
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    for index, path in zip(chosen, paths):
+        tags = ", ".join(f"{coord} = {ds[coord].values[index]:g}" for coord in swept)
+        line, = ax.plot(path[:, 0], path[:, 1], linewidth=1, label=f"member {index}" + (f" ({tags})" if tags else ""))
+        ax.plot(path[0, 0], path[0, 1], "o", color=line.get_color(), markersize=3)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel(f"{name} x (m)")
+    ax.set_ylabel(f"{name} y (m)")
+    ax.set_title(f"{label}: {ds[name].attrs.get('long_name', name)} of {len(chosen)} members")
+    ax.legend(fontsize=7)
+    figure = f"{label}_{name}_paths.png"
+    _save(fig, os.path.join(out, figure))
+    return figure, f"{label}: paths of the {name} of {len(chosen)} members (dots: start)"
 
 
 def particle_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:

@@ -76,6 +76,9 @@ class StateSpace:
     #: ``pull_back(x, shadow, n, factor)`` (shadow ← x + factor (shadow − x), then back on the manifold),
     #: and templates bound per system (``energy``, ``vector_field``; see the space's module)
     lane: dict = field(default_factory=dict)
+    #: a state variable of shape (2,) that is a point moving in a plane (m): the report draws a few members'
+    #: paths (the rolling ball's contact point); None: none
+    path: str | None = None
 
     # ------------------------------------------------------------------ names, shapes, flat layout
     @property

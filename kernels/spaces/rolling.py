@@ -173,6 +173,7 @@ ROLLING = RollingSpace(
     lane={"diagnostics": rolling_diagnostics_lanes, "pull_back": pull_back_rolling},
     moving=("R", "Omega", "theta", "theta_dot"),
     counted="theta",
+    path="contact",
 )
 
 ROLLING_DISK = DiskSpace(
