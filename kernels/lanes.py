@@ -18,6 +18,9 @@ from . import llvm_options  # noqa: F401  (process-wide codegen settings, before
 #: Decorator for every jitted kernel function: float division by zero gives inf/NaN (recorded as
 #: divergence per member) instead of raising, and no fast-math so results are reproducible.
 lane_function = njit(error_model="numpy", nogil=True)
+#: the same for small helpers called inside lane loops: inlined in Numba's IR, so that LLVM sees one loop body it
+#: can vectorise (a call it keeps out of line stops the loop vectoriser)
+inline_lane_function = njit(error_model="numpy", nogil=True, inline="always")
 
 
 @lane_function

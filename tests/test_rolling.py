@@ -9,7 +9,7 @@ from kernels import integrate
 from kernels.errors import InvalidInput
 from kernels.status import LIFT_OFF
 from kernels.systems import get_system
-from kernels.systems.rolling_ball import FIRST_RAIL, ball_vector_field, jellett_integral
+from kernels.systems.rolling_ball import FIRST_RAIL, ball_field_work, ball_vector_field, jellett_integral
 
 TIGHT = {"rtol": 1e-11, "atol": 1e-13}
 
@@ -144,7 +144,7 @@ def test_the_contact_material_point_is_at_rest_at_every_sample():
         coef = np.ascontiguousarray(system.definition.coefficients(params, n).T)
         topology = system.definition.topology(params, n)
         rates = np.empty_like(x)
-        ball_vector_field(x, n, coef, topology, 0.0, rates, np.empty((max(7 * n, 1), x.shape[1])))
+        ball_vector_field(x, n, coef, topology, 0.0, rates, ball_field_work(x.shape[0], n, x.shape[1]))
         omega = np.einsum("sij,sj->si", states["R"], states["Omega"])
         contact = np.stack([rates[12], rates[13], np.zeros(x.shape[1])], axis=1) + np.cross(omega, [0.0, 0.0, -1.0])
         assert np.max(np.abs(contact)) <= 1e-12, preset

@@ -24,8 +24,8 @@ its rail by a constant generalised force Q (``rail_force``: N·m/rad on a curved
 for a passive mass).
 
 Coefficient layout per mass (``RAIL_ROWS`` rows from the mass's first row): m, c, d, a, b, f (3 each), θ₀, A,
-ν, φ, ṙ, Q.  Topology: [number of masses, number of free masses, then per mass its free-coordinate slot
-(−1: prescribed)].
+ν, φ, ṙ, Q.  Topology: [number of masses N, number of free masses, then per mass its free-coordinate slot
+(−1: prescribed), then per mass whether its rail is curved].
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInput
-from ..lanes import lane_function
+from ..lanes import inline_lane_function, lane_function
 from .base import PER_MASS, Parameter
 
 SHAPES = ("circle", "line", "ellipse", "figure_eight")
@@ -248,15 +248,17 @@ def rail_coefficients(params: dict) -> np.ndarray:
 
 
 def rail_topology(params: dict) -> np.ndarray:
-    """[masses, free masses, then per mass its free slot (−1: prescribed)]."""
-    slots, free = [], 0
-    for _, motion, _, _, _ in params["rails"]:
+    """[masses N, free masses, then per mass its free slot (−1: prescribed), then per mass whether its rail is
+    curved (1: ζ has cos θ, sin θ or sin 2θ terms; 0: a straight rail, whose kernels skip the trigonometry)]."""
+    slots, curved, free = [], [], 0
+    for _, motion, _, curve, _ in params["rails"]:
         slots.append(free if motion == "free" else -1)
+        curved.append(int(np.any(np.asarray(curve)[2:] != 0)))
         free += motion == "free"
-    return np.array([len(slots), free] + slots, dtype=np.int64)
+    return np.array([len(slots), free] + slots + curved, dtype=np.int64)
 
 
-@lane_function
+@inline_lane_function
 def rail_axis(coef, j, b, i, theta, s1, c1, s2, c2):
     """Component i of ζ(θ), ζ′(θ), ζ″(θ) of the rail whose block starts at coefficient row j, lane b, given
     sin θ, cos θ, sin 2θ, cos 2θ."""
@@ -267,14 +269,25 @@ def rail_axis(coef, j, b, i, theta, s1, c1, s2, c2):
 
 
 @lane_function
-def mass_kinematics(coef, j, b, t, theta, theta_dot, free):
-    """Body-frame position χ, velocity χ̇ = ζ′θ̇, the acceleration's known part ζ″θ̇² (+ ζ′θ̈ for a prescribed
-    mass) and the rail tangent ζ′ (twelve scalars) of the mass whose block starts at coefficient row j,
-    lane b, at time t (s): a free mass is at (θ, θ̇) of the state, a prescribed one where its law puts it."""
+def rail_angles(coef, j, b, t, theta, theta_dot, free, curved):
+    """θ, θ̇, θ̈ (θ̈ = 0 for a free mass: the system solves for it), sin θ and cos θ of the mass whose block starts at
+    coefficient row j, lane b, at time t (s): a free mass is at (θ, θ̇) of the state, a prescribed one where its
+    law puts it.  A straight rail (not ``curved``) has no trigonometric terms: its sin θ, cos θ are not evaluated
+    (0).  The trigonometry of a mass, apart from its arithmetic (:func:`mass_point`), so that the arithmetic's
+    lane loops vectorise."""
     theta_ddot = 0.0
     if not free:
         theta, theta_dot, theta_ddot = prescribed_motion(coef, j, b, t)
-    s1, c1 = np.sin(theta), np.cos(theta)
+    s1 = c1 = 0.0
+    if curved:
+        s1, c1 = np.sin(theta), np.cos(theta)
+    return theta, theta_dot, theta_ddot, s1, c1
+
+
+@inline_lane_function
+def mass_point(coef, j, b, theta, theta_dot, theta_ddot, s1, c1):
+    """Body-frame position χ = ζ(θ), velocity χ̇ = ζ′θ̇, acceleration ζ″θ̇² + ζ′θ̈ and the rail tangent ζ′ (twelve
+    scalars) of the mass whose block starts at coefficient row j, lane b, from :func:`rail_angles`."""
     s2, c2 = 2.0 * s1 * c1, c1 * c1 - s1 * s1
     p0, t0, k0 = rail_axis(coef, j, b, 0, theta, s1, c1, s2, c2)
     p1, t1, k1 = rail_axis(coef, j, b, 1, theta, s1, c1, s2, c2)
@@ -285,10 +298,20 @@ def mass_kinematics(coef, j, b, t, theta, theta_dot, free):
 
 
 @lane_function
+def mass_kinematics(coef, j, b, t, theta, theta_dot, free, curved):
+    """:func:`mass_point` at :func:`rail_angles`: the mass's χ, χ̇, χ̈ (known part) and ζ′ at time t."""
+    theta, theta_dot, theta_ddot, s1, c1 = rail_angles(coef, j, b, t, theta, theta_dot, free, curved)
+    return mass_point(coef, j, b, theta, theta_dot, theta_ddot, s1, c1)
+
+
+@lane_function
 def prescribed_motion(coef, j, b, t):
-    """θ(t), θ̇(t), θ̈(t) of the prescribed mass whose block starts at coefficient row j, lane b."""
+    """θ(t), θ̇(t), θ̈(t) of the prescribed mass whose block starts at coefficient row j, lane b (without an
+    amplitude the sine's factors are not evaluated)."""
     amplitude, frequency = coef[j + AMPLITUDE, b], coef[j + FREQUENCY, b]
-    angle = frequency * t + coef[j + PHASE, b]
-    s, c = np.sin(angle), np.cos(angle)
+    s = c = 0.0
+    if amplitude != 0.0:
+        angle = frequency * t + coef[j + PHASE, b]
+        s, c = np.sin(angle), np.cos(angle)
     return (coef[j + THETA0, b] + coef[j + RATE, b] * t + amplitude * s,
             coef[j + RATE, b] + amplitude * frequency * c, -amplitude * frequency * frequency * s)

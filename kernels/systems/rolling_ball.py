@@ -41,20 +41,25 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InvalidInput
-from ..lanes import lane_function
+from ..lanes import inline_lane_function, lane_function
 from ..spaces.rolling import CLOCK, CONTACT, OMEGA, RAILS, ROLLING, WORK
 from ..spaces.rotation import orthogonality_lanes
 from ..spaces.base import StateSpace
 from ..status import LIFT_OFF, SLIP
 from .base import MATRIX3, SCALAR, VECTOR3, FlatSystemDefinition, Parameter, Preset, System
-from .rails import (FORCE, RAIL_ROWS, check_rails, free_count, mass_count, mass_kinematics, rail_coefficients,
+from .rails import (FORCE, RAIL_ROWS, check_rails, free_count, mass_count, mass_kinematics, mass_point,
+                    rail_angles, rail_coefficients,
                     rail_parameters, rail_points, rail_topology)
 from .rigid import attitude_rate, check_inertia
 
 #: coefficient rows: 𝕀 (9, row-major), m₀, χ₀ (3), r, g, μ_s, then the rails' blocks
 INERTIA, SHELL_MASS, SHELL_OFFSET, RADIUS, GRAVITY, FRICTION, FIRST_RAIL = 0, 9, 10, 13, 14, 15, 16
-#: work rows per free mass: β = B/D (3), γ = (Q − m⟨ζ′, f⟩)/D, then θ̈ (1), m ζ′ (3)
-FREE_ROWS = 7
+#: rows of the accelerations' work (lanes innermost): 𝕁's upper triangle, the right side, Σ m s, Σ m f, the
+#: actuators' power's Ω̇-linear part Σ m s × χ̇ and the rest; then the results Ω̇ and the plane's force F; a
+#: mass's rail angles (θ, θ̇, θ̈, sin θ, cos θ); then FREE_ROWS per free mass: β = B/D (3), γ = (Q − m⟨ζ′, f⟩)/D,
+#: then θ̈ (1), m ζ′ (3)
+J00, J01, J02, J11, J12, J22, RIGHT, MASS_S, MASS_F, POWER_RATE, POWER = 0, 1, 2, 3, 4, 5, 6, 9, 12, 15, 18
+ACCELERATION, FORCE_ON_BALL, ANGLES, FIRST_FREE, FREE_ROWS = 19, 22, 25, 30, 7
 
 
 def _coefficients(params, n):
@@ -68,105 +73,129 @@ def _coefficients(params, n):
 
 @lane_function
 def ball_field_work(rows, n, lanes):
-    """The work of the ball's vector field: FREE_ROWS per free mass (one row without free masses)."""
-    return np.empty((max(FREE_ROWS * n, 1), lanes))
+    """The work of the ball's vector field (:func:`ball_accelerations`'s rows)."""
+    return np.empty((FIRST_FREE + FREE_ROWS * n, lanes))
 
 
-@lane_function
-def ball_accelerations(x, n, coef, topology, b, work):
-    """Lane b's Ω̇ (rad/s², body frame), the actuators' power (W) and the plane's force F on the ball (N,
-    body frame): seven scalars; each free mass's θ̈ goes to work row FREE_ROWS · slot + 3."""
+@inline_lane_function
+def add_body(x, coef, work, b, m, c0, c1, c2, v0, v1, v2, a0, a1, a2):
+    """Body i's terms in 𝕁, the right side, Σ m s and Σ m f, lane b, for mass m at χ = c with χ̇ = v and the
+    known χ̈ = a; returns s = rΓ + χ and f = gΓ + Ω × (Ω × χ) + 2 Ω × χ̇ + χ̈."""
     g0, g1, g2 = x[6, b], x[7, b], x[8, b]
     w0, w1, w2 = x[OMEGA, b], x[OMEGA + 1, b], x[OMEGA + 2, b]
-    t = x[CLOCK, b]
     r, g = coef[RADIUS, b], coef[GRAVITY, b]
-    # 𝕁 (upper triangle), the right side, Σ m s, Σ m f, the power's Ω̇-linear part Σ m s × χ̇ and the rest
-    j00, j01, j02, j11, j12, j22 = (coef[INERTIA, b], coef[INERTIA + 1, b], coef[INERTIA + 2, b],
-                                    coef[INERTIA + 4, b], coef[INERTIA + 5, b], coef[INERTIA + 8, b])
-    p0, p1, p2 = matrix_times(coef, INERTIA, b, w0, w1, w2)
-    h0, h1, h2 = p1 * w2 - p2 * w1, p2 * w0 - p0 * w2, p0 * w1 - p1 * w0
-    ms0 = ms1 = ms2 = mf0 = mf1 = mf2 = pv0 = pv1 = pv2 = power = theta_dot = 0.0
-    k = 0
-    masses = topology[0]
-    for i in range(masses + 1):
-        if i == 0:
-            m = coef[SHELL_MASS, b]
-            c0, c1, c2 = coef[SHELL_OFFSET, b], coef[SHELL_OFFSET + 1, b], coef[SHELL_OFFSET + 2, b]
-            v0 = v1 = v2 = a0 = a1 = a2 = z0 = z1 = z2 = 0.0
-            slot = -1
-        else:
-            k = FIRST_RAIL + RAIL_ROWS * (i - 1)
-            m = coef[k, b]
-            slot = topology[1 + i]
-            theta = x[RAILS + slot, b] if slot >= 0 else 0.0
-            theta_dot = x[RAILS + n + slot, b] if slot >= 0 else 0.0
-            c0, c1, c2, v0, v1, v2, a0, a1, a2, z0, z1, z2 = mass_kinematics(coef, k, b, t, theta, theta_dot,
-                                                                             slot >= 0)
-        s0, s1, s2 = r * g0 + c0, r * g1 + c1, r * g2 + c2
-        # f = gΓ + Ω × (Ω × χ) + 2 Ω × χ̇ + χ̈ (known part)
-        u0, u1, u2 = w1 * c2 - w2 * c1, w2 * c0 - w0 * c2, w0 * c1 - w1 * c0
-        f0 = g * g0 + (w1 * u2 - w2 * u1) + 2.0 * (w1 * v2 - w2 * v1) + a0
-        f1 = g * g1 + (w2 * u0 - w0 * u2) + 2.0 * (w2 * v0 - w0 * v2) + a1
-        f2 = g * g2 + (w0 * u1 - w1 * u0) + 2.0 * (w0 * v1 - w1 * v0) + a2
-        square = s0 * s0 + s1 * s1 + s2 * s2
-        j00 += m * (square - s0 * s0)
-        j11 += m * (square - s1 * s1)
-        j22 += m * (square - s2 * s2)
-        j01 -= m * s0 * s1
-        j02 -= m * s0 * s2
-        j12 -= m * s1 * s2
-        h0 -= m * (s1 * f2 - s2 * f1)
-        h1 -= m * (s2 * f0 - s0 * f2)
-        h2 -= m * (s0 * f1 - s1 * f0)
-        ms0 += m * s0
-        ms1 += m * s1
-        ms2 += m * s2
-        mf0 += m * f0
-        mf1 += m * f1
-        mf2 += m * f2
-        if slot < 0:
-            # a prescribed mass's actuator power m ⟨Ω̇ × s + f, χ̇⟩ = m ⟨f, χ̇⟩ + Ω̇ · m (s × χ̇)
-            power += m * (f0 * v0 + f1 * v1 + f2 * v2)
-            pv0 += m * (s1 * v2 - s2 * v1)
-            pv1 += m * (s2 * v0 - s0 * v2)
-            pv2 += m * (s0 * v1 - s1 * v0)
-        else:
-            row = FREE_ROWS * slot
-            d = m * (z0 * z0 + z1 * z1 + z2 * z2)
-            q = coef[k + FORCE, b]
-            e0, e1, e2 = m * (s1 * z2 - s2 * z1), m * (s2 * z0 - s0 * z2), m * (s0 * z1 - s1 * z0)
-            gamma = (q - m * (z0 * f0 + z1 * f1 + z2 * f2)) / d
-            # eliminate θ̈: 𝕁 − B D⁻¹ Bᵀ and the right side − B γ
-            j00 -= e0 * e0 / d
-            j11 -= e1 * e1 / d
-            j22 -= e2 * e2 / d
-            j01 -= e0 * e1 / d
-            j02 -= e0 * e2 / d
-            j12 -= e1 * e2 / d
-            h0 -= e0 * gamma
-            h1 -= e1 * gamma
-            h2 -= e2 * gamma
-            work[row, b], work[row + 1, b], work[row + 2, b] = e0 / d, e1 / d, e2 / d
-            work[row + 3, b] = gamma
-            work[row + 4, b], work[row + 5, b], work[row + 6, b] = m * z0, m * z1, m * z2
-            power += q * theta_dot
-    d0, d1, d2 = solve_symmetric3(j00, j01, j02, j11, j12, j22, h0, h1, h2)
-    power += d0 * pv0 + d1 * pv1 + d2 * pv2
-    # F = Σ m (Ω̇ × s + f) + Σ_free m ζ′ θ̈
-    force0 = d1 * ms2 - d2 * ms1 + mf0
-    force1 = d2 * ms0 - d0 * ms2 + mf1
-    force2 = d0 * ms1 - d1 * ms0 + mf2
-    for slot in range(n):
-        row = FREE_ROWS * slot
-        theta_ddot = work[row + 3, b] - (work[row, b] * d0 + work[row + 1, b] * d1 + work[row + 2, b] * d2)
-        work[row + 3, b] = theta_ddot
-        force0 += work[row + 4, b] * theta_ddot
-        force1 += work[row + 5, b] * theta_ddot
-        force2 += work[row + 6, b] * theta_ddot
-    return d0, d1, d2, power, force0, force1, force2
+    s0, s1, s2 = r * g0 + c0, r * g1 + c1, r * g2 + c2
+    u0, u1, u2 = w1 * c2 - w2 * c1, w2 * c0 - w0 * c2, w0 * c1 - w1 * c0
+    f0 = g * g0 + (w1 * u2 - w2 * u1) + 2.0 * (w1 * v2 - w2 * v1) + a0
+    f1 = g * g1 + (w2 * u0 - w0 * u2) + 2.0 * (w2 * v0 - w0 * v2) + a1
+    f2 = g * g2 + (w0 * u1 - w1 * u0) + 2.0 * (w0 * v1 - w1 * v0) + a2
+    square = s0 * s0 + s1 * s1 + s2 * s2
+    work[J00, b] += m * (square - s0 * s0)
+    work[J11, b] += m * (square - s1 * s1)
+    work[J22, b] += m * (square - s2 * s2)
+    work[J01, b] -= m * s0 * s1
+    work[J02, b] -= m * s0 * s2
+    work[J12, b] -= m * s1 * s2
+    work[RIGHT, b] -= m * (s1 * f2 - s2 * f1)
+    work[RIGHT + 1, b] -= m * (s2 * f0 - s0 * f2)
+    work[RIGHT + 2, b] -= m * (s0 * f1 - s1 * f0)
+    work[MASS_S, b] += m * s0
+    work[MASS_S + 1, b] += m * s1
+    work[MASS_S + 2, b] += m * s2
+    work[MASS_F, b] += m * f0
+    work[MASS_F + 1, b] += m * f1
+    work[MASS_F + 2, b] += m * f2
+    return s0, s1, s2, f0, f1, f2
+
+
+@inline_lane_function
+def rail_mass_point(coef, work, k, b):
+    """χ, χ̇, χ̈ (known part) and ζ′ of the mass at coefficient row k, lane b, from the angles in ``work``."""
+    return mass_point(coef, k, b, work[ANGLES, b], work[ANGLES + 1, b], work[ANGLES + 2, b], work[ANGLES + 3, b],
+                      work[ANGLES + 4, b])
 
 
 @lane_function
+def ball_accelerations(x, n, coef, topology, work):
+    """Every lane's Ω̇ (rad/s², body frame) in work rows ACCELERATION …, the actuators' power (W) in row POWER
+    and the plane's force F on the ball (N, body frame) in rows FORCE_ON_BALL …; each free mass's θ̈ in row
+    FIRST_FREE + FREE_ROWS · slot + 3.  Lanes run innermost in every loop but the rails' trigonometry, so the
+    arithmetic vectorises."""
+    lanes = x.shape[1]
+    masses = topology[0]
+    for b in range(lanes):
+        w0, w1, w2 = x[OMEGA, b], x[OMEGA + 1, b], x[OMEGA + 2, b]
+        p0, p1, p2 = matrix_times(coef, INERTIA, b, w0, w1, w2)
+        work[J00, b], work[J01, b], work[J02, b] = coef[INERTIA, b], coef[INERTIA + 1, b], coef[INERTIA + 2, b]
+        work[J11, b], work[J12, b], work[J22, b] = coef[INERTIA + 4, b], coef[INERTIA + 5, b], coef[INERTIA + 8, b]
+        work[RIGHT, b], work[RIGHT + 1, b], work[RIGHT + 2, b] = p1 * w2 - p2 * w1, p2 * w0 - p0 * w2, p0 * w1 - p1 * w0
+        for row in range(MASS_S, POWER + 1):
+            work[row, b] = 0.0
+        add_body(x, coef, work, b, coef[SHELL_MASS, b], coef[SHELL_OFFSET, b], coef[SHELL_OFFSET + 1, b],
+                 coef[SHELL_OFFSET + 2, b], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for i in range(1, masses + 1):
+        k = FIRST_RAIL + RAIL_ROWS * (i - 1)
+        slot = topology[1 + i]
+        curved = topology[1 + masses + i] != 0
+        for b in range(lanes):  # the trigonometry, lane by lane
+            theta = x[RAILS + slot, b] if slot >= 0 else 0.0
+            theta_dot = x[RAILS + n + slot, b] if slot >= 0 else 0.0
+            (work[ANGLES, b], work[ANGLES + 1, b], work[ANGLES + 2, b], work[ANGLES + 3, b],
+             work[ANGLES + 4, b]) = rail_angles(coef, k, b, x[CLOCK, b], theta, theta_dot, slot >= 0, curved)
+        if slot < 0:
+            for b in range(lanes):
+                c0, c1, c2, v0, v1, v2, a0, a1, a2, _, _, _ = rail_mass_point(coef, work, k, b)
+                m = coef[k, b]
+                s0, s1, s2, f0, f1, f2 = add_body(x, coef, work, b, m, c0, c1, c2, v0, v1, v2, a0, a1, a2)
+                # the actuator's power m ⟨Ω̇ × s + f, χ̇⟩ = m ⟨f, χ̇⟩ + Ω̇ · m (s × χ̇)
+                work[POWER, b] += m * (f0 * v0 + f1 * v1 + f2 * v2)
+                work[POWER_RATE, b] += m * (s1 * v2 - s2 * v1)
+                work[POWER_RATE + 1, b] += m * (s2 * v0 - s0 * v2)
+                work[POWER_RATE + 2, b] += m * (s0 * v1 - s1 * v0)
+        else:
+            row = FIRST_FREE + FREE_ROWS * slot
+            for b in range(lanes):
+                c0, c1, c2, v0, v1, v2, a0, a1, a2, z0, z1, z2 = rail_mass_point(coef, work, k, b)
+                m = coef[k, b]
+                s0, s1, s2, f0, f1, f2 = add_body(x, coef, work, b, m, c0, c1, c2, v0, v1, v2, a0, a1, a2)
+                d = m * (z0 * z0 + z1 * z1 + z2 * z2)
+                q = coef[k + FORCE, b]
+                e0, e1, e2 = m * (s1 * z2 - s2 * z1), m * (s2 * z0 - s0 * z2), m * (s0 * z1 - s1 * z0)
+                gamma = (q - m * (z0 * f0 + z1 * f1 + z2 * f2)) / d
+                # eliminate θ̈: 𝕁 − B D⁻¹ Bᵀ and the right side − B γ
+                work[J00, b] -= e0 * e0 / d
+                work[J11, b] -= e1 * e1 / d
+                work[J22, b] -= e2 * e2 / d
+                work[J01, b] -= e0 * e1 / d
+                work[J02, b] -= e0 * e2 / d
+                work[J12, b] -= e1 * e2 / d
+                work[RIGHT, b] -= e0 * gamma
+                work[RIGHT + 1, b] -= e1 * gamma
+                work[RIGHT + 2, b] -= e2 * gamma
+                work[row, b], work[row + 1, b], work[row + 2, b] = e0 / d, e1 / d, e2 / d
+                work[row + 3, b] = gamma
+                work[row + 4, b], work[row + 5, b], work[row + 6, b] = m * z0, m * z1, m * z2
+                work[POWER, b] += q * work[ANGLES + 1, b]
+    for b in range(lanes):
+        d0, d1, d2 = solve_symmetric3(work[J00, b], work[J01, b], work[J02, b], work[J11, b], work[J12, b],
+                                      work[J22, b], work[RIGHT, b], work[RIGHT + 1, b], work[RIGHT + 2, b])
+        work[ACCELERATION, b], work[ACCELERATION + 1, b], work[ACCELERATION + 2, b] = d0, d1, d2
+        work[POWER, b] += d0 * work[POWER_RATE, b] + d1 * work[POWER_RATE + 1, b] + d2 * work[POWER_RATE + 2, b]
+        # F = Σ m (Ω̇ × s + f) + Σ_free m ζ′ θ̈
+        work[FORCE_ON_BALL, b] = d1 * work[MASS_S + 2, b] - d2 * work[MASS_S + 1, b] + work[MASS_F, b]
+        work[FORCE_ON_BALL + 1, b] = d2 * work[MASS_S, b] - d0 * work[MASS_S + 2, b] + work[MASS_F + 1, b]
+        work[FORCE_ON_BALL + 2, b] = d0 * work[MASS_S + 1, b] - d1 * work[MASS_S, b] + work[MASS_F + 2, b]
+    for slot in range(n):
+        row = FIRST_FREE + FREE_ROWS * slot
+        for b in range(lanes):
+            theta_ddot = work[row + 3, b] - (work[row, b] * work[ACCELERATION, b] + work[row + 1, b]
+                                             * work[ACCELERATION + 1, b] + work[row + 2, b] * work[ACCELERATION + 2, b])
+            work[row + 3, b] = theta_ddot
+            for axis in range(3):
+                work[FORCE_ON_BALL + axis, b] += work[row + 4 + axis, b] * theta_ddot
+
+
+@inline_lane_function
 def matrix_times(coef, j, b, x0, x1, x2):
     """The 3 × 3 matrix at coefficient rows j … j + 8 (row-major) times x, lane b."""
     return (coef[j, b] * x0 + coef[j + 1, b] * x1 + coef[j + 2, b] * x2,
@@ -174,7 +203,7 @@ def matrix_times(coef, j, b, x0, x1, x2):
             coef[j + 6, b] * x0 + coef[j + 7, b] * x1 + coef[j + 8, b] * x2)
 
 
-@lane_function
+@inline_lane_function
 def solve_symmetric3(a00, a01, a02, a11, a12, a22, r0, r1, r2):
     """y with A y = r for a symmetric positive-definite 3 × 3 A (upper triangle given): Cholesky."""
     l00 = np.sqrt(a00)
@@ -196,22 +225,23 @@ def solve_symmetric3(a00, a01, a02, a11, a12, a22, r0, r1, r2):
 def ball_vector_field(x, n, coef, topology, t, dx, work):
     """dx: Ṙ = R Ω̂, Ω̇, the rolling constraint (ẋ, ẏ) = r (ω₂, −ω₁), ċlock = 1, ẇork = power, θ̇, θ̈.  Time is
     the state's clock (the extended phase space), so ``t`` is not read."""
-    r_row = RADIUS
+    ball_accelerations(x, n, coef, topology, work)
     for b in range(x.shape[1]):
         w0, w1, w2 = x[OMEGA, b], x[OMEGA + 1, b], x[OMEGA + 2, b]
-        d0, d1, d2, power, _, _, _ = ball_accelerations(x, n, coef, topology, b, work)
         attitude_rate(x, dx, 0, b, w0, w1, w2)
-        dx[OMEGA, b], dx[OMEGA + 1, b], dx[OMEGA + 2, b] = d0, d1, d2
-        r = coef[r_row, b]
+        for axis in range(3):
+            dx[OMEGA + axis, b] = work[ACCELERATION + axis, b]
+        r = coef[RADIUS, b]
         spatial0 = x[0, b] * w0 + x[1, b] * w1 + x[2, b] * w2
         spatial1 = x[3, b] * w0 + x[4, b] * w1 + x[5, b] * w2
         dx[CONTACT, b] = r * spatial1
         dx[CONTACT + 1, b] = -r * spatial0
         dx[CLOCK, b] = 1.0
-        dx[WORK, b] = power
-        for slot in range(n):
+        dx[WORK, b] = work[POWER, b]
+    for slot in range(n):
+        for b in range(x.shape[1]):
             dx[RAILS + slot, b] = x[RAILS + n + slot, b]
-            dx[RAILS + n + slot, b] = work[FREE_ROWS * slot + 3, b]
+            dx[RAILS + n + slot, b] = work[FIRST_FREE + FREE_ROWS * slot + 3, b]
 
 
 @lane_function
@@ -236,8 +266,8 @@ def ball_energy(x, n, coef, topology, out):
                 slot = topology[1 + i]
                 theta = x[RAILS + slot, b] if slot >= 0 else 0.0
                 theta_dot = x[RAILS + n + slot, b] if slot >= 0 else 0.0
-                c0, c1, c2, v0, v1, v2, _, _, _, _, _, _ = mass_kinematics(coef, k, b, t, theta, theta_dot,
-                                                                           slot >= 0)
+                c0, c1, c2, v0, v1, v2, _, _, _, _, _, _ = mass_kinematics(
+                    coef, k, b, t, theta, theta_dot, slot >= 0, topology[1 + topology[0] + i] != 0)
             s0, s1, s2 = r * g0 + c0, r * g1 + c1, r * g2 + c2
             e0, e1, e2 = w1 * s2 - w2 * s1 + v0, w2 * s0 - w0 * s2 + v1, w0 * s1 - w1 * s0 + v2
             kinetic += 0.5 * m * (e0 * e0 + e1 * e1 + e2 * e2)
@@ -249,8 +279,9 @@ def ball_energy(x, n, coef, topology, out):
 def contact_force_lanes(x, n, coef, topology, out):
     """out[0] = the normal force N = ⟨F, Γ⟩ (N) and out[1] = |F − NΓ| / N per lane."""
     work = ball_field_work(x.shape[0], n, x.shape[1])
+    ball_accelerations(x, n, coef, topology, work)
     for b in range(x.shape[1]):
-        _, _, _, _, f0, f1, f2 = ball_accelerations(x, n, coef, topology, b, work)
+        f0, f1, f2 = work[FORCE_ON_BALL, b], work[FORCE_ON_BALL + 1, b], work[FORCE_ON_BALL + 2, b]
         g0, g1, g2 = x[6, b], x[7, b], x[8, b]
         normal = f0 * g0 + f1 * g1 + f2 * g2
         t0, t1, t2 = f0 - normal * g0, f1 - normal * g1, f2 - normal * g2

@@ -48,7 +48,8 @@ def disk_body(coef, topology, b, i, t):
     if i == 0:
         return coef[SHELL_MASS, b], coef[SHELL_OFFSET, b], coef[SHELL_OFFSET + 2, b], 0.0, 0.0, 0.0, 0.0
     k = FIRST_RAIL + RAIL_ROWS * (i - 1)
-    c0, _, c2, v0, _, v2, a0, _, a2, _, _, _ = mass_kinematics(coef, k, b, t, 0.0, 0.0, False)
+    c0, _, c2, v0, _, v2, a0, _, a2, _, _, _ = mass_kinematics(coef, k, b, t, 0.0, 0.0, False,
+                                                               topology[1 + topology[0] + i] != 0)
     return coef[k, b], c0, c2, v0, v2, a0, a2
 
 
