@@ -36,25 +36,17 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
+from kernels.spaces.rotation import rotations_from_quaternions as rotation_of  # Λ of (w, x, y, z): (D.15)
+
 
 def _cross(u, v) -> np.ndarray:
     """u × v of two 3-vectors (numpy.cross costs ten times as much on one pair)."""
     return np.array([u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]])
 
 
-def rotation_of(quaternion) -> np.ndarray:
-    """Λ (..., 3, 3) of quaternions (..., 4) (w, x, y, z), normalised first: digest (D.15)."""
-    q = np.asarray(quaternion, dtype=np.float64)
-    q0, q1, q2, q3 = np.moveaxis(q / np.linalg.norm(q, axis=-1, keepdims=True), -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (q2 * q2 + q3 * q3), 2 * (q1 * q2 - q0 * q3), 2 * (q1 * q3 + q0 * q2)], -1),
-        np.stack([2 * (q1 * q2 + q0 * q3), 1 - 2 * (q1 * q1 + q3 * q3), 2 * (q2 * q3 - q0 * q1)], -1),
-        np.stack([2 * (q1 * q3 - q0 * q2), 2 * (q2 * q3 + q0 * q1), 1 - 2 * (q1 * q1 + q2 * q2)], -1)], -2)
-
-
 def quaternion_of(rotation) -> np.ndarray:
     """A unit quaternion (..., 4) (w, x, y, z) of each rotation (..., 3, 3) (the nearest one of a matrix
-    slightly off SO(3)), the inverse of :func:`rotation_of` up to the sign ±𝔮 (D.16)."""
+    slightly off SO(3)), the inverse of :func:`rotation_of` (D.15) up to the sign ±𝔮 (D.16)."""
     rotation = np.asarray(rotation, dtype=np.float64)
     xyzw = Rotation.from_matrix(rotation.reshape(-1, 3, 3)).as_quat()
     return np.concatenate([xyzw[:, 3:], xyzw[:, :3]], axis=1).reshape(rotation.shape[:-2] + (4,))

@@ -5,7 +5,6 @@ import io
 
 import numpy as np
 import pytest
-import xarray as xr
 
 import ensemble
 from ensemble.analysis import lyapunov_map

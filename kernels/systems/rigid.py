@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidInput
-from ..lanes import compensated_dot6, lane_function
+from ..lanes import compensated_dot6, inline_lane_function, lane_function
 from ..spaces import ROTATION, StateSpace
 from .base import FlatSystemDefinition, Parameter
 
@@ -93,7 +93,7 @@ def inertia_header(inertia: np.ndarray) -> np.ndarray:
                           axis=2).reshape(members, -1)
 
 
-@lane_function
+@inline_lane_function
 def matrix3_times(rows, j, b, x0, x1, x2):
     """M x for the 3×3 matrix held row-major in rows j … j + 8 of a lane array, lane b (an attitude R in a
     flat state, an inertia J in a coefficient header)."""

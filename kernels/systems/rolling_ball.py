@@ -50,7 +50,7 @@ from .base import MATRIX3, SCALAR, VECTOR3, FlatSystemDefinition, Parameter, Pre
 from .rails import (FORCE, RAIL_ROWS, check_rails, free_count, mass_count, mass_kinematics, mass_point,
                     rail_angles, rail_coefficients,
                     rail_parameters, rail_points, rail_topology)
-from .rigid import attitude_rate, check_inertia
+from .rigid import attitude_rate, check_inertia, matrix3_times
 
 #: coefficient rows: 𝕀 (9, row-major), m₀, χ₀ (3), r, g, μ_s, then the rails' blocks
 INERTIA, SHELL_MASS, SHELL_OFFSET, RADIUS, GRAVITY, FRICTION, FIRST_RAIL = 0, 9, 10, 13, 14, 15, 16
@@ -125,7 +125,7 @@ def ball_accelerations(x, n, coef, topology, work):
     masses = topology[0]
     for b in range(lanes):
         w0, w1, w2 = x[OMEGA, b], x[OMEGA + 1, b], x[OMEGA + 2, b]
-        p0, p1, p2 = matrix_times(coef, INERTIA, b, w0, w1, w2)
+        p0, p1, p2 = matrix3_times(coef, INERTIA, b, w0, w1, w2)
         work[J00, b], work[J01, b], work[J02, b] = coef[INERTIA, b], coef[INERTIA + 1, b], coef[INERTIA + 2, b]
         work[J11, b], work[J12, b], work[J22, b] = coef[INERTIA + 4, b], coef[INERTIA + 5, b], coef[INERTIA + 8, b]
         work[RIGHT, b], work[RIGHT + 1, b], work[RIGHT + 2, b] = p1 * w2 - p2 * w1, p2 * w0 - p0 * w2, p0 * w1 - p1 * w0
@@ -196,14 +196,6 @@ def ball_accelerations(x, n, coef, topology, work):
 
 
 @inline_lane_function
-def matrix_times(coef, j, b, x0, x1, x2):
-    """The 3 × 3 matrix at coefficient rows j … j + 8 (row-major) times x, lane b."""
-    return (coef[j, b] * x0 + coef[j + 1, b] * x1 + coef[j + 2, b] * x2,
-            coef[j + 3, b] * x0 + coef[j + 4, b] * x1 + coef[j + 5, b] * x2,
-            coef[j + 6, b] * x0 + coef[j + 7, b] * x1 + coef[j + 8, b] * x2)
-
-
-@inline_lane_function
 def solve_symmetric3(a00, a01, a02, a11, a12, a22, r0, r1, r2):
     """y with A y = r for a symmetric positive-definite 3 × 3 A (upper triangle given): Cholesky."""
     l00 = np.sqrt(a00)
@@ -252,7 +244,7 @@ def ball_energy(x, n, coef, topology, out):
         w0, w1, w2 = x[OMEGA, b], x[OMEGA + 1, b], x[OMEGA + 2, b]
         t = x[CLOCK, b]
         r, g = coef[RADIUS, b], coef[GRAVITY, b]
-        p0, p1, p2 = matrix_times(coef, INERTIA, b, w0, w1, w2)
+        p0, p1, p2 = matrix3_times(coef, INERTIA, b, w0, w1, w2)
         kinetic = 0.5 * (w0 * p0 + w1 * p1 + w2 * p2)
         potential = 0.0
         for i in range(topology[0] + 1):
