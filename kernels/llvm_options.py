@@ -9,12 +9,7 @@ import llvmlite.binding as llvm
 #: touches rows q[i, 0, :] and q[i, 1, :] of one array "overlaps" itself and always falls back to
 #: scalar code; and beyond 8 checks it does not vectorise at all.  Checking per body, with room for
 #: the dozen arrays a step touches, lets the lane loops run as SIMD (1.4–1.7× on the benchmark
-#: cases).  A lane loop that accumulates into many rows of one work array (the rolling ball's 𝕁, right side,
-# contact force and actuator power: some 15 rows written, 30 read) needs several hundred such checks, beyond
-# the vectoriser's cap of 128: raising the cap let those loops run as SIMD (the ball's rk4 1.45× faster, the
-# other benchmark kernels unchanged within noise).  Codegen heuristics only: the IEEE operations per member,
-# hence the results, are unchanged.
-LLVM_VECTORISER_OPTIONS = ("-hoist-runtime-checks=false", "-runtime-memory-check-threshold=100",
-                           "-vectorize-memory-check-threshold=1000")
+#: cases).  Codegen heuristics only: the IEEE operations per member, hence the results, are unchanged.
+LLVM_VECTORISER_OPTIONS = ("-hoist-runtime-checks=false", "-runtime-memory-check-threshold=100")
 for _option in LLVM_VECTORISER_OPTIONS:
     llvm.set_option("", _option)

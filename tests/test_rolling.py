@@ -335,3 +335,37 @@ def test_nhvi_is_reversible_and_rk4_is_not():
                                np.max(np.abs(home.state["Omega"][:, -1] + start["Omega"])))
     assert returned["nhvi"] <= 1e-11
     assert returned["rk4"] > 1e-9
+
+
+def test_a_ball_needing_more_friction_than_mu_s_slips_at_the_step_it_needs_it():
+    """pendulum_drive with μ_s = 0.1: rk4 stops the member with SLIP at the first step whose friction ratio, in a run
+    without a limit, exceeds 0.1 (same steps, same bits up to there)."""
+    from kernels.status import SLIP
+
+    free = get_system("rolling_ball", "pendulum_drive")
+    unlimited = integrate(free, "rk4", preset_state(free), 1e-3, 1000, 1)
+    ratio = unlimited.diagnostics["friction_ratio"][0]
+    first = int(np.argmax(ratio > 0.1))
+    assert first > 0 and unlimited.status[0] == 0
+    limited = get_system("rolling_ball", "pendulum_drive", friction_coefficient=0.1)
+    result = integrate(limited, "rk4", preset_state(limited), 1e-3, 1000, 1)
+    assert result.status[0] == SLIP and result.failed_step[0] == first
+    assert np.array_equal(result.state["Omega"][0, :first], unlimited.state["Omega"][0, :first])
+
+
+def test_rolling_disk_runs_give_the_same_bits_across_layouts_and_store_scalar_variables(tmp_path):
+    """The disk's state variables have no axes of their own: stored as (member, time) and bitwise across the
+    layouts, equal to one kernel call."""
+    import ensemble
+    import xarray as xr
+    from ensemble.plan import Plan
+
+    from ensemble_cases import run_across_layouts
+
+    variables = ["angle", "angle_rate", "x", "work", "energy", "normal_force"]
+    specs, reference = run_across_layouts(str(tmp_path), 'name = "rolling_disk"\npreset = "pendulum"', variables,
+                                          tuple(variables) + ("angle0", "status"), method="nhvi", scale=1e-2)
+    plan = Plan(ensemble.load_spec(specs[0]))
+    direct = integrate(plan.chunk_system(0, 6), "nhvi", plan.initial_state(0, 6), 0.01, 100, 10)
+    assert np.array_equal(reference["angle"], direct.state["angle"])
+    assert xr.open_zarr(tmp_path / "c1w1s20.zarr").angle.dims == ("member", "time")
