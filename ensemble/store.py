@@ -230,7 +230,8 @@ def write_template(plan: Plan) -> None:
         "method": spec.method, "method_options": json.dumps(spec.options), "dt": spec.dt, "seed": spec.seed,
         "n_steps": spec.n_steps, "save_every": spec.save_every, "checkpoint_every": spec.checkpoint_every,
         "chunk": spec.chunk, "initial": spec.initial, "spec": spec.to_toml(),
-        "status_meanings": json.dumps({str(code): STATUS_MEANINGS[code] for code in method.status + plan.system.definition.statuses}),
+        "status_meanings": json.dumps({str(code): STATUS_MEANINGS[code]
+                                       for code in method.status + plan.system.definition.statuses}),
         "method_order": method.order, "system_revision": plan.system.definition.revision, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_versions(),
     }

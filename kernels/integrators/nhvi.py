@@ -36,6 +36,7 @@ constant ``ATTITUDE`` (whether rows 0 … 8 hold R and rows 9 … 11 Ω, as on t
 
 import numpy as np
 
+from ..spaces.rolling import OMEGA
 from ..status import NEWTON_FAILED
 from .lgvi import NEWTON_MAX_ITERATIONS, NEWTON_TOLERANCE
 
@@ -52,9 +53,9 @@ def nhvi_begin(x, n, coef, topology, h, options, work):
 
 
 def cayley_step(x, target, mid, h, b):
-    """target's R (rows 0 … 8) ← x's R cay(h Ω̂) with Ω = mid's rows 9 … 11, lane b:
+    """target's R (rows 0 … 8) ← x's R cay(h Ω̂) with Ω = mid's rows OMEGA … OMEGA + 2, lane b:
     cay(ξ̂) = I + 4/(4 + |ξ|²) (ξ̂ + ξ̂²/2)."""
-    x0, x1, x2 = h * mid[9, b], h * mid[10, b], h * mid[11, b]
+    x0, x1, x2 = h * mid[OMEGA, b], h * mid[OMEGA + 1, b], h * mid[OMEGA + 2, b]
     scale = 4.0 / (4.0 + x0 * x0 + x1 * x1 + x2 * x2)
     # C = I + scale (ξ̂ + ξ̂²/2), ξ̂² = ξξᵀ − |ξ|² I
     square = x0 * x0 + x1 * x1 + x2 * x2
@@ -92,7 +93,7 @@ def nhvi_step(x, n, coef, topology, t, h, options, work, active, code, iteration
     new, mid, field, field_work, done = work
     lanes = x.shape[1]
     rows = x.shape[0]
-    first = 9 if ATTITUDE else 0  # noqa: F821
+    first = OMEGA if ATTITUDE else 0  # noqa: F821 (the rows after R's)
     tol = options[NEWTON_TOLERANCE]
     max_iterations = int(options[NEWTON_MAX_ITERATIONS])
     # explicit Euler predictor: x_{k+1} ≈ the map with the midpoint at x_k

@@ -33,7 +33,7 @@ from .base import Diagnostic, StateSpace, Variable
 from .rotation import ORTHOGONALITY, exp_right, orthogonality_lanes, project_rotations, pull_back_lanes
 
 #: rows of the ``rolling`` layout (see the module docstring)
-ATTITUDE, OMEGA, CONTACT, CLOCK, WORK, RAILS = 0, 9, 12, 14, 15, 16
+OMEGA, CONTACT, CLOCK, WORK, RAILS = 9, 12, 14, 15, 16  # R at rows 0 … 8
 #: rows of the ``rolling_disk`` layout
 DISK_ANGLE, DISK_RATE, DISK_X, DISK_CLOCK, DISK_WORK = 0, 1, 2, 3, 4
 #: the state variables every rolling state may leave out (they start at 0)
