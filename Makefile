@@ -38,6 +38,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/rigid_motion.py
 	$(BIN)/python benchmarks/multibody.py
 	$(BIN)/python benchmarks/midpoint_energy.py
+	$(BIN)/python benchmarks/rolling.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs
