@@ -24,6 +24,15 @@ inline_lane_function = njit(error_model="numpy", nogil=True, inline="always")
 
 
 @lane_function
+def pull_toward(x, shadow, factor):
+    """shadow ← x + factor (shadow − x) row by row, lane b scaled by factor[b]: Benettin's renormalisation
+    in a flat space's coordinates (a space with a manifold puts the shadow back on it afterwards)."""
+    for r in range(x.shape[0]):
+        for b in range(x.shape[1]):
+            shadow[r, b] = x[r, b] + factor[b] * (shadow[r, b] - x[r, b])
+
+
+@lane_function
 def solve_in_lanes(a, x):
     """Solve ``a[:, :, l] @ y = x[:, l]`` for every lane ``l``; ``x`` is overwritten by ``y``.
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import InvalidInput
-from ..lanes import lane_function
+from ..lanes import lane_function, pull_toward
 from .base import STATE_TOLERANCE, Diagnostic, StateSpace, Variable
 
 
@@ -53,9 +53,7 @@ def quaternion_error_lanes(x, n, coef, topology, out):
 @lane_function
 def pull_back_generalised(x, shadow, n, topology, factor):
     """shadow ← x + factor (shadow − x) row by row, then its quaternions put back on S³ (normalised)."""
-    for r in range(x.shape[0]):
-        for b in range(x.shape[1]):
-            shadow[r, b] = x[r, b] + factor[b] * (shadow[r, b] - x[r, b])
+    pull_toward(x, shadow, factor)
     for block in range(topology[0]):
         row = topology[1 + block]
         for b in range(x.shape[1]):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..lanes import lane_function
+from ..lanes import lane_function, pull_toward
 from .base import Diagnostic, StateSpace, Variable
 from .rotation import ORTHOGONALITY, exp_right, orthogonality_lanes, project_rotations, pull_back_lanes
 
@@ -77,10 +77,8 @@ def no_diagnostics(x, n, coef, topology, out):
 
 @lane_function
 def pull_back_flat(x, shadow, n, topology, factor):
-    """shadow ← x + factor (shadow − x): a flat space's pull-back."""
-    for r in range(x.shape[0]):
-        for b in range(x.shape[1]):
-            shadow[r, b] = x[r, b] + factor[b] * (shadow[r, b] - x[r, b])
+    """shadow ← x + factor (shadow − x): the disk's space is flat."""
+    pull_toward(x, shadow, factor)
 
 
 @dataclass(frozen=True)
@@ -97,10 +95,13 @@ class ExtendedSpace(StateSpace):
     def body_count(self, state: dict) -> int:
         return int(np.shape(state[self.counted])[-1]) if self.counted else 0
 
+    def with_extended(self, state, leading: tuple) -> dict:
+        """``state`` with ``clock`` and ``work`` (of shape ``leading``) set to 0 where it leaves them out."""
+        return {**{name: np.zeros(leading) for name in EXTENDED}, **state}
+
     def checked_arrays(self, state, n_bodies: int | None) -> dict:
         if hasattr(state, "keys") and self.names[0] in state:
-            members = np.shape(state[self.names[0]])[:1]
-            state = {**{name: np.zeros(members) for name in EXTENDED}, **state}
+            state = self.with_extended(state, np.shape(state[self.names[0]])[:1])
         return super().checked_arrays(state, n_bodies)
 
     def _sizes(self, n: int) -> list:
@@ -127,7 +128,7 @@ class ExtendedSpace(StateSpace):
         normals = np.asarray(normals, dtype=np.float64)
         members = normals.shape[0]
         n = self.body_count(state)
-        full = {**{name: 0.0 for name in EXTENDED}, **state}
+        full = self.with_extended(state, ())
         base = {name: np.broadcast_to(np.asarray(full[name], dtype=np.float64),
                                       (members,) + tuple(self.variable(name).shape(n))) for name in self.names}
         return self._moved(base, scale * normals, n)

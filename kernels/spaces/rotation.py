@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import InvalidInput
-from ..lanes import lane_function
+from ..lanes import lane_function, pull_toward
 from .base import STATE_TOLERANCE, Diagnostic, Sampler, StateSpace, Variable
 
 
@@ -94,11 +94,8 @@ def orthogonality_lanes(x, n, coef, topology, out):
 def pull_back_lanes(x, shadow, n, topology, factor):
     """shadow ← x + factor (shadow − x) per lane, then each R_i put back on SO(3) by Gram–Schmidt of its
     rows (third row = first × second, so det = +1): Benettin's renormalisation on SO(3)ⁿ × R³ⁿ."""
-    rows = x.shape[0]
     lanes = x.shape[1]
-    for r in range(rows):
-        for b in range(lanes):
-            shadow[r, b] = x[r, b] + factor[b] * (shadow[r, b] - x[r, b])
+    pull_toward(x, shadow, factor)
     for i in range(n):
         base = 9 * i
         for b in range(lanes):

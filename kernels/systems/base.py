@@ -113,7 +113,8 @@ class ParameterLookup:
     what parameter values make of its declarations: the space (its layout, e.g. where a tree's quaternions
     are) and the capabilities the methods need."""
 
-    #: the status codes its kernels set beyond the method's (see FlatSystemDefinition)
+    #: the status codes (:mod:`kernels.status`) its kernels set beyond the method's (a flat system's
+    #: ``system_admissible``; a subclass declares them as a field)
     statuses: tuple = ()
 
     def bound_space(self, params: dict) -> StateSpace:
@@ -192,8 +193,6 @@ class FlatSystemDefinition(ParameterLookup):
     #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores
     #: record it and a resume across revisions says so
     revision: int = 1
-    #: the status codes (:mod:`kernels.status`) its ``system_admissible`` sets, beyond the method's
-    statuses: tuple = ()
 
     def topology(self, params: dict, n: int) -> np.ndarray:
         return np.zeros(1, np.int64)

@@ -59,7 +59,8 @@ def _vector(value, where: str) -> np.ndarray:
     return array
 
 
-def _positive(value, where: str) -> float:
+def _length(value, where: str) -> float:
+    """A rail's radius or length (m), refused naming ``where`` unless a number > 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
         raise InvalidInput(where, f"must be a number >= 0 (m), got {value!r}")
     if value == 0:
@@ -75,15 +76,16 @@ def _unit(value, where: str) -> np.ndarray:
     return vector / norm
 
 
-def _circle_start(normal: np.ndarray, start) -> np.ndarray:
-    """The direction of θ = 0: ``start`` (or −E₃, or E₁ if the normal is vertical) in the rail's plane."""
+def _circle_start(normal: np.ndarray, start) -> np.ndarray | None:
+    """The direction of θ = 0: ``start`` (or −E₃, or E₁ if the normal is vertical) in the rail's plane; None
+    when ``start`` is parallel to the normal."""
     candidates = [start] if start is not None else [np.array([0.0, 0.0, -1.0]), np.array([1.0, 0.0, 0.0])]
     for candidate in candidates:
         direction = np.asarray(candidate, dtype=np.float64)
         in_plane = direction - np.dot(direction, normal) * normal
         if np.linalg.norm(in_plane) > 1e-9 * max(np.linalg.norm(direction), 1.0):
             return in_plane / np.linalg.norm(in_plane)
-    raise InvalidInput("start", "must not be parallel to the circle's normal")
+    return None
 
 
 def _curve(table: dict, where: str) -> np.ndarray:
@@ -93,17 +95,16 @@ def _curve(table: dict, where: str) -> np.ndarray:
     if shape == "circle":
         c = _vector(table["center"], where + ".center")
         normal = _unit(table["normal"], where + ".normal")
-        radius = _positive(table["radius"], where + ".radius")
+        radius = _length(table["radius"], where + ".radius")
         start = None if "start" not in table else _vector(table["start"], where + ".start")
-        try:
-            u = _circle_start(normal, start)
-        except InvalidInput:
-            raise InvalidInput(where + ".start", "must not be parallel to the circle's normal") from None
+        u = _circle_start(normal, start)
+        if u is None:
+            raise InvalidInput(where + ".start", "must not be parallel to the circle's normal")
         a, b = radius * u, radius * np.cross(normal, u)
     elif shape == "line":
         c = _vector(table["point"], where + ".point")
         d = _unit(table["direction"], where + ".direction")
-        _positive(table["length"], where + ".length")
+        _length(table["length"], where + ".length")
     else:
         axes = table["axes"]
         if not isinstance(axes, (list, tuple)) or len(axes) != 2:

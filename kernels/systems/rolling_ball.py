@@ -62,13 +62,16 @@ J00, J01, J02, J11, J12, J22, RIGHT, MASS_S, MASS_F, POWER_RATE, POWER = 0, 1, 2
 ACCELERATION, FORCE_ON_BALL, ANGLES, FIRST_FREE, FREE_ROWS = 19, 22, 25, 30, 7
 
 
-def _coefficients(params, n):
-    members = params["mass"].shape[0]
-    inertia = params["inertia"].reshape(members, 9)
-    head = np.concatenate([inertia, params["mass"][:, np.newaxis], params["center_of_mass"],
+def shell_coefficients(params, inertia: np.ndarray) -> np.ndarray:
+    """(members, P) of a rolling body: its ``inertia`` columns, then m₀, χ₀, r, g, μ_s and the rails' blocks
+    (the ball's and the disk's layouts, which differ only in how many inertia columns they hold)."""
+    return np.concatenate([inertia, params["mass"][:, np.newaxis], params["center_of_mass"],
                            params["radius"][:, np.newaxis], params["g"][:, np.newaxis],
-                           params["friction_coefficient"][:, np.newaxis]], axis=1)
-    return np.concatenate([head, rail_coefficients(params)], axis=1)
+                           params["friction_coefficient"][:, np.newaxis], rail_coefficients(params)], axis=1)
+
+
+def _coefficients(params, n):
+    return shell_coefficients(params, params["inertia"].reshape(-1, 9))
 
 
 @lane_function
@@ -289,15 +292,22 @@ def ball_diagnostics(x, n, coef, topology, out):
 
 
 @lane_function
-def rolling_admissible(x, n, coef, topology, code):
-    """code[b] ← LIFT_OFF where the normal force is ≤ 0, else SLIP where |F_t| > μ_s N."""
-    forces = np.empty((2, x.shape[1]))
-    contact_force_lanes(x, n, coef, topology, forces)
-    for b in range(x.shape[1]):
+def contact_status(forces, coef, friction_row, code):
+    """code[b] ← LIFT_OFF where the normal force forces[0, b] is ≤ 0, else SLIP where the friction ratio
+    forces[1, b] exceeds μ_s (coefficient row ``friction_row``); other lanes untouched."""
+    for b in range(forces.shape[1]):
         if forces[0, b] <= 0.0:  # (a NaN state is the driver's NON_FINITE)
             code[b] = LIFT_OFF
-        elif forces[1, b] > coef[FRICTION, b]:
+        elif forces[1, b] > coef[friction_row, b]:
             code[b] = SLIP
+
+
+@lane_function
+def rolling_admissible(x, n, coef, topology, code):
+    """The ball's LIFT_OFF and SLIP (:func:`contact_status`)."""
+    forces = np.empty((2, x.shape[1]))
+    contact_force_lanes(x, n, coef, topology, forces)
+    contact_status(forces, coef, FRICTION, code)
 
 
 # ------------------------------------------------------------------------------------------ Python side
@@ -364,7 +374,7 @@ def jellett_integral(state: dict, params: dict) -> np.ndarray:
 
 
 def _chaplygin(params) -> bool:
-    total, center, _ = whole_body(params)
+    _, center, _ = whole_body(params)
     return bool(np.all(np.linalg.norm(center, axis=-1) <= 1e-12 * params["radius"]))
 
 
@@ -375,28 +385,34 @@ def _routh(params) -> bool:
     if np.any(distance <= 1e-12 * params["radius"]):
         return False
     axis = center / distance[:, np.newaxis]
-    along = np.einsum("mi,mij,mj->m", axis, inertia, axis)
-    scale = np.trace(inertia, axis1=1, axis2=2)
-    on_axis = np.linalg.norm(np.einsum("mij,mj->mi", inertia, axis) - along[:, np.newaxis] * axis, axis=-1)
-    across = (np.trace(inertia, axis1=1, axis2=2) - along)[:, np.newaxis, np.newaxis] / 2.0 * (
-        np.eye(3) - np.einsum("mi,mj->mij", axis, axis)) + along[:, np.newaxis, np.newaxis] * np.einsum(
-        "mi,mj->mij", axis, axis)
-    return bool(np.all(on_axis <= 1e-12 * scale) and np.all(np.abs(inertia - across).max(axis=(1, 2)) <= 1e-12 * scale))
+    projector = np.einsum("mi,mj->mij", axis, axis)
+    along = np.einsum("mij,mij->m", inertia, projector)[:, np.newaxis, np.newaxis]
+    trace = np.trace(inertia, axis1=1, axis2=2)[:, np.newaxis, np.newaxis]
+    # the axisymmetric tensor with that axial moment: along · a aᵀ + (trace − along)/2 · (1 − a aᵀ)
+    symmetric = along * projector + (trace - along) / 2.0 * (np.eye(3) - projector)
+    return bool(np.all(np.abs(inertia - symmetric) <= 1e-12 * trace))
+
+
+def check_shell(params, body: str) -> None:
+    """Refuse a shell's centre of mass outside the rolling ``body`` and rails that leave it
+    (:func:`~kernels.systems.rails.check_rails`)."""
+    radius = params["radius"]
+    if np.any(np.linalg.norm(params["center_of_mass"], axis=-1) >= np.min(radius)):
+        raise InvalidInput("center_of_mass", f"the shell's centre of mass must lie inside the {body} (|chi_0| < "
+                           "radius)")
+    check_rails(params, radius, params["clearance"])
 
 
 def _check(params):
     check_inertia(params["inertia"])
-    radius = params["radius"]
-    if np.any(np.linalg.norm(params["center_of_mass"], axis=-1) >= np.min(radius)):
-        raise InvalidInput("center_of_mass", "the shell's centre of mass must lie inside the ball (|chi_0| < radius)")
-    check_rails(params, radius, params["clearance"])
+    check_shell(params, "ball")
 
 
 def ball_parameters() -> tuple:
     """The shell's parameters (radius, mass, inertia, centre of mass, gravity, friction, clearance)."""
     return (
-        Parameter("radius", SCALAR, "m", "radius r of the ball"),
-        Parameter("mass", SCALAR, "kg", "mass m_0 of the ball (the shell, without the rail masses)"),
+        Parameter("radius", SCALAR, "m", "radius r of the rolling body"),
+        Parameter("mass", SCALAR, "kg", "mass m_0 of the rolling body (the shell, without the rail masses)"),
         Parameter("g", SCALAR, "m/s²", "gravitational acceleration (along -e_3, normal to the plane)", default=9.81),
         Parameter("friction_coefficient", SCALAR, "1", "static friction coefficient mu_s: a member needing more "
                   "(|F_t| > mu_s N) stops with status SLIP (default: no limit)", default=None, check="cutoff"),

@@ -28,18 +28,15 @@ from ..spaces.base import StateSpace
 from ..spaces.rolling import DISK_ANGLE, DISK_CLOCK, DISK_RATE, DISK_WORK, DISK_X, ROLLING_DISK
 from ..status import LIFT_OFF, SLIP
 from .base import SCALAR, VECTOR3, FlatSystemDefinition, Parameter, Preset
-from .rails import RAIL_ROWS, check_rails, mass_count, mass_kinematics, rail_coefficients, rail_parameters, rail_topology
-from .rolling_ball import ball_parameters
+from .rails import RAIL_ROWS, mass_count, mass_kinematics, rail_parameters, rail_topology
+from .rolling_ball import ball_parameters, check_shell, contact_status, shell_coefficients
 
 #: coefficient rows: I₂₂, m₀, χ₀ (3), r, g, μ_s, then the rails' blocks
 INERTIA, SHELL_MASS, SHELL_OFFSET, RADIUS, GRAVITY, FRICTION, FIRST_RAIL = 0, 1, 2, 5, 6, 7, 8
 
 
 def _coefficients(params, n):
-    head = np.concatenate([params["inertia"][:, np.newaxis], params["mass"][:, np.newaxis], params["center_of_mass"],
-                           params["radius"][:, np.newaxis], params["g"][:, np.newaxis],
-                           params["friction_coefficient"][:, np.newaxis]], axis=1)
-    return np.concatenate([head, rail_coefficients(params)], axis=1)
+    return shell_coefficients(params, params["inertia"][:, np.newaxis])
 
 
 @lane_function
@@ -120,29 +117,22 @@ def disk_contact_lanes(x, n, coef, topology, out):
 
 @lane_function
 def disk_admissible(x, n, coef, topology, code):
-    """code[b] ← LIFT_OFF where N ≤ 0, else SLIP where |F_t| > μ_s N."""
+    """The disk's LIFT_OFF and SLIP (:func:`~kernels.systems.rolling_ball.contact_status`)."""
     forces = np.empty((2, x.shape[1]))
     disk_contact_lanes(x, n, coef, topology, forces)
-    for b in range(x.shape[1]):
-        if forces[0, b] <= 0.0:
-            code[b] = LIFT_OFF
-        elif forces[1, b] > coef[FRICTION, b]:
-            code[b] = SLIP
+    contact_status(forces, coef, FRICTION, code)
 
 
 def _check(params):
-    radius = params["radius"]
     if np.any(params["center_of_mass"][..., 1] != 0):
         raise InvalidInput("center_of_mass", "a disk's centre of mass lies in its plane (y = 0)")
-    if np.any(np.linalg.norm(params["center_of_mass"], axis=-1) >= np.min(radius)):
-        raise InvalidInput("center_of_mass", "the shell's centre of mass must lie inside the disk (|chi_0| < radius)")
     for k, (_, motion, _, curve, _) in enumerate(params["rails"]):
         if motion != "prescribed":
             raise InvalidInput(f"rails[{k}].motion", "rolling_disk moves its masses along prescribed laws only "
                                "(free masses: rolling_ball)")
         if np.any(np.asarray(curve)[:, 1] != 0):
             raise InvalidInput(f"rails[{k}]", "a disk's rails lie in its plane: every y component must be 0")
-    check_rails(params, radius, params["clearance"])
+    check_shell(params, "disk")
 
 
 def disk_state(angle=0.0, rate=0.0) -> dict:
