@@ -24,11 +24,11 @@ from machine import cpu_ticks, peak_memory_megabytes, reset_peak_memory, steal_s
 # This script shares its name with the package it measures: keep its own folder off the import path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
-import ensemble  # noqa: E402
-from ensemble.plan import Plan  # noqa: E402
-from ensemble.store import summary  # noqa: E402
-from kernels import integrate  # noqa: E402
-from kernels.integrate import default_threads  # noqa: E402
+from armillary import ensemble  # noqa: E402
+from armillary.ensemble.plan import Plan  # noqa: E402
+from armillary.ensemble.store import summary  # noqa: E402
+from armillary.kernels import integrate  # noqa: E402
+from armillary.kernels.integrate import default_threads  # noqa: E402
 
 SPEC = """
 [system]

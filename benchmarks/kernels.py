@@ -28,10 +28,10 @@ from timing import armillary_rates, rates_text, wall_seconds
 # This script shares its name with the package it measures: keep its own folder off the import path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
-from ensemble.initial import member_normals  # noqa: E402
-from kernels import get_system, integrate  # noqa: E402
-from kernels.integrate import default_threads  # noqa: E402
-from kernels.integrators.formulations import DEFAULT_FORMULATION, FORMULATIONS  # noqa: E402
+from armillary.ensemble.initial import member_normals  # noqa: E402
+from armillary.kernels import get_system, integrate  # noqa: E402
+from armillary.kernels.integrate import default_threads  # noqa: E402
+from armillary.kernels.integrators.formulations import DEFAULT_FORMULATION, FORMULATIONS  # noqa: E402
 
 
 def scipy_rate(system, q, omega, dt, steps, members=4):

@@ -48,8 +48,8 @@ def _rss_bytes() -> int:
 def measure(kind: str, n: int, steps: int) -> dict:
     """One measurement in this process: kind 'system' (neighbour lists, all cores), 'allpairs' (the
     ensemble kernel with the same cutoff, one member: one thread) or 'conservation'."""
-    from kernels import get_system, integrate
-    from kernels.geometry import fibonacci_sphere, thermal_velocities
+    from armillary.kernels import get_system, integrate
+    from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities
 
     mode = "ensemble" if kind == "allpairs" else "system"
     warm = fibonacci_sphere(1200)
@@ -151,7 +151,7 @@ def main():
         print(json.dumps(measure(args.one[0], int(args.one[1]), int(args.one[2]))))
         return
 
-    from kernels.integrate import default_threads
+    from armillary.kernels.integrate import default_threads
 
     print(f"{default_threads()} threads; ρ* = {DENSITY}, r_c = {CUTOFF}σ, skin {SKIN}σ, T* = {TEMPERATURE}, "
           f"h = {STEP}τ; Fibonacci lattice on the unit sphere")

@@ -13,7 +13,7 @@ import numpy as np
 # This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
-from kernels import get_system, integrate  # noqa: E402
+from armillary.kernels import get_system, integrate  # noqa: E402
 
 STEPS, STEP_SIZES, TENTHS = 1_000_000, (0.02, 0.01), 10
 #: the five-link chain hanging from its cart (q = π: down), links swung by up to 0.5 rad, at rest

@@ -18,7 +18,7 @@ import time
 # This script shares its name with a module of the package it measures: keep its folder off the path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
-import ensemble  # noqa: E402
+from armillary import ensemble  # noqa: E402
 
 SPEC = """
 [system]
@@ -60,7 +60,7 @@ def main() -> None:
         # the report's own peak: VmHWM (RUSAGE_CHILDREN would count the run's worker processes, and a
         # child's ru_maxrss starts from this process's peak at the fork)
         code = (f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); "
-                "from machine import peak_memory_megabytes; from jobs.cli import main; code = main(); "
+                "from machine import peak_memory_megabytes; from armillary.jobs.cli import main; code = main(); "
                 "print(peak_memory_megabytes()); sys.exit(code)")
         output = subprocess.run([sys.executable, "-c", code, "report", store, "--out", os.path.join(scratch, "report")],
                                 check=True, stdout=subprocess.PIPE, text=True).stdout  # errors (stderr) stay visible

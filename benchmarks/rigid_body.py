@@ -49,8 +49,8 @@ from timing import (MuJoCoRollout, add_comparison_arguments, armillary_rates, co
 # This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
-from kernels import get_system, integrate  # noqa: E402
-from kernels.integrate import default_threads  # noqa: E402
+from armillary.kernels import get_system, integrate  # noqa: E402
+from armillary.kernels.integrate import default_threads  # noqa: E402
 
 LGVI_TARGET, MUJOCO_FACTOR_TARGET = 1e7, 30.0
 

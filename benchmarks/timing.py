@@ -51,7 +51,7 @@ def armillary_rates(system, method: str, state: dict, dt: float, steps: int, rep
     ``steps`` steps of ``dt`` by ``method`` (with method ``options``) on ``threads`` threads (None: all),
     sampling every ``save_every`` steps (None: the end only) and keeping no state samples (the energy is
     always computed); after one compiling call of 2 steps."""
-    from kernels import integrate  # here, not at the top: see the module docstring
+    from armillary.kernels import integrate  # here, not at the top: see the module docstring
 
     warm_up = {name: value[:WARM_UP_MEMBERS] for name, value in state.items()}
     integrate(system, method, warm_up, dt, 2, save_every=2, outputs=(), threads=threads, **options)
@@ -84,7 +84,7 @@ def relative_errors(energy) -> tuple[float, float]:
 def preset_energy_errors(system, method: str, dt: float, steps: int, **options) -> tuple[float, float]:
     """:func:`relative_errors` of Armillary's energy, every step, of the preset state (one member) over
     ``steps`` steps of ``dt`` by ``method`` (with method ``options``)."""
-    from kernels import integrate  # here, not at the top: see the module docstring
+    from armillary.kernels import integrate  # here, not at the top: see the module docstring
 
     run = integrate(system, method, one_member(system.initial_state()), dt, steps, save_every=1, outputs=(),
                     **options)

@@ -7,7 +7,7 @@ import sys
 
 import xarray as xr
 
-from kernels import SYSTEMS, InvalidInput
+from armillary.kernels import SYSTEMS, InvalidInput
 
 from .clusters import RunFailed
 from .execute import execute, execute_array_task

@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from kernels.errors import InvalidInput
+from armillary.kernels.errors import InvalidInput
 
 #: below this |E0| (J) the error is reported absolute, not relative
 ABSOLUTE_BELOW = 1e-12
@@ -219,7 +219,7 @@ def analyse_store(ds: xr.Dataset, burn_in: float | None = None) -> dict:
 
 def store_space(ds: xr.Dataset):
     """The state space of a store's system (stores written before spaces were declared are (S²)ⁿ)."""
-    from kernels import SPACES, SYSTEMS
+    from armillary.kernels import SPACES, SYSTEMS
 
     name, system = ds.attrs.get("space"), ds.attrs.get("system")
     if name in SPACES:
@@ -362,7 +362,7 @@ def face_kinetic_energy(ds: xr.Dataset, time_index: int, member: int = 0, level:
     """The paper's kinetic-energy map (Example 6): mean kinetic energy (J) of the particles in each
     face of a level-``level`` icosphere (5120 faces at 4), then averaged over the face and its three
     edge neighbours.  Faces without particles count as 0."""
-    from kernels.geometry import face_map
+    from armillary.kernels.geometry import face_map
 
     plan = store_plan(ds)
     system = plan.chunk_system(member, member + 1)

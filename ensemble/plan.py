@@ -11,8 +11,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from kernels import InvalidInput, carried_names, execution_mode, get_system, resolve_method
-from kernels.lyapunov import Shadow, displaced_shadow
+from armillary.kernels import InvalidInput, carried_names, execution_mode, get_system, resolve_method
+from armillary.kernels.lyapunov import Shadow, displaced_shadow
 
 from .initial import member_normals, shadow_directions
 from .spec import Spec

@@ -286,7 +286,7 @@ def particle_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, st
     """Kinetic temperature over time, the kinetic-energy map on the 5120-face mesh at five times,
     and g(θ) at the first and last sample, for member 0 of a store of particles on the sphere (a pair
     potential, e.g. sphere_lj)."""
-    from kernels.geometry import face_mesh
+    from armillary.kernels.geometry import face_mesh
 
     figures = []
     temperature = kinetic_temperature(ds.isel(member=[0])).compute()

@@ -16,9 +16,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from kernels import carried_names, integrate
-from kernels.lyapunov import Shadow
-from kernels.status import OK
+from armillary.kernels import carried_names, integrate
+from armillary.kernels.lyapunov import Shadow
+from armillary.kernels.status import OK
 
 from .plan import Plan
 from .store import RunStore, checkpoint_names

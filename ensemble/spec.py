@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field, replace
 
 from typing import Callable
 
-from kernels import METHODS, SYSTEMS, InvalidInput, methods_for
-from kernels.systems.base import SCALAR
+from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
+from armillary.kernels.systems.base import SCALAR
 
 #: initial conditions every space has; its samplers (``uniform``, …) come on top
 GENERIC_INITIAL = ("preset", "perturb", "file")

@@ -38,7 +38,7 @@ import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync as zarr_sync
 
-from kernels import STATUS_MEANINGS, InvalidInput
+from armillary.kernels import STATUS_MEANINGS, InvalidInput
 
 from .lock import StoreError, is_local, read_lock
 from .plan import Plan

@@ -30,7 +30,7 @@ from zarr.codecs import Crc32cCodec
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as zarr_sync
 
-from kernels import InvalidInput
+from armillary.kernels import InvalidInput
 
 from .lock import StoreError, read_lock, run_lock
 from .plan import Plan

@@ -7,14 +7,14 @@ import signal
 import sys
 import time
 
-import ensemble
-from ensemble.report import write_report
-from ensemble.store import DamagedStore, summary
-from ensemble.verify import repair
-from ensemble.verify import verify as verify_store
-from jobs.slurm import load_site, queue_states
-from jobs.slurm import submit as submit_jobs
-from kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, InvalidInput, methods_for
+from armillary import ensemble
+from armillary.ensemble.report import write_report
+from armillary.ensemble.store import DamagedStore, summary
+from armillary.ensemble.verify import repair
+from armillary.ensemble.verify import verify as verify_store
+from armillary.jobs.slurm import load_site, queue_states
+from armillary.jobs.slurm import submit as submit_jobs
+from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, InvalidInput, methods_for
 
 INTERRUPTED = 3
 

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 
 from distributed import Client
 
-from ensemble.clusters import RunFailed, register_cluster_factory
-from ensemble.spec import register_cluster_kind
-from kernels import InvalidInput
+from armillary.ensemble.clusters import RunFailed, register_cluster_factory
+from armillary.ensemble.spec import register_cluster_kind
+from armillary.kernels import InvalidInput
 
 from .slurm import seconds, site_for_cluster
 

@@ -17,9 +17,9 @@ import tomllib
 from dataclasses import dataclass
 from string import Template
 
-from kernels import InvalidInput
+from armillary.kernels import InvalidInput
 
-from ensemble.spec import Spec
+from armillary.ensemble.spec import Spec
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "slurm")
 #: SLURM's --time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
@@ -126,7 +126,7 @@ def partitions() -> list[str]:
 def armillary_command() -> str:
     """The command that runs this very installation of armillary on a compute node."""
     script = os.path.join(os.path.dirname(sys.executable), "armillary")
-    return script if os.path.exists(script) else f"{sys.executable} -m jobs.cli"
+    return script if os.path.exists(script) else f"{sys.executable} -m armillary.jobs.cli"
 
 
 def job_directory(store: str) -> str:
@@ -165,9 +165,9 @@ def sbatch(script_path: str, *options: str) -> str:
 def submit(spec: Spec, site: Site, array_size: int | None, dry_run: bool, stream=None) -> dict | None:
     """Write the store template and submit the job array and its report job (or, with ``dry_run``,
     print the scripts and submit nothing).  Returns the job ids."""
-    from ensemble import prepare
-    from ensemble.lock import run_lock
-    from ensemble.store import remove_store, write_template
+    from armillary.ensemble import prepare
+    from armillary.ensemble.lock import run_lock
+    from armillary.ensemble.store import remove_store, write_template
 
     stream = stream or sys.stdout
     plan, create = prepare(spec)

@@ -238,7 +238,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     any compute.
     """
     if not isinstance(system, System):
-        raise InvalidInput("system", f"must come from kernels.get_system, got {type(system).__name__}")
+        raise InvalidInput("system", f"must come from armillary.get_system, got {type(system).__name__}")
     if method not in METHODS:
         raise InvalidInput("method", f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
     space = system.space

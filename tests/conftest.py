@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from ensemble.initial import member_normals
-from kernels import METHODS, SYSTEMS, get_system
-from kernels.geometry import icosphere, mesh_edges, vortex_velocities
-from kernels.spaces import SPHERE_PRODUCT
-from kernels.systems.sphere_lj import zero_force_sigma
+from armillary.ensemble.initial import member_normals
+from armillary.kernels import METHODS, SYSTEMS, get_system
+from armillary.kernels.geometry import icosphere, mesh_edges, vortex_velocities
+from armillary.kernels.spaces import SPHERE_PRODUCT
+from armillary.kernels.systems.sphere_lj import zero_force_sigma
 
 #: (dt, steps) that keep each paper example well resolved
 STEP = {"spherical_chain": 0.01, "sphere_nbody": 1e-3, "spring_pendula": 1e-3, "elastic_rod": 1e-4,

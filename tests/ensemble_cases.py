@@ -95,7 +95,7 @@ def run_stores_alike(specs, names) -> dict:
     for ``names`` and return the first's arrays."""
     import io
 
-    import ensemble
+    from armillary import ensemble
     reference = None
     for spec in specs:
         ensemble.run(spec, stream=io.StringIO())
@@ -109,7 +109,7 @@ def run_stores_alike(specs, names) -> dict:
 
 def armillary(*args, **popen):
     """``armillary ARGS`` as a child process (the console script of this interpreter's environment)."""
-    return subprocess.Popen([sys.executable, "-c", "import sys; from jobs.cli import main; sys.exit(main())", *args],
+    return subprocess.Popen([sys.executable, "-c", "import sys; from armillary.jobs.cli import main; sys.exit(main())", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
@@ -134,7 +134,7 @@ def kill_9_and_resume_match(spec, directory, names, killed_after=8):
 
     import psutil
 
-    import ensemble
+    from armillary import ensemble
 
     reference_store, store = os.path.join(directory, "reference.zarr"), os.path.join(directory, "killed.zarr")
     ensemble.run(spec, store=reference_store, stream=io.StringIO())

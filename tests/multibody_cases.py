@@ -4,7 +4,7 @@ Pinocchio model."""
 import numpy as np
 import pinocchio
 
-from kernels import get_system
+from armillary.kernels import get_system
 
 
 def random_tree(rng, kinds, parents):

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
-from kernels.spaces.rotation import rotations_from_quaternions as rotation_of  # Λ of (w, x, y, z): (D.15)
+from armillary.kernels.spaces.rotation import rotations_from_quaternions as rotation_of  # Λ of (w, x, y, z): (D.15)
 
 
 def _cross(u, v) -> np.ndarray:

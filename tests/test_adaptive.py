@@ -5,10 +5,10 @@ recomputation, and refusals."""
 import numpy as np
 import pytest
 
-import ensemble
+from armillary import ensemble
 from conftest import perturbed
 from ensemble_cases import arrays, assert_bitwise_equal, write_spec
-from kernels import InvalidInput, get_system, integrate
+from armillary.kernels import InvalidInput, get_system, integrate
 
 pytestmark = pytest.mark.xdist_group("adaptive")
 

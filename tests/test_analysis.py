@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import xarray as xr
 
-import ensemble
+from armillary import ensemble
 from conftest import perturbed
-from ensemble.analysis import (
+from armillary.ensemble.analysis import (
     energy_drift, face_kinetic_energy, growth_law, kinetic_temperature, momentum_error, pair_distribution,
     relative_energy_error, store_summary,
 )
-from ensemble.report import write_report
-from kernels import get_system, integrate
+from armillary.ensemble.report import write_report
+from armillary.kernels import get_system, integrate
 
 pytestmark = pytest.mark.xdist_group("analysis")
 
@@ -168,7 +168,7 @@ def test_demo_shows_bounded_vi_error_against_rk45_drift(tmp_path, capsys):
     # at the end the baseline's typical error exceeds the worst the VI reached
     assert rk45["median_max_energy_error"] > 3 * vi["median_max_energy_error"]
 
-    from jobs.cli import main
+    from armillary.jobs.cli import main
     stores = [str(tmp_path / "demo.zarr"), str(tmp_path / "demo-rk45.zarr")]
     assert main(["report", *stores, "--out", str(tmp_path / "bad"), "--burn-in", "1000"]) == 2
     assert "burn_in: 1000 s leaves fewer than 3 samples" in capsys.readouterr().err
@@ -189,7 +189,7 @@ def test_report_of_a_large_store_streams(tmp_path):
                     coords={"time": np.arange(100) * 0.1}, attrs={"method": "vi", "system": "x", "dt": 0.1})
     ds.to_zarr(tmp_path / "big.zarr", mode="w")
     # VmHWM is the child's own peak; ru_maxrss would carry over this (forking) process's peak
-    code = ("from ensemble.report import write_report; "
+    code = ("from armillary.ensemble.report import write_report; "
             f"write_report([{str(tmp_path / 'big.zarr')!r}], {str(tmp_path / 'out')!r}); "
             "print(next(line for line in open('/proc/self/status') if line.startswith('VmHWM:')).split()[1])")
     peak_kb = int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,

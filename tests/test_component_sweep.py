@@ -6,12 +6,12 @@ import io
 import numpy as np
 import pytest
 
-import ensemble
-from ensemble.analysis import lyapunov_map
-from ensemble.plan import Plan
-from ensemble.report import write_report
-from ensemble.spec import Sweep, parse_spec
-from kernels import InvalidInput
+from armillary import ensemble
+from armillary.ensemble.analysis import lyapunov_map
+from armillary.ensemble.plan import Plan
+from armillary.ensemble.report import write_report
+from armillary.ensemble.spec import Sweep, parse_spec
+from armillary.kernels import InvalidInput
 
 #: two pendula driving a ball (per-mass phase (0, π/2) and amplitude (1, 1) from the preset)
 SPEC = """

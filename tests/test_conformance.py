@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from conftest import ALL_SYSTEM_METHODS, ALL_SYSTEMS, SPHERE_SYSTEMS, STEP, VI_SYSTEMS, case
-from kernels import SYSTEMS, integrate
+from armillary.kernels import SYSTEMS, integrate
 
 
 def random_configuration(system, q, rng):

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-import ensemble
-from ensemble.plan import Plan
-from kernels import get_system, integrate
-from kernels.status import OK, VI_STEP_INFEASIBLE
+from armillary import ensemble
+from armillary.ensemble.plan import Plan
+from armillary.kernels import get_system, integrate
+from armillary.kernels.status import OK, VI_STEP_INFEASIBLE
 
 from ensemble_cases import arrays, assert_bitwise_equal, write_spec
 
@@ -147,7 +147,7 @@ def test_xarray_opens_store_without_arguments(tmp_path):
 def test_running_scheduler_by_address_gives_the_same_store(tmp_path, capsys):
     from distributed import LocalCluster
 
-    from jobs.cli import main
+    from armillary.jobs.cli import main
 
     local = write_spec(tmp_path, "local.toml")
     run_quietly(local)
@@ -183,8 +183,8 @@ def test_uniform_and_continuation_from_a_finished_store(tmp_path):
 def test_perturbed_members_lie_on_the_spheres_at_the_spec_scale_whatever_the_chunk():
     """perturb: ‖q_i‖ = 1 and ω_i ⟂ q_i to round-off, geodesic displacements with rms √2·scale (a
     2-D tangent Gaussian), standard normal draws, and each member's numbers depend on its id only."""
-    from ensemble.initial import member_normals
-    from kernels.spaces import SPHERE_PRODUCT
+    from armillary.ensemble.initial import member_normals
+    from armillary.kernels.spaces import SPHERE_PRODUCT
 
     def perturbed_members(q, omega, ids, scale, seed):
         state = SPHERE_PRODUCT.perturb({"q": q, "omega": omega}, member_normals(seed, ids, 18), scale)

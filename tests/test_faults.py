@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import zarr
 
-import ensemble
-from ensemble.lock import lock_path
-from jobs.cli import main
+from armillary import ensemble
+from armillary.ensemble.lock import lock_path
+from armillary.jobs.cli import main
 
 from ensemble_cases import armillary, write_spec
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import InvalidInput, get_system, integrate
+from armillary.kernels import InvalidInput, get_system, integrate
 
 pytestmark = pytest.mark.xdist_group("forcing")
 
@@ -173,8 +173,8 @@ def test_forced_runs_store_their_work_and_resume_bitwise(tmp_path, method):
     ``work`` (member, time); segments (fixed steps; rk45 ends each segment on its boundary, so its
     segments are part of the run), chunks and workers give the same bits; E − E0 − W is the
     integrator's error (below 1e-3 of the energy changed by the forces)."""
-    import ensemble
-    from ensemble.analysis import relative_energy_error
+    from armillary import ensemble
+    from armillary.ensemble.analysis import relative_energy_error
     from ensemble_cases import arrays, assert_bitwise_equal
 
     names = ("q", "energy", "work", "status")
@@ -193,7 +193,7 @@ def test_forced_runs_store_their_work_and_resume_bitwise(tmp_path, method):
             change = np.abs(ds.energy - initial).max()
             balance = np.abs(relative_energy_error(ds) * np.abs(initial)).max()
             assert float(change) > 1.0 and float(balance) < 1e-3 * float(change)
-            from jobs.cli import main
+            from armillary.jobs.cli import main
             assert main(["report", str(store), "--out", str(tmp_path / f"report-{method}")]) == 0
             assert "energy balance" in (tmp_path / f"report-{method}" / "report.md").read_text()
         else:
@@ -248,9 +248,9 @@ def test_driven_chain_lambda_map_is_regular_at_the_unforced_corner(tmp_path):
     undriven (damped) corner is regular, the hardest-driven corner chaotic, and the report draws the map."""
     import re
 
-    import ensemble
-    from ensemble.analysis import chaos_threshold, lyapunov_map
-    from jobs.cli import main
+    from armillary import ensemble
+    from armillary.ensemble.analysis import chaos_threshold, lyapunov_map
+    from armillary.jobs.cli import main
 
     text = (Path(__file__).parent.parent / "examples" / "driven-chain.toml").read_text()
     text = re.sub(r"base_torque_amplitude = .*", "base_torque_amplitude = { values = [0.0, 300.0] }", text)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from kernels import InvalidInput, get_system, integrate
-from kernels.integrators.formulations import FORMULATIONS
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.integrators.formulations import FORMULATIONS
 
 pytestmark = pytest.mark.xdist_group("formulations")
 

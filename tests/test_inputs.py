@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from conftest import case, ensemble
-from kernels import InvalidInput, get_system, integrate
-from kernels.status import VI_STEP_INFEASIBLE
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.status import VI_STEP_INFEASIBLE
 
 
 def refused(field, call, *args, **kwargs):

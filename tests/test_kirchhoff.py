@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from scipy.special import elliprd
 
-from kernels import InvalidInput, get_system, integrate
-from kernels.lanes import compensated_dot6
-from kernels.spaces import RIGID_MOTION
-from kernels.spaces.rotation import exp_right
-from kernels.systems.kirchhoff_body import (body_momenta, ellipsoid_added_mass, generalised_inertia,
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.lanes import compensated_dot6
+from armillary.kernels.spaces import RIGID_MOTION
+from armillary.kernels.spaces.rotation import exp_right
+from armillary.kernels.systems.kirchhoff_body import (body_momenta, ellipsoid_added_mass, generalised_inertia,
                                             kirchhoff_casimirs, lamb_constants, spatial_impulse)
 
 TIGHT = dict(rtol=1e-11, atol=1e-13)
@@ -172,7 +172,7 @@ def test_lgvis_newton_jacobian_is_the_derivative_of_its_equations():
     """The columns of Newton's Jacobian for the SE(3) lgvi (the directional derivatives of its discrete
     Euler–Poincaré equations in (f, t)) against central differences of the equations themselves (step 1e-6):
     1e-8 relative, at random (f, t) with a full 𝕄 (free_body: 𝕄₁₂ ≠ 0)."""
-    from kernels.integrators import lgvi_motion
+    from armillary.kernels.integrators import lgvi_motion
 
     body = get_system("kirchhoff_body", "free_body")
     coef = body.definition.coefficients(body.broadcast(1, 1), 1).T.copy()
@@ -273,9 +273,9 @@ def test_kirchhoff_stores_are_bitwise_equal_across_chunks_workers_and_segments(t
     momenta)."""
     import xarray as xr
 
-    import ensemble
-    from ensemble.analysis import momentum_error
-    from ensemble.plan import Plan
+    from armillary import ensemble
+    from armillary.ensemble.analysis import momentum_error
+    from armillary.ensemble.plan import Plan
 
     from ensemble_cases import run_across_layouts
 
@@ -297,9 +297,9 @@ def test_steady_translation_is_stable_broadside_and_unstable_end_on(tmp_path):
     perturbations (median λ > 10/T; measured 1.1 1/s at 40 s), along the axis of the largest it does not
     (median λ < 1.5 ln T / T; measured 0.08 at 40 s), λ mapped over the heading stored as a member
     coordinate; the report draws the map."""
-    import ensemble
-    from ensemble.analysis import lyapunov_map
-    from jobs.cli import main
+    from armillary import ensemble
+    from armillary.ensemble.analysis import lyapunov_map
+    from armillary.jobs.cli import main
 
     text = (Path(__file__).parent.parent / "examples" / "ellipsoid-headings.toml").read_text()
     text = text.replace("members = 14", "members = 3").replace("azimuths = 7", "azimuths = 3")
@@ -320,8 +320,8 @@ def test_steady_translation_is_stable_broadside_and_unstable_end_on(tmp_path):
 def test_samplers_of_se3_draw_through_the_spec_and_refuse_an_empty_grid(tmp_path):
     """initial = "uniform" and "headings" on rigid_motion (and "uniform" on rotation) draw per member; a grid
     without azimuths is refused naming the field."""
-    from ensemble.plan import Plan
-    from ensemble.spec import parse_spec
+    from armillary.ensemble.plan import Plan
+    from armillary.ensemble.spec import parse_spec
 
     def plan(system, initial):
         preset = '\npreset = "chaotic"' if system == "heavy_top" else ""
@@ -362,7 +362,7 @@ def test_the_four_formulations_agree():
 def test_formulation_conversions_round_trip():
     """Stored (R, x, Ω, V) → each formulation's variables → back, for 5 random states with a full 𝕄: to
     1e-14 (Lagrange's chart: away from its singularity)."""
-    from kernels.integrators import MOTION_FORMULATIONS
+    from armillary.kernels.integrators import MOTION_FORMULATIONS
 
     body = get_system("kirchhoff_body", "free_body")
     state = RIGID_MOTION.perturb(body.initial_state(), np.random.default_rng(4).normal(size=(5, 12)), 0.5)
@@ -378,8 +378,8 @@ def test_formulation_conversions_round_trip():
 def test_left_and_right_invariant_velocities():
     """digest_002 §7 item 2: (u, Ω) do not change when the observer moves the motion (R, b) → (A R, A b + c);
     (ξ̂, ω̂) do not change when the body frame moves it, (R, b) → (R A, R c + b); ω̂ = R Ω, ḃ = R u."""
-    from kernels.spaces.rigid_motion import velocity_sets
-    from kernels.systems.kirchhoff_body import skew
+    from armillary.kernels.spaces.rigid_motion import velocity_sets
+    from armillary.kernels.systems.kirchhoff_body import skew
 
     rng = np.random.default_rng(8)
     R, A = exp_right(np.broadcast_to(np.eye(3), (2, 1, 3, 3)).copy(), rng.normal(size=(2, 1, 3)))[:, 0]
@@ -400,7 +400,7 @@ def test_the_lagrange_charts_singularity_is_a_status():
     stops with status CHART_SINGULAR at the step where cos θ < 1e-3 (rk4), or at the end of the step that
     crossed it (rk45, whose steps grow to the whole run on this motion, θ = t), its neighbour (turning about x)
     runs on; kirchhoff, which has no chart, runs both through."""
-    from kernels.status import CHART_SINGULAR
+    from armillary.kernels.status import CHART_SINGULAR
 
     body = get_system("kirchhoff_body", m=1.0, inertia=[1.0, 2.0, 3.0])
     state = {"R": np.broadcast_to(np.eye(3), (2, 1, 3, 3)).copy(), "x": np.zeros((2, 1, 3)),
@@ -441,9 +441,9 @@ def test_plate_tumbling_lambda_over_the_release_angle_through_the_store(tmp_path
     """examples/plate-tumbling.toml at a reduced size (4 tilts, 10 s): the store keeps the tilt as a member
     coordinate, every member's λ is finite, and the report draws the histogram and the λ over the tilt
     with the chaotic fraction in its table."""
-    import ensemble
-    from ensemble.analysis import lyapunov_summary
-    from jobs.cli import main
+    from armillary import ensemble
+    from armillary.ensemble.analysis import lyapunov_summary
+    from armillary.jobs.cli import main
 
     text = (Path(__file__).parent.parent / "examples" / "plate-tumbling.toml").read_text()
     text = text.replace("members = 64", "members = 4").replace("tilts = 64", "tilts = 4").replace("chunk = 32", "chunk = 4")

@@ -1,5 +1,6 @@
-"""The architecture's rules, checked on the source: imports run kernels ← ensemble ← jobs with no
-cycle inside kernels, and nothing in ensemble/ or jobs/ names a state variable of a space."""
+"""The architecture's rules, checked on the source: imports run kernels ← ensemble ← jobs ← armillary (the
+package's top, which gathers the everyday calls) with no cycle inside kernels, and nothing in ensemble/ or
+jobs/ names a state variable of a space."""
 
 import ast
 import re
@@ -8,7 +9,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = {"kernels": set(), "ensemble": {"kernels"}, "jobs": {"kernels", "ensemble"}}
+LAYERS = {"kernels": set(), "ensemble": {"kernels"}, "jobs": {"kernels", "ensemble"},
+          "armillary": {"kernels", "ensemble", "jobs"}}
+
+
+def layer(name: str) -> str:
+    """The layer an absolute import names: ``armillary.kernels.x`` → kernels, ``armillary`` → armillary."""
+    parts = name.split(".")
+    return parts[1] if parts[0] == "armillary" and len(parts) > 1 else parts[0]
 
 
 def imports(path: Path) -> set[str]:
@@ -17,6 +25,8 @@ def imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module == "armillary":  # from armillary import ensemble
+            found |= {"armillary." + alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module is None:  # from . import a, b
             found |= {"." * node.level + alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -28,7 +38,7 @@ def imports(path: Path) -> set[str]:
 def test_imports_never_go_up_a_layer(package):
     for path in (ROOT / package).rglob("*.py"):
         for name in imports(path):
-            top = name.split(".")[0]
+            top = layer(name)
             if top in LAYERS and top != package:
                 assert top in LAYERS[package], f"{path.relative_to(ROOT)} imports {name}"
 

@@ -10,9 +10,9 @@ import pytest
 import xarray as xr
 import zarr
 
-from ensemble.plan import Plan
-from ensemble.spec import parse_spec
-from jobs.cli import main
+from armillary.ensemble.plan import Plan
+from armillary.ensemble.spec import parse_spec
+from armillary.jobs.cli import main
 
 from ensemble_cases import assert_bitwise_equal
 

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import xarray as xr
 
-import ensemble
-from ensemble.analysis import chaos_threshold, lyapunov_map, lyapunov_summary
-from ensemble.initial import shadow_directions
-from ensemble.plan import Plan
-from ensemble.report import write_report
-from kernels import InvalidInput, get_system, integrate
-from kernels.lyapunov import displaced_shadow
-from kernels.spaces import SPHERE_PRODUCT
+from armillary import ensemble
+from armillary.ensemble.analysis import chaos_threshold, lyapunov_map, lyapunov_summary
+from armillary.ensemble.initial import shadow_directions
+from armillary.ensemble.plan import Plan
+from armillary.ensemble.report import write_report
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.lyapunov import displaced_shadow
+from armillary.kernels.spaces import SPHERE_PRODUCT
 
 from ensemble_cases import BASE_SPEC
 

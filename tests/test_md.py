@@ -13,11 +13,11 @@ import numba
 import numpy as np
 import pytest
 
-from kernels import InvalidInput, get_system, integrate
-from kernels import neighbours as nb
-from kernels.geometry import (fibonacci_sphere, kinetic_temperature, random_uniform_separated,
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels import neighbours as nb
+from armillary.kernels.geometry import (fibonacci_sphere, kinetic_temperature, random_uniform_separated,
                               rescale_to_temperature, thermal_velocities)
-from kernels.system_parallel import pair_terms
+from armillary.kernels.system_parallel import pair_terms
 
 DENSITY = 0.8  # reduced areal density ρ* = n σ² / 4π
 
@@ -271,7 +271,7 @@ workers = 1
 
 
 def md_spec(tmp_path, members=1, placement="fibonacci", variables='["energy", "temperature", "unit_error"]'):
-    import ensemble
+    from armillary import ensemble
 
     sigma = float(np.sqrt(DENSITY * 4.0 * np.pi / 2000))
     dt = 0.005 * sigma
@@ -287,8 +287,8 @@ def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(t
 
     import xarray as xr
 
-    import ensemble
-    from ensemble.plan import Plan
+    from armillary import ensemble
+    from armillary.ensemble.plan import Plan
 
     spec = md_spec(tmp_path)
     plan = Plan(spec)
@@ -311,9 +311,9 @@ def test_local_workers_of_a_system_parallel_run_use_every_cpu(tmp_path):
     workers of an ensemble-mode plan get one each (one worker per core)."""
     import os
 
-    from ensemble.execute import dask_client, kernel_threads
-    from ensemble.plan import Plan
-    from kernels.integrate import default_threads
+    from armillary.ensemble.execute import dask_client, kernel_threads
+    from armillary.ensemble.plan import Plan
+    from armillary.kernels.integrate import default_threads
 
     md, members = Plan(md_spec(tmp_path)), Plan(md_spec(tmp_path, members=2, variables='["energy"]'))
     assert (md.mode, members.mode) == ("system", "ensemble")
@@ -332,7 +332,7 @@ def test_md_run_from_a_process_that_launched_openmp_spawns_its_worker(tmp_path):
 
     import xarray as xr
 
-    from ensemble.plan import Plan
+    from armillary.ensemble.plan import Plan
 
     spec = md_spec(tmp_path)
     path = tmp_path / "md.toml"
@@ -340,10 +340,10 @@ def test_md_run_from_a_process_that_launched_openmp_spawns_its_worker(tmp_path):
     code = f"""
 import io
 import numba
-import ensemble
-from ensemble.clusters import worker_start_method
-from kernels import get_system, integrate
-from kernels.geometry import fibonacci_sphere, thermal_velocities
+from armillary import ensemble
+from armillary.ensemble.clusters import worker_start_method
+from armillary.kernels import get_system, integrate
+from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities
 
 assert worker_start_method() == "fork", worker_start_method()
 q = fibonacci_sphere(500)
@@ -368,7 +368,7 @@ ensemble.run({str(path)!r}, stream=io.StringIO())
     (dict(placement="icosphere"), "ensemble.particles: icosphere placement needs 10·4^k + 2 particles"),
 ])
 def test_md_spec_errors(tmp_path, change, message):
-    from ensemble.plan import Plan
+    from armillary.ensemble.plan import Plan
 
     with pytest.raises(InvalidInput) as error:
         Plan(md_spec(tmp_path, **change)).validate()

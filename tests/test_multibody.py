@@ -11,8 +11,8 @@ import pytest
 import sympy
 from scipy.integrate import solve_ivp
 
-from kernels import InvalidInput, get_system, integrate
-from kernels.systems.multibody import tree_terms
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.systems.multibody import tree_terms
 
 from multibody_cases import random_tree
 
@@ -279,8 +279,8 @@ def test_stores_are_bitwise_equal_across_chunks_workers_and_segments(tmp_path, m
     dimension labelled with each joint coordinate's name."""
     import xarray as xr
 
-    import ensemble
-    from ensemble.plan import Plan
+    from armillary import ensemble
+    from armillary.ensemble.plan import Plan
 
     from ensemble_cases import run_across_layouts
 
@@ -299,7 +299,7 @@ def test_stores_are_bitwise_equal_across_chunks_workers_and_segments(tmp_path, m
 def median_lyapunov(system, q0, duration, members=4):
     """Median finite-time λ (1/s) of ``members`` states around q0 (1e-2 perturbations, at rest ± 1e-2) by rk4
     (h = 0.005) with Benettin shadows (d0 = 1e-8, renormalised every 10 steps)."""
-    from kernels.lyapunov import displaced_shadow
+    from armillary.kernels.lyapunov import displaced_shadow
     rng = np.random.default_rng(0)
     n = len(q0)
     state = {"q": np.asarray(q0) + 1e-2 * rng.normal(size=(members, n)), "u": 1e-2 * rng.normal(size=(members, n))}
@@ -314,9 +314,9 @@ def test_the_pendulum_on_a_cart_is_regular_with_one_link_or_small_swings_and_cha
     λ over the cart mass.  Three links released at 90°, 170° and 150° from upright: λ > 10/T = 0.25 (measured
     0.99 1/s); three links swinging by 0.01 rad about the hanging equilibrium (0.043) and one link from 90°
     (integrable: the horizontal momentum is conserved; 0.096): λ < 1.5 ln T / T = 0.138."""
-    import ensemble
-    from ensemble.analysis import lyapunov_map
-    from jobs.cli import main
+    from armillary import ensemble
+    from armillary.ensemble.analysis import lyapunov_map
+    from armillary.jobs.cli import main
 
     duration = 40.0
     text = (Path(__file__).parent.parent / "examples" / "cart-chain.toml").read_text().replace("members = 48",

@@ -5,8 +5,8 @@ import numpy as np
 import pinocchio
 import pytest
 
-from kernels import InvalidInput, get_system, integrate
-from kernels.systems.multibody import GYROSCOPE, tree_terms
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.systems.multibody import GYROSCOPE, tree_terms
 
 from multibody_cases import random_tree
 
@@ -206,8 +206,8 @@ def test_periodic_joint_forces_drive_a_pendulum_as_scipy_does():
 def test_driven_runs_are_bitwise_across_layouts_and_equal_one_kernel_call(tmp_path):
     """The gyroscope with a periodic torque on its outer gimbal, g swept, rk4 through the store in the three
     layouts: the same bits (each segment's loads see the global step's time), equal to one kernel call."""
-    import ensemble
-    from ensemble.plan import Plan
+    from armillary import ensemble
+    from armillary.ensemble.plan import Plan
 
     from ensemble_cases import run_across_layouts
 

@@ -5,8 +5,8 @@ import numpy as np
 import pinocchio
 import pytest
 
-from kernels import InvalidInput, get_system, integrate
-from kernels.systems.multibody import FOUR_BAR, four_bar_closure, tree_terms
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.systems.multibody import FOUR_BAR, four_bar_closure, tree_terms
 
 LINKS = (FOUR_BAR["crank"], FOUR_BAR["coupler"], FOUR_BAR["rocker"], FOUR_BAR["ground"])
 

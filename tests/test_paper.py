@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from conftest import case, ensemble
-from kernels import get_system, integrate
+from armillary.kernels import get_system, integrate
 
 
 def max_energy_error(system, q, omega, dt, t_end, method="vi", **options):

@@ -15,9 +15,9 @@ import psutil
 import pytest
 import zarr
 
-import ensemble
-from ensemble.lock import lock_path
-from ensemble.segment import PAUSE_BEFORE_RECORD
+from armillary import ensemble
+from armillary.ensemble.lock import lock_path
+from armillary.ensemble.segment import PAUSE_BEFORE_RECORD
 
 from ensemble_cases import armillary, arrays, assert_bitwise_equal, wait_for_marker, wait_for_records, write_spec
 
@@ -163,7 +163,7 @@ def test_ctrl_c_stops_workers_releases_the_lock_keeps_segments_and_exits_130(tmp
     inherited = signal.getsignal(signal.SIGINT)
     process = subprocess.Popen(
         [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-         "from jobs.cli import main; sys.exit(main())", "run", spec_path, "--store", store],
+         "from armillary.jobs.cli import main; sys.exit(main())", "run", spec_path, "--store", store],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     wait_for_records(store, 6)
     workers = worker_processes(process.pid)

@@ -10,12 +10,12 @@ import pytest
 import xarray as xr
 from scipy.special import ellipk
 
-import ensemble
-from ensemble.analysis import momentum_error
-from ensemble.plan import Plan
-from kernels import METHODS, SYSTEMS, InvalidInput, get_system, integrate, methods_for
-from kernels.spaces import ROTATION
-from kernels.spaces.rotation import exp_right
+from armillary import ensemble
+from armillary.ensemble.analysis import momentum_error
+from armillary.ensemble.plan import Plan
+from armillary.kernels import METHODS, SYSTEMS, InvalidInput, get_system, integrate, methods_for
+from armillary.kernels.spaces import ROTATION
+from armillary.kernels.spaces.rotation import exp_right
 
 from ensemble_cases import kill_9_and_resume_match, run_stores_alike, write_spec
 
@@ -148,7 +148,7 @@ def test_chaotic_heavy_top_lgvi_energy_bounded_rk4_drifts_over_a_million_steps()
     assert lgvi <= 2.0 and rk4 > 5.0, (lgvi, rk4)
     # e·L, L = R J Ω: relative to |L| (the momentum's size; its vertical part itself may be near 0)
     vertical = system.momentum(result.state)[0, :, 0]
-    from kernels.systems.rigid import spatial_angular_momentum
+    from armillary.kernels.systems.rigid import spatial_angular_momentum
     size = np.linalg.norm(spatial_angular_momentum(result.state, system.broadcast(1, 1))[0, 0])
     assert np.abs(vertical - vertical[0]).max() <= 1e-12 * size
 

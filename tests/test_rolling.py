@@ -5,11 +5,11 @@ energy and order, lift-off, bad input."""
 import numpy as np
 import pytest
 
-from kernels import integrate
-from kernels.errors import InvalidInput
-from kernels.status import LIFT_OFF
-from kernels.systems import get_system
-from kernels.systems.rolling_ball import FIRST_RAIL, ball_field_work, ball_vector_field, jellett_integral
+from armillary.kernels import integrate
+from armillary.kernels.errors import InvalidInput
+from armillary.kernels.status import LIFT_OFF
+from armillary.kernels.systems import get_system
+from armillary.kernels.systems.rolling_ball import FIRST_RAIL, ball_field_work, ball_vector_field, jellett_integral
 
 TIGHT = {"rtol": 1e-11, "atol": 1e-13}
 
@@ -263,8 +263,8 @@ BALL_VARIABLES = ["R", "Omega", "contact", "theta", "theta_dot", "work", "energy
 def test_rolling_ball_runs_give_the_same_bits_across_chunks_workers_and_segments(tmp_path, method):
     """free_masses (two free masses, perturbed along SO(3) and the rails) through the store in the layouts
     (chunk, workers, segment) = (1, 1, 20), (6, 1, 100), (3, 2, 50): identical bits, equal to one kernel call."""
-    import ensemble
-    from ensemble.plan import Plan
+    from armillary import ensemble
+    from armillary.ensemble.plan import Plan
 
     from ensemble_cases import run_across_layouts
 
@@ -298,8 +298,8 @@ def test_the_ball_design_example_maps_lyapunov_exponents_with_the_fixed_mass_row
 
     import xarray as xr
 
-    import ensemble
-    from ensemble.report import write_report
+    from armillary import ensemble
+    from armillary.ensemble.report import write_report
 
     text = pathlib.Path(__file__).parent.parent.joinpath("examples", "ball-design.toml").read_text()
     spec = tmp_path / "design.toml"
@@ -341,7 +341,7 @@ def test_a_ball_needing_more_friction_than_mu_s_slips_at_the_step_it_needs_it():
     """pendulum_drive with μ_s halfway between the friction ratio it starts with and the largest it needs within
     1 s: rk4 stops the member with SLIP at the first step whose ratio, in a run without a limit, exceeds μ_s (same
     steps, same bits up to there)."""
-    from kernels.status import SLIP
+    from armillary.kernels.status import SLIP
 
     free = get_system("rolling_ball", "pendulum_drive")
     unlimited = integrate(free, "rk4", preset_state(free), 1e-3, 1000, 1)
@@ -358,9 +358,9 @@ def test_a_ball_needing_more_friction_than_mu_s_slips_at_the_step_it_needs_it():
 def test_rolling_disk_runs_give_the_same_bits_across_layouts_and_store_scalar_variables(tmp_path):
     """The disk's state variables have no axes of their own: stored as (member, time) and bitwise across the
     layouts, equal to one kernel call."""
-    import ensemble
+    from armillary import ensemble
     import xarray as xr
-    from ensemble.plan import Plan
+    from armillary.ensemble.plan import Plan
 
     from ensemble_cases import run_across_layouts
 

@@ -6,7 +6,7 @@ circle driven at a constant rate)."""
 import numpy as np
 import pytest
 
-from kernels import get_system, integrate
+from armillary.kernels import get_system, integrate
 
 from rolling_reference import reference_solution
 

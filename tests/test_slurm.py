@@ -11,9 +11,9 @@ import time
 import pytest
 import zarr
 
-import ensemble
-from ensemble.segment import PAUSE_BEFORE_RECORD
-from jobs.cli import main
+from armillary import ensemble
+from armillary.ensemble.segment import PAUSE_BEFORE_RECORD
+from armillary.jobs.cli import main
 
 from ensemble_cases import arrays, assert_bitwise_equal, wait_for_marker, write_spec
 

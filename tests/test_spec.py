@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from ensemble.lock import lock_path
-from jobs.cli import main
+from armillary.ensemble.lock import lock_path
+from armillary.jobs.cli import main
 
 from ensemble_cases import BASE_SPEC, write_spec
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ensemble.spec import _toml_value
-from jobs.cli import main
-from kernels import METHODS, SYSTEMS
+from armillary.ensemble.spec import _toml_value
+from armillary.jobs.cli import main
+from armillary.kernels import METHODS, SYSTEMS
 
 EXAMPLES = 2000
 

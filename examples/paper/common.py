@@ -25,8 +25,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from kernels import get_system, integrate  # noqa: E402
-from kernels.status import MEANINGS, OK  # noqa: E402
+from armillary.kernels import get_system, integrate  # noqa: E402
+from armillary.kernels.status import MEANINGS, OK  # noqa: E402
 
 #: statistic key -> column header
 STATS = {

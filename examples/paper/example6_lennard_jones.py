@@ -13,8 +13,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Run, parse_args, plt, run_example  # noqa: E402
 
-from kernels import get_system  # noqa: E402
-from kernels.geometry import face_map, icosphere  # noqa: E402
+from armillary.kernels import get_system  # noqa: E402
+from armillary.kernels.geometry import face_map, icosphere  # noqa: E402
 
 DT, SAVE_EVERY = 0.005, 10
 MAP_TIMES = (0.0, 0.25, 0.5, 0.75, 5.0)  # s, Fig. 7

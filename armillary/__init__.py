@@ -1,0 +1,13 @@
+"""Armillary: large ensembles of structure-preserving simulations of mechanical systems.
+
+The everyday calls live here; the layers are :mod:`armillary.kernels` (numerics),
+:mod:`armillary.ensemble` (planning, Dask execution, the Zarr store, analysis) and
+:mod:`armillary.jobs` (the CLI and SLURM submission).  Model files import their helpers from
+:mod:`armillary.model`.
+"""
+
+from armillary.ensemble import load_spec, run
+from armillary.ensemble.analysis import energy_drift, lyapunov_map, open_store, store_summary
+from armillary.kernels import InvalidInput, Trajectory, get_system, integrate
+
+__all__ = ["get_system", "integrate", "run", "load_spec", "open_store", "store_summary", "energy_drift", "lyapunov_map", "InvalidInput", "Trajectory"]
