@@ -23,7 +23,7 @@ from .integrators import FLAT, FULL, KERNEL_METHODS
 from .integrators.formulations import kinetic_energy_configuration_template
 from .lanes import kinetic_energy_diagonal, kinetic_energy_full
 from .lyapunov import SHADOW_STAGES
-from .systems import SYSTEMS
+from .systems import system_definition
 
 KERNEL_FLAGS = {"error_model": "numpy", "nogil": True}
 
@@ -54,7 +54,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     """The jitted driver of ``method`` for ``system`` (cached in memory and on disk); with ``shadows``
     it steps Benettin shadows too (:mod:`kernels.lyapunov`), a separate kernel so that the common one
     keeps its size; with ``forced`` the system's forces act (unforced kernels are compiled without them)."""
-    definition = SYSTEMS[system]
+    definition = system_definition(system)
     space = definition.space
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
     tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}{SOURCE_HASH}"

@@ -23,7 +23,7 @@ from numba import njit, prange
 
 from . import neighbours as nb
 from .compile import KERNEL_FLAGS, SOURCE_HASH, bind_template
-from .systems import SYSTEMS
+from .systems import system_definition
 from .errors import InvalidInput
 from .integrators import KERNEL_METHODS
 from .lanes import body_kinetic_energy, constraint_errors_into
@@ -292,7 +292,7 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
 def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
     """The neighbour-list gradient and per-particle energies of ``system``'s pair potential
     (:mod:`kernels.neighbours`), parallel over particles."""
-    pair = SYSTEMS[system].pair
+    pair = system_definition(system).pair
     bindings = {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
     tag = f"{system}__{SOURCE_HASH}"
     return types.SimpleNamespace(**{

@@ -12,6 +12,18 @@ SYSTEMS: dict = {
                    rolling_disk)
 }
 
+#: systems derived from users' model files (:mod:`armillary.kernels.models`), registered by name as they are built
+MODELS: dict = {}
+
+
+def system_definition(name: str):
+    """The definition of a built-in system or of a model built in this process; InvalidInput otherwise."""
+    definition = SYSTEMS.get(name) or MODELS.get(name)
+    if definition is None:
+        raise InvalidInput("system", f"unknown system {name!r}; allowed: {', '.join(sorted(SYSTEMS))} (or a model "
+                           "file: [system] model = \"path.py\")")
+    return definition
+
 
 def get_system(name: str, preset: str | None = None, **params) -> System:
     """The system ``name`` with the given preset and parameter values.
@@ -20,9 +32,7 @@ def get_system(name: str, preset: str | None = None, **params) -> System:
     Raises :class:`~kernels.errors.InvalidInput` naming the field for an unknown system, preset or
     parameter, or a value of the wrong shape or sign.
     """
-    if name not in SYSTEMS:
-        raise InvalidInput("system", f"unknown system {name!r}; allowed: {', '.join(sorted(SYSTEMS))}")
-    return bind_system(SYSTEMS[name], preset, params)
+    return bind_system(system_definition(name), preset, params)
 
 
-__all__ = ["SYSTEMS", "get_system", "System", "SystemDefinition", "Parameter", "Preset"]
+__all__ = ["SYSTEMS", "MODELS", "system_definition", "get_system", "System", "SystemDefinition", "Parameter", "Preset"]

@@ -41,7 +41,9 @@ PER_JOINT, PER_JOINT_VECTOR3, PER_JOINT_TENSOR = "joint", "joint×3", "joint×3�
 #: one value per internal mass of a rolling ball (the definition's ``mass_count(params)``), whether it moves
 #: freely (a state coordinate) or along a prescribed path
 PER_MASS = "mass"
-_BASE_NDIM = {SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3, MATRIX3: 2, MATRIX6: 2,
+#: a model file's parameters: a list or a list of lists of any lengths (:mod:`kernels.models`)
+LIST, TABLE = "list", "list×list"
+_BASE_NDIM = {LIST: 1, TABLE: 2, SCALAR: 0, PER_BODY: 1, VECTOR3: 1, PER_BODY_VECTOR3: 2, PER_SPRING: 1, PER_BODY_TENSOR: 3, MATRIX3: 2, MATRIX6: 2,
               PER_LINK: 1, PER_JOINT: 1, PER_JOINT_VECTOR3: 2, PER_JOINT_TENSOR: 3, PER_MASS: 1}
 _PER_BODY_SHAPES = (PER_BODY, PER_BODY_VECTOR3, PER_BODY_TENSOR)
 #: shapes with one value per item the definition counts from its parameters: (counter, item, items)
@@ -116,6 +118,9 @@ class ParameterLookup:
     #: the status codes (:mod:`kernels.status`) its kernels set beyond the method's (a flat system's
     #: ``system_admissible``; a subclass declares them as a field)
     statuses: tuple = ()
+    #: where a system derived from a user's model file came from (:class:`~kernels.models.ModelInfo`);
+    #: None for the built-ins
+    model = None
 
     def bound_space(self, params: dict) -> StateSpace:
         """The state space of a system with these (validated) parameters."""
@@ -503,6 +508,8 @@ def bind_system(definition, preset: str | None, params: dict) -> System:
     _expand_every_body(definition, validated)
     if definition.check is not None:
         definition.check(validated)
+    if state is not None and definition.model is not None and definition.model.initial_state is not None:
+        state = definition.model.initial_state(validated)  # a model's initial_state(p) at these parameters
     return System(definition, validated, preset, state)
 
 

@@ -1,0 +1,158 @@
+"""Users' own models: a model file's text becomes a system like the built-ins.
+
+:func:`build_model` runs the file (:mod:`.loader`), derives by symbolic differentiation what its space's
+methods need and generates lane functions with the ABI of that space's hand-written systems (one module per
+space: :mod:`.sphere_product`, …), imports them (:mod:`.codegen`) and registers the definition, so that
+every method of the space, the runner and the analysis take it by name as they take a built-in.
+
+Two caches spare later runs the work: the derivation, keyed by a hash of the model's text and of this
+package's code, and Numba's kernels, keyed by a hash of the generated text (the system's name carries it).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import pathlib
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InvalidInput
+from ..systems import MODELS
+from ..systems.base import LIST, SCALAR, TABLE, Parameter, Preset
+from . import sphere_product
+from .codegen import HEADER, cache_directory, load_generated, source_hash
+from .loader import FIELD, ModelFile, Parameters, model_call, read_model
+
+#: the space builders: derive(model, p, rows) → (text, meta) and assemble(model, module, meta, common)
+BUILDERS = {"sphere_product": sphere_product}
+#: model parameter shapes by number of axes (a list's length is the file's own)
+MODEL_SHAPES = {0: SCALAR, 1: LIST, 2: TABLE}
+
+
+def _code_hash() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+CODE_HASH = _code_hash()
+
+
+def model_name(path: str, source: str) -> str:
+    """The registered name: the file's stem and a hash of its text (an edited file is another system)."""
+    stem = re.sub(r"\W", "_", pathlib.Path(path).stem) or "model"
+    return f"{stem}_{source_hash(source)[:8]}"
+
+
+def _derived(model: ModelFile) -> tuple[str, dict, float]:
+    """(generated module text, builder meta, seconds spent deriving): from the derivation cache when this
+    model text was derived before by this code, else derived now and cached."""
+    key = hashlib.sha256((CODE_HASH + "\0" + model.space + "\0" + model.source).encode()).hexdigest()[:24]
+    directory = cache_directory()
+    path = os.path.join(directory, f"derived-{key}.json")
+    try:
+        with open(path) as handle:
+            cached = json.load(handle)
+        return cached["text"], cached["meta"], 0.0
+    except (OSError, ValueError, KeyError):
+        pass
+    start = time.perf_counter()
+    values, rows = model.layout.symbols()
+    text, meta = BUILDERS[model.space].derive(model, Parameters(values, model.path), rows)
+    text = HEADER + text
+    seconds = time.perf_counter() - start
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    with os.fdopen(handle, "w") as stream:
+        json.dump({"text": text, "meta": meta, "seconds": seconds}, stream)
+    os.replace(temporary, path)
+    return text, meta, seconds
+
+
+def _parameters(model: ModelFile) -> tuple[Parameter, ...]:
+    return tuple(Parameter(name, MODEL_SHAPES[value.ndim], model.layout.units[name], f"parameter of {model.path}",
+                           default=value.item() if value.ndim == 0 else value.tolist(),
+                           check="positive" if name == "cutoff" else "finite")
+                 for name, value in model.layout.defaults.items())
+
+
+def _presets(model: ModelFile, space) -> dict:
+    """``initial``: the state ``initial_state(p)`` returns at the parameters' defaults (a bound system
+    evaluates it at its own values: :class:`ModelInfo`)."""
+    if not model.has("initial_state"):
+        return {}
+    return {"initial": lambda: Preset(doc="initial_state(p) of the model file", params={},
+                                      state=initial_state(model, space, model.layout.defaults))}
+
+
+def initial_state(model: ModelFile, space, params: dict) -> dict:
+    """``initial_state(p)`` of the file evaluated with numbers (a per-member value: its first member's): the
+    space's variables by name."""
+    first = {name: np.asarray(value)[0] if np.ndim(value) > model.layout.defaults[name].ndim else value
+             for name, value in params.items() if name in model.layout.defaults}
+    p = Parameters(model.layout.numbers(first), model.path)
+    state = model_call(model.path, "initial_state", model.function("initial_state"), p)
+    names = [v.name for v in space.variables]
+    if not isinstance(state, dict) or any(name not in names for name in state):
+        raise InvalidInput(FIELD, f"{model.path}: initial_state(p) must return a dict of {', '.join(names)}")
+    try:
+        return {name: np.array(value, dtype=np.float64) for name, value in state.items()}
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(FIELD, f"{model.path}: initial_state(p) returned a non-numeric value: {error}") from None
+
+
+@functools.cache
+def _build(source: str, path: str):
+    model = read_model(source, path)
+    start = time.perf_counter()
+    text, meta, derive_seconds = _derived(model)
+    module = load_generated(text)
+    name = model_name(path, source)
+    builder = BUILDERS[model.space]
+    common = dict(name=name, summary=model.doc or f"model {path}", parameters=_parameters(model),
+                  presets=_presets(model, builder.SPACE), bodies=lambda params: model.bodies,
+                  coefficients=lambda params, n: model.layout.coefficients(params, _members(params)))
+    definition = builder.assemble(model, module, meta, common)
+    state = (lambda params: initial_state(model, builder.SPACE, params)) if model.has("initial_state") else None
+    # a definition is frozen; what the model adds is set once here, before anyone holds the definition
+    object.__setattr__(definition, "model", ModelInfo(path=path, source=source, text=text, initial_state=state,
+                                                      derive_seconds=derive_seconds,
+                                                      load_seconds=time.perf_counter() - start))
+    MODELS[name] = definition
+    return definition
+
+
+def _members(params: dict) -> int:
+    return next((value.shape[0] for value in params.values() if isinstance(value, np.ndarray)), 1)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Where a model came from (its file's path and text, the generated module's text), its
+    ``initial_state(params)`` (None if the file has none) and what building it cost (s; derivation 0 when
+    it came from the cache)."""
+
+    path: str
+    source: str
+    text: str
+    initial_state: Callable[[dict], dict] | None
+    derive_seconds: float
+    load_seconds: float
+
+
+def build_model(source: str, path: str = "<model>"):
+    """The system definition of a model file's ``source`` (``path`` names it in messages), registered under
+    its name (:func:`model_name`); built once per process and text."""
+    return _build(source, path)
+
+
+__all__ = ["build_model", "model_name", "ModelInfo"]

@@ -1,0 +1,177 @@
+"""Symbolic expressions to lane functions: common subexpressions hoisted once (sympy's ``cse``), printed
+as straight-line Python over scalars inside one loop over lanes, so LLVM keeps a member's state in
+registers and vectorises across members.
+
+Printing keeps to the operations that round the same in scalar and SIMD form: +, −, ×, ÷ and √; whole
+powers are multiplications (x⁴ = (x·x)·(x·x)), half-integer powers use √, other powers and the
+transcendental functions a model names (sin, exp, …) call NumPy's, lane by lane.  A generated module is
+written once under a name carrying the hash of its text and imported from there, so Numba's on-disk cache
+serves every later process (:func:`load_generated`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+
+import sympy
+
+#: how a function of sympy prints in a kernel
+FUNCTIONS = {sympy.sin: "np.sin", sympy.cos: "np.cos", sympy.tan: "np.tan", sympy.exp: "np.exp",
+             sympy.log: "np.log", sympy.atan2: "np.arctan2", sympy.Abs: "np.abs", sympy.asin: "np.arcsin",
+             sympy.acos: "np.arccos", sympy.atan: "np.arctan", sympy.sinh: "np.sinh", sympy.cosh: "np.cosh",
+             sympy.tanh: "np.tanh"}
+#: the largest whole power written as multiplications
+MAX_UNROLLED_POWER = 16
+
+
+class UnsupportedExpression(ValueError):
+    """An expression the printer cannot write as kernel code (names the offending part)."""
+
+
+def _number(value) -> str:
+    text = repr(float(value))
+    return text if not text.startswith("-") else f"({text})"
+
+
+def _power(base: str, exponent: int) -> str:
+    """base**exponent, exponent ≥ 1, by repeated squaring written out."""
+    if exponent == 1:
+        return base
+    half = _power(base, exponent // 2)
+    square = f"({half} * {half})" if exponent // 2 > 1 else f"({base} * {base})"
+    return square if exponent % 2 == 0 else f"({square} * {base})"
+
+
+def print_expression(expr, names: dict) -> str:
+    """Python source for ``expr``; ``names`` maps each sympy Symbol to the source that reads it."""
+    if expr.is_Symbol:
+        if expr not in names:
+            raise UnsupportedExpression(f"unknown symbol {expr}")
+        return names[expr]
+    if expr.is_Integer or expr.is_Rational or expr.is_Float:
+        return _number(expr)
+    if expr is sympy.pi:
+        return _number(sympy.pi.evalf(20))
+    if expr is sympy.E:
+        return _number(sympy.E.evalf(20))
+    if expr.is_Add:
+        text = ""
+        for term in expr.args:
+            if term.could_extract_minus_sign():
+                text += (" - " if text else "-") + print_expression(-term, names)
+            else:
+                text += (" + " if text else "") + print_expression(term, names)
+        return f"({text})"
+    if expr.is_Mul:
+        numerator, denominator = [], []
+        sign = ""
+        for factor in expr.args:
+            if factor.is_Number and factor.is_negative:
+                sign = "-"
+                factor = -factor
+                if factor == 1:
+                    continue
+            if factor.is_Pow and factor.exp.is_Number and factor.exp.is_negative:
+                denominator.append(print_expression(sympy.Pow(factor.base, -factor.exp), names))
+            elif factor.is_Rational and not factor.is_Integer and factor.p == 1:
+                denominator.append(_number(factor.q))
+            else:
+                numerator.append(print_expression(factor, names))
+        text = " * ".join(numerator) if numerator else "1.0"
+        if denominator:
+            text = f"{text} / ({' * '.join(denominator)})"
+        return f"({sign}{text})" if sign else f"({text})"
+    if expr.is_Pow:
+        base, exponent = expr.args
+        if exponent.is_Integer and 0 < exponent <= MAX_UNROLLED_POWER:
+            return _power(print_expression(base, names), int(exponent))
+        if exponent.is_Integer and -MAX_UNROLLED_POWER <= exponent < 0:
+            return f"(1.0 / {_power(print_expression(base, names), int(-exponent))})"
+        if exponent.is_Rational and exponent.q == 2:
+            root = f"np.sqrt({print_expression(base, names)})"
+            whole = abs(int(exponent.p))
+            text = root if whole == 1 else f"({_power(print_expression(base, names), whole // 2)} * {root})"
+            return text if exponent > 0 else f"(1.0 / {text})"
+        return f"({print_expression(base, names)} ** {print_expression(exponent, names)})"
+    function = FUNCTIONS.get(expr.func)
+    if function is not None:
+        return f"{function}({', '.join(print_expression(arg, names) for arg in expr.args)})"
+    raise UnsupportedExpression(f"cannot compile {expr.func.__name__}(…) into a kernel (in {str(expr)[:80]})")
+
+
+def straight_line(outputs: list, names: dict, indent: str, assign: str = "=") -> list[str]:
+    """Lines assigning (``assign``: ``=`` or ``+=``) each (target source, expression) of ``outputs`` after
+    hoisting common subexpressions; ``names`` maps the input symbols to their source."""
+    expressions = [sympy.sympify(expr) for _, expr in outputs]
+    replacements, reduced = sympy.cse(expressions, symbols=sympy.numbered_symbols("t_"), order="none")
+    names = dict(names)
+    lines = []
+    for symbol, value in replacements:
+        names[symbol] = str(symbol)
+        lines.append(f"{indent}{symbol} = {print_expression(value, names)}")
+    for (target, _), value in zip(outputs, reduced):
+        lines.append(f"{indent}{target} {assign} {print_expression(value, names)}")
+    return lines
+
+
+def lane_function_source(name: str, arguments: str, lanes: str, names: dict, outputs: list, doc: str,
+                         before: tuple = (), assign: str = "=", decorator: str = "@lane_function") -> str:
+    """A lane function ``name(arguments)`` whose one loop ``for b in range(lanes)`` computes ``outputs``
+    (target, expression) from inputs ``names`` (symbol → source reading lane b).  ``before``: lines ahead
+    of the loop; ``assign``: ``=``, or ``+=`` to add to the targets."""
+    body = straight_line(outputs, names, " " * 8, assign)
+    lines = [decorator, f"def {name}({arguments}):", f'    """{doc}"""', *("    " + line for line in before),
+             f"    for b in range({lanes}):", *body]
+    if not outputs:
+        lines.append("        pass")
+    return "\n".join(lines) + "\n"
+
+
+HEADER = '''"""Generated by armillary from a model file; do not edit (regenerated from the model's source)."""
+
+import numpy as np
+
+from armillary.kernels.lanes import lane_function
+
+'''
+
+
+def cache_directory() -> str:
+    """Where generated modules live: ``$ARMILLARY_MODEL_CACHE``, else ``armillary-models`` under
+    ``$NUMBA_CACHE_DIR`` (node-local on clusters), else under the user's cache directory."""
+    if os.environ.get("ARMILLARY_MODEL_CACHE"):
+        return os.environ["ARMILLARY_MODEL_CACHE"]
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                             os.path.expanduser("~/.cache"), "armillary")
+    return os.path.join(base, "armillary-models")
+
+
+def source_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_generated(source: str):
+    """Import generated module text (written under its hash once; later processes import the same file,
+    so Numba's cache keyed by that file serves them)."""
+    digest = source_hash(source)
+    module_name = f"armillary_model_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    directory = cache_directory()
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, module_name + ".py")
+    if not os.path.exists(path):
+        # write then rename: concurrent workers never import a half-written file
+        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(handle, "w") as stream:
+            stream.write(source)
+        os.replace(temporary, path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,193 @@
+"""Models on (S²)ⁿ: a :class:`~armillary.kernels.systems.base.SystemDefinition` derived from a model file.
+
+From ``inertia(p)`` or ``inertia(q, p)`` (the M_ij of T = ½ Σ_ij M_ij q̇_i·q̇_j: Lee–Leok–McClamroch
+eq. (1), or its configuration-dependent m_ij(q) of eq. (12)), ``potential(q, p)`` and the optional moments
+``force(t, q, omega, p)`` (the g_i of eq. (10)), this derives what every (S²)ⁿ method binds: V and ∂V/∂q
+(eqs. (9), (10)), ∂g/∂ω for the implicit methods' Newton matrix, m_ij(q) and ∂m_ij/∂q_k.  A model that
+defines ``pair_potential(r, p)`` of the chord r instead is a pair system (the neighbour lists of
+:mod:`armillary.kernels.neighbours`): φ(r) − φ(r_c) inside the cutoff r_c (parameter ``cutoff``), 0 beyond,
+as ``sphere_lj`` shifts its energy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy
+
+from ..errors import InvalidInput
+from ..spaces import SPHERE_PRODUCT
+from ..systems.base import PairPotential, SystemDefinition
+from .codegen import lane_function_source, straight_line
+from .loader import FIELD, ModelFile, free_of, scalar, square, vectors
+from .symbolic import Vector
+
+SPACE = SPHERE_PRODUCT
+#: Verlet skin of a pair model's neighbour list, as a fraction of its cutoff (LAMMPS' 0.3σ at r_c = 2.5σ)
+SKIN_FRACTION = 0.12
+
+
+def _state_symbols(n: int, letter: str) -> list[list]:
+    return [[sympy.Symbol(f"{letter}_{i}_{k}", real=True) for k in range(3)] for i in range(n)]
+
+
+def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
+    """The generated lane functions' text and what the builder needs to know of them."""
+    coef = {symbol: f"coef[{row}, b]" for symbol, row in rows.items()}
+    if model.has("pair_potential"):
+        return _derive_pair(model, parameters, coef)
+    n, path = model.bodies, model.path
+    q = _state_symbols(n, "q")
+    q_names = {q[i][k]: f"q[{i}, {k}, b]" for i in range(n) for k in range(3)}
+    q_vectors = [Vector(row) for row in q]
+    flat_q = [x for row in q for x in row]
+    allowed = set(coef) | set(flat_q)
+    potential = scalar(model.call("potential", q_vectors, parameters), path, "potential(q, p)")
+    free_of([potential], allowed, path, "potential(q, p)")
+    functions = [lane_function_source("potential", "q, coef, topology, out", "q.shape[2]", {**coef, **q_names},
+                                      [("out[b]", potential)], "V (J) of the model."),
+                 lane_function_source("gradient", "q, coef, topology, out", "q.shape[2]", {**coef, **q_names},
+                                      [(f"out[{i}, {k}, b]", sympy.diff(potential, q[i][k]))
+                                       for i in range(n) for k in range(3)], "∂V/∂q (J) of the model.")]
+    configuration = model.arity("inertia") == 2
+    arguments = (q_vectors, parameters) if configuration else (parameters,)
+    inertia = square(model.call("inertia", *arguments), n, path, "inertia(q, p)" if configuration else "inertia(p)")
+    free_of(inertia, allowed if configuration else set(coef), path, "inertia")
+    diagonal = not configuration and all(inertia[i, j] == 0 for i in range(n) for j in range(n) if i != j)
+    if configuration:
+        functions.append(lane_function_source(
+            "configuration_inertia", "q, coef, topology, out", "q.shape[2]", {**coef, **q_names},
+            [(f"out[{j}, {k}, b]", inertia[j, k]) for j in range(n) for k in range(n)], "m_jk(q) (kg·m²)."))
+        functions.append(lane_function_source(
+            "configuration_inertia_gradient", "q, coef, topology, out", "q.shape[2]", {**coef, **q_names},
+            [(f"out[{j}, {k}, {i}, {a}, b]", sympy.diff(inertia[j, k], q[i][a]))
+             for j in range(n) for k in range(n) for i in range(n) for a in range(3)], "∂m_jk/∂q_i (kg·m²)."))
+    else:
+        functions.append(lane_function_source(
+            "inertia_values", "coef, out", "coef.shape[1]", coef,
+            [(f"out[{j}, {k}, b]", inertia[j, k]) for j in range(n) for k in range(n)], "M_jk (kg·m²) per lane."))
+    forced = model.has("force")
+    if forced:
+        omega = _state_symbols(n, "w")
+        t = sympy.Symbol("t", real=True)
+        names = {**coef, **q_names, **{omega[i][k]: f"omega[{i}, {k}, b]" for i in range(n) for k in range(3)},
+                 t: "t"}
+        moments = vectors(model.call("force", t, q_vectors, [Vector(row) for row in omega], parameters), n, 3, path,
+                          "force(t, q, omega, p)")
+        flat = [g for row in moments for g in row]
+        free_of(flat, set(names), path, "force(t, q, omega, p)")
+        damping = [(f"out[{3 * i + r}, {3 * j + c}, b]", sympy.diff(moments[i][r], omega[j][c]))
+                   for i in range(n) for r in range(3) for j in range(n) for c in range(3)]
+        damping = [(target, value) for target, value in damping if value != 0]
+        omega_symbols = {w for row in omega for w in row}
+        if any(value.free_symbols & omega_symbols for _, value in damping):
+            raise InvalidInput(FIELD, f"{path}: force(t, q, omega, p) must be affine in omega (the implicit "
+                               "methods' Newton matrix takes ∂g/∂ω at q alone)")
+        functions.append(lane_function_source("force", "t, q, omega, coef, topology, out", "q.shape[2]", names,
+                                              [(f"out[{i}, {k}, b]", moments[i][k]) for i in range(n) for k in range(3)],
+                                              "The moments g_i (N·m) of the model's forces at time t (s)."))
+        scale = sympy.Symbol("scale", real=True)
+        functions.append(lane_function_source(
+            "force_damping", "q, coef, topology, scale, out", "q.shape[2]", {**coef, **q_names, scale: "scale"},
+            [(target, scale * value) for target, value in damping], "out += scale · ∂g/∂ω (N·m·s).", assign="+="))
+    return "\n\n".join(functions), {"diagonal": diagonal, "configuration": configuration, "forced": forced,
+                                    "pair": False}
+
+
+def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
+    path = model.path
+    if "cutoff" not in model.layout.defaults or model.layout.defaults["cutoff"].shape != ():
+        raise InvalidInput(FIELD, f"{path}: a pair_potential model needs a number parameter 'cutoff' (m, chord)")
+    r2 = sympy.Symbol("r2", positive=True)
+    r = sympy.Symbol("r", positive=True)
+    phi = scalar(model.call("pair_potential", r, parameters), path, "pair_potential(r, p)")
+    free_of([phi], set(coef) | {r}, path, "pair_potential(r, p)")
+    cutoff = parameters.cutoff
+    energy = phi - phi.subs(r, cutoff)
+    factor = sympy.diff(phi, r) / r
+    mass = square(model.call("inertia", parameters), 1, path, "inertia(p)")[0, 0]
+    free_of([mass], set(coef), path, "inertia(p)")
+    names = {**coef, r2: "r2"}
+    cut = coef[cutoff]
+
+    def pair_function(name, expr, doc):
+        body = straight_line([("value", expr.subs(r, sympy.sqrt(r2)))], names, " " * 4)
+        return "\n".join(["@lane_function", f"def {name}(r2, coef, b):", f'    """{doc}"""',
+                          f"    if not r2 < {cut} * {cut}:", "        return 0.0", *body, "    return value"]) + "\n"
+
+    functions = [
+        pair_function("pair_energy", energy, "φ(r) − φ(r_c) (J) of a chord² r2 < r_c², else 0; lane b of coef."),
+        pair_function("pair_gradient_factor", factor, "φ'(r)/r (J/m²) for r2 < r_c², else 0: ∂V/∂q_i = Σ_j g (q_i − q_j)."),
+        lane_function_source("inertia_values", "coef, out", "coef.shape[1]", coef, [("out[0, 0, b]", mass)],
+                             "Each particle's mass (kg; M_ii on the unit sphere, kg·m²)."),
+        ALL_PAIRS,
+    ]
+    return "\n\n".join(functions), {"diagonal": True, "configuration": False, "forced": False, "pair": True}
+
+
+#: a pair model's all-pairs potential and gradient (the neighbour lists' kernels call the pair functions
+#: directly): the loops of ``sphere_lj``'s, over this module's ``pair_energy`` and ``pair_gradient_factor``
+ALL_PAIRS = '''from armillary.kernels.lanes import chord
+
+
+@lane_function
+def potential(q, coef, topology, out):
+    """V = Σ_{i<j} φ (J) over every pair."""
+    n = q.shape[0]
+    for b in range(q.shape[2]):
+        out[b] = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            for b in range(q.shape[2]):
+                d0, d1, d2, r2 = chord(q, i, j, b)
+                out[b] += pair_energy(r2, coef, b)
+
+
+@lane_function
+def gradient(q, coef, topology, out):
+    """∂V/∂q (J) over every pair."""
+    n = q.shape[0]
+    out[:] = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            for b in range(q.shape[2]):
+                d0, d1, d2, r2 = chord(q, i, j, b)
+                f = pair_gradient_factor(r2, coef, b)
+                out[i, 0, b] += f * d0
+                out[i, 1, b] += f * d1
+                out[i, 2, b] += f * d2
+                out[j, 0, b] -= f * d0
+                out[j, 1, b] -= f * d1
+                out[j, 2, b] -= f * d2
+'''
+
+
+def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefinition:
+    """The system definition of a derived (S²)ⁿ model; ``common`` holds what every space's model shares
+    (name, summary, parameters, presets, bodies, coefficients, revision)."""
+    layout = model.layout
+
+    def inertia(params, n):
+        members = next(iter(params.values())).shape[0] if params else 1
+        coef = np.ascontiguousarray(layout.coefficients(params, members).T)
+        size = 1 if meta["pair"] else n
+        out = np.empty((size, size, members))
+        module.inertia_values(coef, out)
+        matrix = np.moveaxis(out, -1, 0)
+        if meta["pair"]:
+            return np.repeat(matrix[:, 0, :], n, axis=1)
+        return np.diagonal(matrix, axis1=1, axis2=2).copy() if meta["diagonal"] else matrix
+
+    extra = {}
+    if meta["pair"]:
+        extra = {"pair": PairPotential(module.pair_energy, module.pair_gradient_factor,
+                                       cutoff=lambda params: float(params["cutoff"][0]),
+                                       default_skin=lambda params: SKIN_FRACTION * float(params["cutoff"][0])),
+                 "full_rotation_symmetry": True}
+    if meta["configuration"]:
+        extra.update(configuration_inertia=module.configuration_inertia,
+                     configuration_inertia_gradient=module.configuration_inertia_gradient)
+    if meta["forced"]:
+        extra.update(force=module.force, force_damping=module.force_damping, forced=lambda params: True)
+    return SystemDefinition(diagonal_inertia=meta["diagonal"], inertia=None if meta["configuration"] else inertia,
+                            potential=module.potential, gradient=module.gradient, space=SPHERE_PRODUCT,
+                            **common, **extra)
