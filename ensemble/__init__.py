@@ -3,11 +3,13 @@ analysis.  No physics here: what a state is comes from the kernels' declarations
 
 from __future__ import annotations
 
+import json
 import sys
 
 import xarray as xr
 
-from armillary.kernels import SYSTEMS, InvalidInput
+from armillary.kernels import InvalidInput
+from armillary.kernels.systems import system_definition
 
 from .clusters import RunFailed
 from .execute import execute, execute_array_task
@@ -26,7 +28,7 @@ def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
     try:
         plan.validate()
     except InvalidInput as error:  # the kernels name a parameter by itself; the spec knows where it is
-        if error.field.split(".")[0] in {p.name for p in SYSTEMS[spec.system].parameters}:
+        if error.field.split(".")[0] in {p.name for p in system_definition(spec.system).parameters}:
             raise InvalidInput(f"system.params.{error.field}", error.message) from None
         raise
     try:
@@ -36,6 +38,10 @@ def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
     except StoreError as error:
         raise InvalidInput("output.store", str(error)) from None
     if identity is not None and identity != spec.identity() and not overwrite:
+        if spec.model is not None and json.loads(identity).get("model_source") != spec.model_source:
+            raise InvalidInput("system.model", f"{spec.model} changed since {spec.store!r} was written (the model is "
+                               "part of the spec); use --overwrite (overwrite=True) to replace the run, or choose "
+                               "another store")
         raise InvalidInput("output.store", f"{spec.store!r} holds a run of a different spec; use --overwrite "
                            "(overwrite=True) to replace it, or choose another store")
     return plan, identity is None or overwrite

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
 from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
+from armillary.kernels.models import build_model
+from armillary.kernels.systems import system_definition
 from armillary.kernels.systems.base import SCALAR
 
 #: initial conditions every space has; its samplers (``uniform``, …) come on top
@@ -33,7 +35,7 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("lyapunov",)
+OPTIONAL_FIELDS = ("lyapunov", "model_source")
 
 
 def output_variables(space, definition=None) -> tuple[str, ...]:
@@ -103,6 +105,10 @@ class Spec:
     lyapunov: dict | None = None  # {"d0": …, "renormalise_every": …} when Benettin shadows are carried
     #: the options of a space-declared sampler beyond ``omega_scale`` (e.g. ``particles``), None if it has none
     sampler_options: dict | None = None
+    #: a model file's path (absolute; for messages) and its text, which the run is built from wherever it
+    #: runs (stored specs, SLURM array tasks and Dask workers carry the text, never read the file)
+    model: str | None = None
+    model_source: str | None = None
 
     @property
     def sampler(self) -> dict:
@@ -117,7 +123,7 @@ class Spec:
         """Canonical JSON of everything that determines the store's contents (not where it lives or
         which cluster computes it): two specs with the same identity produce bitwise-equal stores."""
         fields = asdict(self)
-        for name in ("store", "cluster", "t_end"):
+        for name in ("store", "cluster", "t_end", "model"):  # the model's text decides, not where the file is
             fields.pop(name)
         for name in OPTIONAL_FIELDS:  # absent when unused, so stores made before they existed still match
             if fields[name] is None:
@@ -132,7 +138,8 @@ class Spec:
         params = dict(self.params)
         params.update({s.name: {"values": list(s.values)} for s in self.sweeps})
         sections = {
-            "system": {"name": self.system, "preset": self.preset, "params": params},
+            "system": ({"model": self.model, "model_source": self.model_source, "params": params} if self.model else
+                       {"name": self.system, "preset": self.preset, "params": params}),
             "integrator": {"method": self.method, "dt": self.dt, "t_end": self.t_end, "save_every": self.save_every,
                            "checkpoint_every": self.checkpoint_every, **self.options},
             "ensemble": {"members": self.members, "seed": self.seed, "initial": self.initial, "scale": self.scale,
@@ -254,11 +261,36 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _system_section(section: _Section) -> tuple[str, str | None, dict, tuple[Sweep, ...]]:
-    """Name, preset, fixed parameters and sweeps of ``[system]``."""
-    name = section.choice("name", tuple(sorted(SYSTEMS)), required=True)
-    definition = SYSTEMS[name]
-    preset = section.choice("preset", tuple(sorted(definition.presets)))
+def _model_section(section: _Section, directory: str) -> tuple:
+    """The definition, path and text of ``[system] model`` (a path relative to the spec's ``directory``;
+    ``model_source``, which stored specs carry, replaces reading it)."""
+    path, source = section.get("model", "str"), section.get("model_source", "str")
+    for key, why in (("name", "a model file stands for the system's name"),
+                     ("preset", "a model's initial state is its initial_state(p)")):
+        if key in section.table:
+            raise InvalidInput(section.field(key), f"give either model or {key}, not both ({why})")
+    path = os.path.normpath(os.path.join(directory, path))
+    if source is None:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                source = handle.read()
+        except OSError as error:
+            raise InvalidInput("system.model", f"cannot read {path!r}: {error.strerror}") from None
+    return build_model(source, path), path, source
+
+
+def _system_section(section: _Section, directory: str) -> tuple:
+    """Name, preset, fixed parameters and sweeps of ``[system]``, and the model's path and text (None for a
+    built-in system)."""
+    if "model" in section.table:
+        definition, path, source = _model_section(section, directory)
+        name, preset = definition.name, ("initial" if "initial" in definition.presets else None)
+    else:
+        if "model_source" in section.table:
+            raise InvalidInput("system.model_source", "is written by armillary beside model = \"path\"; give model")
+        name = section.choice("name", tuple(sorted(SYSTEMS)), required=True)
+        definition, path, source = SYSTEMS[name], None, None
+        preset = section.choice("preset", tuple(sorted(definition.presets)))
     params = section.get("params", "table", {})
     section.finish()
     fixed, sweeps = {}, []
@@ -270,8 +302,9 @@ def _system_section(section: _Section) -> tuple[str, str | None, dict, tuple[Swe
                                'whole number without leading zeros), e.g. "phase[1]"')
         parameter = component[1] if component else key
         if parameter not in {p.name for p in definition.parameters}:
-            allowed = ", ".join(p.name for p in definition.parameters)
-            raise InvalidInput(where, f"unknown parameter of {name}; allowed: {allowed}")
+            allowed = ", ".join(p.name for p in definition.parameters) or "none"
+            owner = f"the model file {path}" if path else name
+            raise InvalidInput(where, f"unknown parameter of {owner}; allowed: {allowed}")
         if isinstance(value, dict):
             if definition.parameter(parameter).structural:
                 raise InvalidInput(where, "is structural and cannot be swept")
@@ -289,14 +322,15 @@ def _system_section(section: _Section) -> tuple[str, str | None, dict, tuple[Swe
         if sweep.component is not None and sweep.parameter in swept_whole:
             raise InvalidInput(f"system.params.{sweep.name}", f"cannot be swept together with a sweep of the whole "
                                f"{sweep.parameter}")
-    return name, preset, fixed, tuple(sweeps)
+    return name, preset, fixed, tuple(sweeps), path, source
 
 
 def _integrator_section(section: _Section, system: str) -> dict:
     method = section.choice("method", tuple(METHODS), required=True)
-    if not METHODS[method].supports(SYSTEMS[system]):
+    definition = system_definition(system)
+    if not METHODS[method].supports(definition):
         raise InvalidInput("integrator.method", f"{method!r} does not support {system} (space "
-                           f"{SYSTEMS[system].space.name}); allowed: {', '.join(methods_for(SYSTEMS[system]))}")
+                           f"{definition.space.name}); allowed: {', '.join(methods_for(definition))}")
     dt = section.positive("dt", "float", required=True)
     t_end = section.positive("t_end", "float", required=True)
     if not t_end / dt < 2**53:  # beyond, steps are no longer whole numbers of a float64 count
@@ -411,7 +445,7 @@ def _analysis_section(section: _Section, method: str, options: dict, system: str
     every = lyapunov.positive("renormalise_every", "int", 10, minimum=1, strict=False)
     lyapunov.finish()
     if METHODS[method].resolve(options).lanes == 1:
-        fixed = ", ".join(name for name in methods_for(SYSTEMS[system]) if METHODS[name].lanes is None)
+        fixed = ", ".join(name for name in methods_for(system_definition(system)) if METHODS[name].lanes is None)
         raise InvalidInput("analysis.lyapunov", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
     return {"d0": d0, "renormalise_every": every}
 
@@ -444,10 +478,11 @@ def _cluster_section(section: _Section) -> dict:
     return cluster
 
 
-def parse_spec(text: str, stored: bool = False, **overrides) -> Spec:
+def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides) -> Spec:
     """Validate spec text; ``overrides`` (store, members, workers, scheduler) replace spec keys.
     Relative paths (``output.store``, ``ensemble.path``) are taken relative to the working directory
-    and stored absolute, so workers started elsewhere find them.  ``stored``: the spec a store
+    and stored absolute, so workers started elsewhere find them; ``system.model`` relative to
+    ``directory`` (the spec file's).  ``stored``: the spec a store
     holds, read back for analysis: its ``[cluster]`` is kept as written, unchecked (it says where the
     run computed, which neither the results nor this machine depend on)."""
     try:
@@ -469,14 +504,15 @@ def parse_spec(text: str, stored: bool = False, **overrides) -> Spec:
     for required in ("system", "integrator", "ensemble", "output"):
         if required not in document:
             raise InvalidInput(required, f"section [{required}] is required")
-    name, preset, params, sweeps = _system_section(_Section("system", document["system"]))
-    space = SYSTEMS[name].space
+    name, preset, params, sweeps, model, model_source = _system_section(_Section("system", document["system"]),
+                                                                        os.path.abspath(directory))
+    space = system_definition(name).space
     integrator = _integrator_section(_Section("integrator", document["integrator"]), name)
     cluster = document.get("cluster", {})
     spec = Spec(
-        system=name, preset=preset, params=params, sweeps=sweeps, **integrator,
+        system=name, preset=preset, params=params, sweeps=sweeps, **integrator, model=model, model_source=model_source,
         **_ensemble_section(_Section("ensemble", document["ensemble"]), space),
-        **_output_section(_Section("output", document["output"]), SYSTEMS[name]),
+        **_output_section(_Section("output", document["output"]), system_definition(name)),
         cluster=dict(cluster) if stored else _cluster_section(_Section("cluster", cluster)),
         lyapunov=_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"],
                                    integrator["options"], name),
@@ -506,4 +542,4 @@ def load_spec(path, **overrides) -> Spec:
             text = handle.read()
     except OSError as error:
         raise InvalidInput("spec", f"cannot read {path!r}: {error.strerror}") from None
-    return parse_spec(text, **overrides)
+    return parse_spec(text, directory=os.path.dirname(path), **overrides)

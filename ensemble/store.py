@@ -234,6 +234,8 @@ def write_template(plan: Plan) -> None:
                                        for code in method.status + plan.system.definition.statuses}),
         "method_order": method.order, "system_revision": plan.system.definition.revision, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_versions(),
+        # a model's text travels with its run: workers and analysis build the system from it, never from the file
+        **({"model": spec.model, "model_source": spec.model_source} if spec.model_source is not None else {}),
     }
     encoding.update({name: {"compressors": COMPRESSED_CHECKSUMMED} for name in coords})
     dataset = xr.Dataset(data, coords=coords, attrs=attrs)
