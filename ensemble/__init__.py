@@ -8,17 +8,25 @@ import sys
 
 import xarray as xr
 
-from armillary.kernels import InvalidInput
+from armillary.kernels import InvalidInput, get_system
 from armillary.kernels.systems import system_definition
 
 from .clusters import RunFailed
 from .execute import execute, execute_array_task
 from .lock import StoreError, run_lock
 from .plan import Plan
-from .spec import Spec, load_spec, parse_spec
+from .spec import Spec, load_spec, parse_spec, read_model_file
 from .store import check_writable, existing_identity, remove_store, revision_change, write_template
 
-__all__ = ["run", "run_array_task", "load_spec", "parse_spec", "Spec", "Plan", "RunFailed", "prepare"]
+__all__ = ["run", "load_model", "run_array_task", "load_spec", "parse_spec", "Spec", "Plan", "RunFailed", "prepare"]
+
+
+def load_model(path, **params):
+    """The system of the model file at ``path`` with these parameter values (the file's defaults for the
+    others; any numeric value may carry a leading member axis), for :func:`armillary.integrate`.  Its
+    ``initial_state()`` is the file's ``initial_state(p)`` at these values, if the file defines one."""
+    definition, _ = read_model_file(path)
+    return get_system(definition.name, "initial" if "initial" in definition.presets else None, **params)
 
 
 def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from armillary.kernels import InvalidInput, carried_names, execution_mode, get_system, resolve_method
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
+from armillary.kernels.models.checks import check_states, gradient_error
 
 from .initial import member_normals, shadow_directions
 from .spec import Spec
@@ -94,12 +95,24 @@ class Plan:
         if found != n:
             raise InvalidInput("ensemble.path", f"initial state has {found} bodies, expected {n}")
         self.space.admit(state, n)  # refuses a state off the manifold now, naming the variable
+        if self.system.definition.model is not None:  # a model's expressions, finite and SPD at the first chunk's states
+            first = min(self.spec.chunk, self.spec.members)
+            check_states(self.chunk_system(0, first), self.space.admit(self.initial_state(0, first), n))
         self.method  # refuses a method variant the system cannot take (adaptive vi), naming the option
         optional = {d.name for d in self.space.optional_diagnostics}
         if optional & set(self.spec.variables) and self.mode != "system":
             raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "
                                "measured by the system-parallel mode only: one member of a pair system with a finite "
                                "cutoff, method vi, no [analysis] lyapunov")
+
+    def model_gradient_error(self, count: int) -> float:
+        """A model's derived ∂V/∂q against central differences of V at ``count`` random admissible states: member
+        0's initial state moved by the space's retraction along random directions, 0.3 of its unit scale
+        (:func:`~kernels.models.checks.gradient_error`)."""
+        state = {name: value[0] for name, value in self.space.admit(self.initial_state(0, 1), self.n_bodies).items()}
+        normals = np.random.default_rng(self.spec.seed).standard_normal((count, self.space.normal_count(self.n_bodies)))
+        return gradient_error(self.chunk_system(0, 1), self.space.admit(self.space.perturb(state, normals, 0.3),
+                                                                         self.n_bodies))
 
     @cached_property
     def method(self):

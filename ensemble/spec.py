@@ -271,25 +271,32 @@ def _model_section(section: _Section, directory: str) -> tuple:
             raise InvalidInput(section.field(key), f"give either model or {key}, not both ({why})")
     path = os.path.normpath(os.path.join(directory, path))
     if source is None:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                source = handle.read()
-        except OSError as error:
-            raise InvalidInput("system.model", f"cannot read {path!r}: {error.strerror}") from None
-    return build_model(source, path), path, source
+        return (*read_model_file(path), path)
+    return build_model(source, path), source, path
+
+
+def read_model_file(path) -> tuple:
+    """(definition, text) of the model file at ``path``; InvalidInput naming it if it cannot be read."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except OSError as error:
+        raise InvalidInput("system.model", f"cannot read {path!r}: {error.strerror}") from None
+    return build_model(source, path), source
 
 
 def _system_section(section: _Section, directory: str) -> tuple:
     """Name, preset, fixed parameters and sweeps of ``[system]``, and the model's path and text (None for a
     built-in system)."""
     if "model" in section.table:
-        definition, path, source = _model_section(section, directory)
+        definition, source, path = _model_section(section, directory)
         name, preset = definition.name, ("initial" if "initial" in definition.presets else None)
     else:
         if "model_source" in section.table:
             raise InvalidInput("system.model_source", "is written by armillary beside model = \"path\"; give model")
         name = section.choice("name", tuple(sorted(SYSTEMS)), required=True)
-        definition, path, source = SYSTEMS[name], None, None
+        definition, source, path = SYSTEMS[name], None, None
         preset = section.choice("preset", tuple(sorted(definition.presets)))
     params = section.get("params", "table", {})
     section.finish()

@@ -15,6 +15,10 @@ from armillary.ensemble.verify import verify as verify_store
 from armillary.jobs.slurm import load_site, queue_states
 from armillary.jobs.slurm import submit as submit_jobs
 from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, InvalidInput, methods_for
+from armillary.kernels.models.checks import GRADIENT_TOLERANCE
+
+#: random admissible states ``armillary check`` differences a model's potential at
+MODEL_CHECK_STATES = 16
 
 INTERRUPTED = 3
 
@@ -54,6 +58,16 @@ def check(args) -> int:
     print(f"armillary: {args.spec}: valid; {spec.system} / {spec.method}, {spec.members} members × {spec.n_steps} "
           f"steps in {len(plan.chunks)} chunks × {len(plan.segments)} segments ({plan.mode} mode); "
           f"{spec.store} {state}")
+    if spec.model is not None:
+        count = min(spec.chunk, spec.members)
+        print(f"armillary: model {spec.model}: every expression finite and the inertia positive definite at the "
+              f"initial states of members 0–{count - 1}")
+        error = plan.model_gradient_error(MODEL_CHECK_STATES)
+        print(f"armillary: model {spec.model}: ∂V/∂q against central differences at {MODEL_CHECK_STATES} random "
+              f"admissible states: largest error {error:.2e} (relative; at most {GRADIENT_TOLERANCE:g} passes)")
+        if not error <= GRADIENT_TOLERANCE:
+            raise InvalidInput("system.model", f"{spec.model}: the derived ∂V/∂q disagrees with central differences of "
+                               f"V by {error:.2e}: the potential is not smooth at the states drawn")
     return 0
 
 
@@ -132,20 +146,35 @@ def report(args) -> int:
     return 0
 
 
+def describe_system(definition) -> None:
+    """One system as ``armillary systems`` lists it: name, space and variables, parameters, presets, methods."""
+    space = definition.space
+    print(f"{definition.name}: {definition.summary}")
+    print(f"    space {space.name}: " + ", ".join(f"{v.name} ({', '.join(v.dims)}) [{v.unit}]" for v in space.variables))
+    width = max((len(p.name) for p in definition.parameters), default=0)
+    for p in definition.parameters:
+        default = f" = {p.default}" if definition.model is not None else ""
+        print(f"    {p.name:<{width}} {p.shape:<8} [{p.unit}] {p.doc}{default}")
+    for name, preset in definition.presets.items():
+        print(f"    preset {name}: {preset().doc}")
+    print(f"    methods: {', '.join(methods_for(definition))}")
+
+
 def systems(args) -> int:
     """Names, state space and variables, parameters, presets and methods of every system; the spaces
-    with their samplers; the methods; the status codes."""
+    with their samplers; the methods; the status codes.  With ``--model FILE``: the system derived from
+    a model file, and what deriving and compiling it cost."""
+    if args.model is not None:
+        started = time.perf_counter()
+        definition = ensemble.load_model(args.model).definition
+        describe_system(definition)
+        info = definition.model
+        how = (f"derived in {info.derive_seconds:.2f} s" if info.derive_seconds else "derivation from the cache")
+        print(f"    {how}; loaded in {time.perf_counter() - started:.2f} s; {len(info.text.splitlines())} lines of "
+              f"generated kernel code, {definition.name}: the kernels compile on first use and are cached")
+        return 0
     for definition in SYSTEMS.values():
-        space = definition.space
-        print(f"{definition.name}: {definition.summary}")
-        print(f"    space {space.name}: " + ", ".join(f"{v.name} ({', '.join(v.dims)}) [{v.unit}]"
-                                                    for v in space.variables))
-        width = max(len(p.name) for p in definition.parameters)
-        for p in definition.parameters:
-            print(f"    {p.name:<{width}} {p.shape:<8} [{p.unit}] {p.doc}")
-        for name, preset in definition.presets.items():
-            print(f"    preset {name}: {preset().doc}")
-        print(f"    methods: {', '.join(methods_for(definition))}")
+        describe_system(definition)
     for space in SPACES.values():
         print(f"space {space.name}: {space.summary}; diagnostics "
               + (", ".join(d.name for d in space.diagnostics) or "none") + "; initial = "
@@ -205,7 +234,9 @@ def _parser() -> argparse.ArgumentParser:
                                        "writes nothing")
     _spec_arguments(check_parser)
     check_parser.set_defaults(handler=check)
-    commands.add_parser("systems", help="list systems, their parameters and presets").set_defaults(handler=systems)
+    systems_parser = commands.add_parser("systems", help="list systems, their parameters and presets")
+    systems_parser.add_argument("--model", metavar="FILE", help="the system derived from a model file instead")
+    systems_parser.set_defaults(handler=systems)
     return parser
 
 

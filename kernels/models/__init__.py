@@ -79,7 +79,7 @@ def _derived(model: ModelFile) -> tuple[str, dict, float]:
 
 
 def _parameters(model: ModelFile) -> tuple[Parameter, ...]:
-    return tuple(Parameter(name, MODEL_SHAPES[value.ndim], model.layout.units[name], f"parameter of {model.path}",
+    return tuple(Parameter(name, MODEL_SHAPES[value.ndim], model.layout.units[name], "a parameter of the model file",
                            default=value.item() if value.ndim == 0 else value.tolist(),
                            check="positive" if name == "cutoff" else "finite")
                  for name, value in model.layout.defaults.items())

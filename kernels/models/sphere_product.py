@@ -183,11 +183,41 @@ def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefini
                                        cutoff=lambda params: float(params["cutoff"][0]),
                                        default_skin=lambda params: SKIN_FRACTION * float(params["cutoff"][0])),
                  "full_rotation_symmetry": True}
-    if meta["configuration"]:
-        extra.update(configuration_inertia=module.configuration_inertia,
+    if meta["configuration"]:  # as jacobi_chain: the methods that take m(q) (kernels.integrators)
+        extra.update(provides=frozenset({"potential", "gradient", "configuration_inertia"}),
+                     configuration_inertia=module.configuration_inertia,
                      configuration_inertia_gradient=module.configuration_inertia_gradient)
     if meta["forced"]:
         extra.update(force=module.force, force_damping=module.force_damping, forced=lambda params: True)
     return SystemDefinition(diagonal_inertia=meta["diagonal"], inertia=None if meta["configuration"] else inertia,
                             potential=module.potential, gradient=module.gradient, space=SPHERE_PRODUCT,
                             **common, **extra)
+
+
+def expressions(system, state: dict) -> dict:
+    """Every derived expression at states ``state`` (q, ω with a leading member axis), by what the file calls it."""
+    q = np.asarray(state["q"], dtype=np.float64)
+    values = {"potential(q, p)": system.potential(q)[:, np.newaxis], "∂V/∂q": system.gradient(q)}
+    if system.definition.force is not None:
+        lanes_q, coef, topology, _ = system._lane_inputs(q)
+        out = np.empty_like(lanes_q)
+        system.definition.force(0.0, lanes_q, np.ascontiguousarray(np.moveaxis(state["omega"], 0, -1)), coef,
+                                topology, out)
+        values["force(t, q, omega, p) at t = 0"] = np.moveaxis(out, -1, 0)
+    return values
+
+
+def inertias(system, state: dict) -> dict:
+    """The inertia M (members, n, n) at the states, under the name the file gives it."""
+    q = np.asarray(state["q"], dtype=np.float64)
+    if system.definition.diagonal_inertia:  # (members, n): its diagonal
+        return {"inertia": system.definition.inertia(system.broadcast(q.shape[0], q.shape[1]), q.shape[1])}
+    return {"inertia": system.definition.inertia_at(q, system.broadcast(q.shape[0], q.shape[1]))}
+
+
+def potential_coordinates(system, state: dict):
+    """(coordinates (members, 3n), V of coordinates, ∂V/∂coordinates): V of q taken in R³ⁿ."""
+    q = np.asarray(state["q"], dtype=np.float64)
+    shape = q.shape
+    return (q.reshape(shape[0], -1), lambda x: system.potential(x.reshape(shape)),
+            lambda x: system.gradient(x.reshape(shape)).reshape(shape[0], -1))
