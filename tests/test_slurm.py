@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import zarr
@@ -150,3 +151,24 @@ def test_bad_slurm_cluster_spec_is_refused(tmp_path, capsys):
     text = open(write_spec(tmp_path)).read().replace('kind = "local"\nworkers = 1', 'kind = "slurm"\nwalltime = "1h"')
     assert main(["run", write_spec(tmp_path, "bad.toml", text=text)]) == 2
     assert "cluster.walltime: '1h' is not a SLURM time limit" in capsys.readouterr().err
+
+
+def test_job_array_of_a_model_builds_it_from_the_stored_text(tmp_path, capsys):
+    """A model spec submitted as an array of 2 tasks whose model file is deleted before they run: the tasks
+    build the model from the text in their spec, and the store equals a local run's."""
+    model = tmp_path / "pendula.py"
+    model.write_text((Path(__file__).resolve().parent.parent / "examples" / "models" / "coupled_pendula.py").read_text())
+    text = open(write_spec(tmp_path, "local.toml", members=4, chunk=2)).read().replace(
+        'name = "sphere_nbody"\npreset = "paper"', f'model = "{model}"')
+    spec = write_spec(tmp_path, "spec.toml", text=text.replace("local.zarr", "spec.zarr"))
+    reference = local_reference(spec, tmp_path)
+    # hold the tasks until the file is gone
+    subprocess.run(["scontrol", "update", "PartitionName=debug", "State=DOWN"], check=True)
+    try:
+        assert main(["submit", spec, "--array-size", "2"]) == 0
+        out = capsys.readouterr().out
+        model.unlink()
+    finally:
+        subprocess.run(["scontrol", "update", "PartitionName=debug", "State=UP"], check=True)
+    wait_for_jobs([out.split("job array ")[1].split()[0], out.split("report job ")[1].split()[0]])
+    assert_bitwise_equal(arrays(str(tmp_path / "spec.zarr")), reference)
