@@ -179,3 +179,15 @@ def test_pip_install_has_no_generic_top_level_names_and_runs_a_model_spec(tmp_pa
     assert result.returncode == 0, result.stderr
     assert zarr.open_group(str(outside / "spec.zarr"), mode="r").attrs["system"].startswith("pendula_")
     shutil.rmtree(venv)
+
+
+def test_readme_model_python_example_runs(monkeypatch):
+    """The README's Python block of "Your own model", as written (from the repository root)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Your own model", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```python\nimport armillary\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    namespace = {}
+    exec("import armillary\n" + block, namespace)  # noqa: S102
+    result = namespace["result"]
+    assert result.status[0] == 0 and abs(result.energy[0, -1] / result.energy[0, 0] - 1) < 1e-4
