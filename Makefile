@@ -39,6 +39,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/multibody.py
 	$(BIN)/python benchmarks/midpoint_energy.py
 	$(BIN)/python benchmarks/rolling.py
+	$(BIN)/python benchmarks/models.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs
