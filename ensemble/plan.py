@@ -106,13 +106,15 @@ class Plan:
                                "cutoff, method vi, no [analysis] lyapunov")
 
     def model_gradient_error(self, count: int) -> float:
-        """A model's derived ∂V/∂q against central differences of V at ``count`` random admissible states: member
-        0's initial state moved by the space's retraction along random directions, 0.3 of its unit scale
-        (:func:`~kernels.models.checks.gradient_error`)."""
+        """A model's derived ∂V/∂q against central differences of V at ``count`` random admissible states (member
+        0's initial state moved by the space's retraction along random directions, 0.3 of its unit scale;
+        :func:`~kernels.models.checks.gradient_error`), after checking every expression finite and the inertia
+        positive definite there (InvalidInput otherwise)."""
         state = {name: value[0] for name, value in self.space.admit(self.initial_state(0, 1), self.n_bodies).items()}
         normals = np.random.default_rng(self.spec.seed).standard_normal((count, self.space.normal_count(self.n_bodies)))
-        return gradient_error(self.chunk_system(0, 1), self.space.admit(self.space.perturb(state, normals, 0.3),
-                                                                         self.n_bodies))
+        moved = self.space.admit(self.space.perturb(state, normals, 0.3), self.n_bodies)
+        check_states(self.chunk_system(0, 1), moved, "the random admissible state")
+        return gradient_error(self.chunk_system(0, 1), moved)
 
     @cached_property
     def method(self):

@@ -63,8 +63,9 @@ def check(args) -> int:
         print(f"armillary: model {spec.model}: every expression finite and the inertia positive definite at the "
               f"initial states of members 0–{count - 1}")
         error = plan.model_gradient_error(MODEL_CHECK_STATES)
-        print(f"armillary: model {spec.model}: ∂V/∂q against central differences at {MODEL_CHECK_STATES} random "
-              f"admissible states: largest error {error:.2e} (relative; at most {GRADIENT_TOLERANCE:g} passes)")
+        print(f"armillary: model {spec.model}: at {MODEL_CHECK_STATES} random admissible states, every expression "
+              f"finite, the inertia positive definite, and ∂V/∂q against central differences: largest error "
+              f"{error:.2e} (relative; at most {GRADIENT_TOLERANCE:g} passes)")
         if not error <= GRADIENT_TOLERANCE:
             raise InvalidInput("system.model", f"{spec.model}: the derived ∂V/∂q disagrees with central differences of "
                                f"V by {error:.2e}: the potential is not smooth at the states drawn")

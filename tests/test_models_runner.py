@@ -191,3 +191,18 @@ def test_readme_model_python_example_runs(monkeypatch):
     exec("import armillary\n" + block, namespace)  # noqa: S102
     result = namespace["result"]
     assert result.status[0] == 0 and abs(result.energy[0, -1] / result.energy[0, 0] - 1) < 1e-4
+
+
+def test_check_of_a_model_spec_checks_states_and_the_gradient(tmp_path, capsys):
+    spec = runner_spec(str(tmp_path), "spec.toml", model_line(model_copy(tmp_path)), VARIABLES, method="vi")
+    assert main(["check", spec]) == 0
+    out = capsys.readouterr().out
+    assert "positive definite at the initial states of members 0–2" in out, out
+    error = float(out.split("largest error ")[1].split()[0])
+    assert error < 1e-6 and not (tmp_path / "spec.zarr").exists()
+
+
+def test_systems_lists_a_model_file(capsys):
+    assert main(["systems", "--model", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("coupled_pendula_") and "k scalar   [N/m]" in out and "methods: vi, rk2" in out, out

@@ -26,9 +26,9 @@ def _builder(system):
     return BUILDERS[system.definition.space.name]
 
 
-def check_states(system, state: dict) -> None:
+def check_states(system, state: dict, where: str = "the initial state") -> None:
     """Refuse (InvalidInput naming the member and the expression) a non-finite expression or an inertia
-    that is not symmetric positive definite at states with a leading member axis."""
+    that is not symmetric positive definite at states with a leading member axis (``where`` says which)."""
     path = system.definition.model.path
     for what, values in _builder(system).expressions(system, state).items():
         flat = np.asarray(values).reshape(values.shape[0], -1)
@@ -36,7 +36,7 @@ def check_states(system, state: dict) -> None:
         if bad.any():
             member = int(np.argmax(bad))
             raise InvalidInput(FIELD, f"{path}: {what} is not finite ({flat[member][~np.isfinite(flat[member])][0]}) "
-                               f"at the initial state of member {member}")
+                               f"at {where} of member {member}")
     for what, matrices in _builder(system).inertias(system, state).items():
         if matrices.ndim == 2:  # a diagonal (members, n)
             least = matrices.min(axis=1)
@@ -44,8 +44,8 @@ def check_states(system, state: dict) -> None:
             least = np.linalg.eigvalsh(0.5 * (matrices + np.swapaxes(matrices, -1, -2)))[..., 0]
         if not np.all(least > 0):
             member = int(np.argmin(least))
-            raise InvalidInput(FIELD, f"{path}: {what} is not positive definite at the initial state of member "
-                               f"{member} (least eigenvalue {least[member]:.3g})")
+            raise InvalidInput(FIELD, f"{path}: {what} is not positive definite at {where} of member {member} "
+                               f"(least eigenvalue {least[member]:.3g})")
 
 
 def gradient_error(system, state: dict, seed: int = 0) -> float:
