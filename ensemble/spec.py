@@ -278,12 +278,17 @@ def _model_section(section: _Section, directory: str) -> tuple:
 def read_model_file(path) -> tuple:
     """(definition, text) of the model file at ``path``; InvalidInput naming it if it cannot be read."""
     path = os.fspath(path)
+    source = _read_text(path, "system.model")
+    return build_model(source, path), source
+
+
+def _read_text(path: str, field: str) -> str:
+    """The text of the file at ``path``; InvalidInput(field) naming it if it cannot be read."""
     try:
         with open(path, encoding="utf-8") as handle:
-            source = handle.read()
+            return handle.read()
     except OSError as error:
-        raise InvalidInput("system.model", f"cannot read {path!r}: {error.strerror}") from None
-    return build_model(source, path), source
+        raise InvalidInput(field, f"cannot read {path!r}: {error.strerror}") from None
 
 
 def _system_section(section: _Section, directory: str) -> tuple:
@@ -544,9 +549,4 @@ def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides
 def load_spec(path, **overrides) -> Spec:
     """Read and validate the spec file at ``path`` (see :func:`parse_spec`)."""
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise InvalidInput("spec", f"cannot read {path!r}: {error.strerror}") from None
-    return parse_spec(text, directory=os.path.dirname(path), **overrides)
+    return parse_spec(_read_text(path, "spec"), directory=os.path.dirname(path), **overrides)

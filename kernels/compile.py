@@ -12,7 +12,6 @@ carries a hash of the kernels' source, so editing any kernel file never replays 
 import functools
 import hashlib
 import pathlib
-import types
 
 from numba import njit
 
@@ -21,7 +20,7 @@ from .driver import (force_power_template, no_configuration_inertia, no_encounte
 from .flat_driver import FLAT_SHADOW_STAGES
 from .integrators import FLAT, FULL, KERNEL_METHODS
 from .integrators.formulations import kinetic_energy_configuration_template
-from .lanes import kinetic_energy_diagonal, kinetic_energy_full
+from .lanes import bind_template, kinetic_energy_diagonal, kinetic_energy_full
 from .lyapunov import SHADOW_STAGES
 from .systems import system_definition
 
@@ -36,17 +35,6 @@ def _source_hash() -> str:
 
 
 SOURCE_HASH = _source_hash()
-
-
-def bind_template(template, name: str, bindings: dict):
-    """A copy of ``template`` whose free global names in ``bindings`` are bound, named ``name``."""
-    namespace = dict(template.__globals__)
-    namespace.update(bindings)
-    function = types.FunctionType(template.__code__, namespace, name, template.__defaults__, template.__closure__)
-    function.__qualname__ = name
-    function.__module__ = template.__module__
-    function.__doc__ = template.__doc__
-    return function
 
 
 @functools.cache

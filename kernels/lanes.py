@@ -8,6 +8,8 @@ SIMD form alike) and never fast-math.  That is what makes results bitwise indepe
 into blocks, chunks or workers.
 """
 
+import types as python_types
+
 import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
@@ -21,6 +23,17 @@ lane_function = njit(error_model="numpy", nogil=True)
 #: the same for small helpers called inside lane loops: inlined in Numba's IR, so that LLVM sees one loop body it
 #: can vectorise (a call it keeps out of line stops the loop vectoriser)
 inline_lane_function = njit(error_model="numpy", nogil=True, inline="always")
+
+
+def bind_template(template, name: str, bindings: dict):
+    """A copy of ``template`` whose free global names in ``bindings`` are bound, named ``name``."""
+    namespace = dict(template.__globals__)
+    namespace.update(bindings)
+    function = python_types.FunctionType(template.__code__, namespace, name, template.__defaults__, template.__closure__)
+    function.__qualname__ = name
+    function.__module__ = template.__module__
+    function.__doc__ = template.__doc__
+    return function
 
 
 @lane_function

@@ -22,11 +22,11 @@ import numba
 from numba import njit, prange
 
 from . import neighbours as nb
-from .compile import KERNEL_FLAGS, SOURCE_HASH, bind_template
+from .compile import KERNEL_FLAGS, SOURCE_HASH
 from .systems import system_definition
 from .errors import InvalidInput
 from .integrators import KERNEL_METHODS
-from .lanes import body_kinetic_energy, constraint_errors_into
+from .lanes import bind_template, body_kinetic_energy, constraint_errors_into
 from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
 
 MODES = ("ensemble", "system")

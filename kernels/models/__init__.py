@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..compile import SOURCE_HASH
 from ..errors import InvalidInput
 from ..systems import MODELS
 from ..systems.base import LIST, SCALAR, TABLE, Parameter, Preset
@@ -37,16 +38,6 @@ BUILDERS = {"sphere_product": sphere_product}
 MODEL_SHAPES = {0: SCALAR, 1: LIST, 2: TABLE}
 
 
-def _code_hash() -> str:
-    digest = hashlib.sha256()
-    for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-CODE_HASH = _code_hash()
-
-
 def model_name(path: str, source: str) -> str:
     """The registered name: the file's stem and a hash of its text (an edited file is another system)."""
     stem = re.sub(r"\W", "_", pathlib.Path(path).stem) or "model"
@@ -56,7 +47,7 @@ def model_name(path: str, source: str) -> str:
 def _derived(model: ModelFile) -> tuple[str, dict, float]:
     """(generated module text, builder meta, seconds spent deriving): from the derivation cache when this
     model text was derived before by this code, else derived now and cached."""
-    key = hashlib.sha256((CODE_HASH + "\0" + model.space + "\0" + model.source).encode()).hexdigest()[:24]
+    key = hashlib.sha256((SOURCE_HASH + "\0" + model.space + "\0" + model.source).encode()).hexdigest()[:24]
     directory = cache_directory()
     path = os.path.join(directory, f"derived-{key}.json")
     try:

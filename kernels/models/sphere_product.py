@@ -16,7 +16,7 @@ import sympy
 
 from ..errors import InvalidInput
 from ..spaces import SPHERE_PRODUCT
-from ..systems.base import PairPotential, SystemDefinition
+from ..systems.base import PairPotential, SystemDefinition, all_pairs
 from .codegen import lane_function_source, straight_line
 from .loader import FIELD, ModelFile, free_of, scalar, square, vectors
 from .symbolic import Vector
@@ -119,46 +119,8 @@ def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
         pair_function("pair_gradient_factor", factor, "φ'(r)/r (J/m²) for r2 < r_c², else 0: ∂V/∂q_i = Σ_j g (q_i − q_j)."),
         lane_function_source("inertia_values", "coef, out", "coef.shape[1]", coef, [("out[0, 0, b]", mass)],
                              "Each particle's mass (kg; M_ii on the unit sphere, kg·m²)."),
-        ALL_PAIRS,
     ]
     return "\n\n".join(functions), {"diagonal": True, "configuration": False, "forced": False, "pair": True}
-
-
-#: a pair model's all-pairs potential and gradient (the neighbour lists' kernels call the pair functions
-#: directly): the loops of ``sphere_lj``'s, over this module's ``pair_energy`` and ``pair_gradient_factor``
-ALL_PAIRS = '''from armillary.kernels.lanes import chord
-
-
-@lane_function
-def potential(q, coef, topology, out):
-    """V = Σ_{i<j} φ (J) over every pair."""
-    n = q.shape[0]
-    for b in range(q.shape[2]):
-        out[b] = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            for b in range(q.shape[2]):
-                d0, d1, d2, r2 = chord(q, i, j, b)
-                out[b] += pair_energy(r2, coef, b)
-
-
-@lane_function
-def gradient(q, coef, topology, out):
-    """∂V/∂q (J) over every pair."""
-    n = q.shape[0]
-    out[:] = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            for b in range(q.shape[2]):
-                d0, d1, d2, r2 = chord(q, i, j, b)
-                f = pair_gradient_factor(r2, coef, b)
-                out[i, 0, b] += f * d0
-                out[i, 1, b] += f * d1
-                out[i, 2, b] += f * d2
-                out[j, 0, b] -= f * d0
-                out[j, 1, b] -= f * d1
-                out[j, 2, b] -= f * d2
-'''
 
 
 def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefinition:
@@ -178,6 +140,8 @@ def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefini
         return np.diagonal(matrix, axis1=1, axis2=2).copy() if meta["diagonal"] else matrix
 
     extra = {}
+    potential, gradient = (module.potential, module.gradient) if not meta["pair"] else \
+        all_pairs(module.pair_energy, module.pair_gradient_factor, common["name"])
     if meta["pair"]:
         extra = {"pair": PairPotential(module.pair_energy, module.pair_gradient_factor,
                                        cutoff=lambda params: float(params["cutoff"][0]),
@@ -190,7 +154,7 @@ def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefini
     if meta["forced"]:
         extra.update(force=module.force, force_damping=module.force_damping, forced=lambda params: True)
     return SystemDefinition(diagonal_inertia=meta["diagonal"], inertia=None if meta["configuration"] else inertia,
-                            potential=module.potential, gradient=module.gradient, space=SPHERE_PRODUCT,
+                            potential=potential, gradient=gradient, space=SPHERE_PRODUCT,
                             **common, **extra)
 
 

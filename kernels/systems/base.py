@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidInput
-from ..lanes import lane_function
+from ..lanes import bind_template, chord, lane_function
 from ..spaces import SPHERE_PRODUCT, StateSpace
 
 REQUIRED = object()
@@ -108,6 +108,43 @@ class PairPotential:
     gradient_factor: Any
     cutoff: Callable[[dict], float]
     default_skin: Callable[[dict], float]
+
+
+def all_pairs_potential_template(q, coef, topology, out):
+    """V = Σ_{i<j} φ(r_ij²) (J) over every pair; ``pair_energy`` is bound per system (:func:`all_pairs`)."""
+    n = q.shape[0]
+    for b in range(q.shape[2]):
+        out[b] = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            for b in range(q.shape[2]):
+                d0, d1, d2, r2 = chord(q, i, j, b)
+                out[b] += pair_energy(r2, coef, b)  # noqa: F821
+
+
+def all_pairs_gradient_template(q, coef, topology, out):
+    """∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j) (J) over every pair; ``pair_gradient_factor`` is bound per system."""
+    n = q.shape[0]
+    out[:] = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            for b in range(q.shape[2]):
+                d0, d1, d2, r2 = chord(q, i, j, b)
+                f = pair_gradient_factor(r2, coef, b)  # noqa: F821
+                out[i, 0, b] += f * d0
+                out[i, 1, b] += f * d1
+                out[i, 2, b] += f * d2
+                out[j, 0, b] -= f * d0
+                out[j, 1, b] -= f * d1
+                out[j, 2, b] -= f * d2
+
+
+def all_pairs(energy, gradient_factor, name: str) -> tuple:
+    """The all-pairs ``potential`` and ``gradient`` lane functions of a pair potential (a
+    :class:`PairPotential`'s ``energy`` and ``gradient_factor``), named after the system ``name``."""
+    bindings = {"pair_energy": energy, "pair_gradient_factor": gradient_factor}
+    return (lane_function(bind_template(all_pairs_potential_template, f"all_pairs_potential__{name}", bindings)),
+            lane_function(bind_template(all_pairs_gradient_template, f"all_pairs_gradient__{name}", bindings)))
 
 
 class ParameterLookup:

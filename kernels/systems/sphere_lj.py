@@ -9,8 +9,8 @@ The number of particles is the second dimension of the initial state.
 import numpy as np
 
 from ..geometry import icosphere, mesh_edges, vortex_velocities
-from ..lanes import chord, lane_function
-from .base import SCALAR, PairPotential, Parameter, Preset, SystemDefinition
+from ..lanes import lane_function
+from .base import SCALAR, PairPotential, Parameter, Preset, SystemDefinition, all_pairs
 
 #: Example 6's initial velocity field (the paper gives none): two co-rotating Gaussian vortices with
 #: centres 30° apart, each turning at 0.5 rad/s at its centre, angular radius 20°.
@@ -50,33 +50,8 @@ def pair_gradient_factor(r2, coef, b):
     return inside * coef[0, b] * inv2 * inv6 * (6.0 * coef[1, b] - 12.0 * coef[2, b] * inv6)
 
 
-@lane_function
-def potential(q, coef, topology, out):
-    n = q.shape[0]
-    for b in range(q.shape[2]):
-        out[b] = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            for b in range(q.shape[2]):
-                d0, d1, d2, r2 = chord(q, i, j, b)
-                out[b] += pair_energy(r2, coef, b)
-
-
-@lane_function
-def gradient(q, coef, topology, out):
-    n = q.shape[0]
-    out[:] = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            for b in range(q.shape[2]):
-                d0, d1, d2, r2 = chord(q, i, j, b)
-                f = pair_gradient_factor(r2, coef, b)
-                out[i, 0, b] += f * d0
-                out[i, 1, b] += f * d1
-                out[i, 2, b] += f * d2
-                out[j, 0, b] -= f * d0
-                out[j, 1, b] -= f * d1
-                out[j, 2, b] -= f * d2
+#: V = Σ_{i<j} φ and ∂V/∂q over every pair (the neighbour lists' kernels call the pair functions directly)
+potential, gradient = all_pairs(pair_energy, pair_gradient_factor, "sphere_lj")
 
 
 def zero_force_sigma(q: np.ndarray, edges: np.ndarray) -> float:
