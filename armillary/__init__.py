@@ -10,4 +10,5 @@ from armillary.ensemble import load_model, load_spec, run
 from armillary.ensemble.analysis import energy_drift, lyapunov_map, open_store, store_summary
 from armillary.kernels import InvalidInput, Trajectory, get_system, integrate
 
-__all__ = ["get_system", "load_model", "integrate", "run", "load_spec", "open_store", "store_summary", "energy_drift", "lyapunov_map", "InvalidInput", "Trajectory"]
+__all__ = ["get_system", "load_model", "integrate", "run", "load_spec", "open_store", "store_summary", "energy_drift",
+           "lyapunov_map", "InvalidInput", "Trajectory"]

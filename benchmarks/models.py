@@ -74,7 +74,8 @@ def initial_state(p):
     import numpy as np
     golden = np.pi * (3 - np.sqrt(5))
     z = 1 - (np.arange(10) + 0.5) / 5
-    q = np.stack([np.sqrt(1 - z * z) * np.cos(golden * np.arange(10)), np.sqrt(1 - z * z) * np.sin(golden * np.arange(10)), z], 1)
+    ring = np.sqrt(1 - z * z)
+    q = np.stack([ring * np.cos(golden * np.arange(10)), ring * np.sin(golden * np.arange(10)), z], 1)
     return {"q": q, "omega": np.zeros((10, 3))}
 '''
 

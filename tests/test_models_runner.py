@@ -104,7 +104,8 @@ def test_syntax_error_names_file_and_line(tmp_path, capsys):
 
 
 def test_unknown_name_in_an_expression_is_named(tmp_path, capsys):
-    err = refused(tmp_path, capsys, edited("p.k / 2 * dot(d, d)", "p.k / 2 * dott(d, d)"), "unknown name 'dott' in potential")
+    err = refused(tmp_path, capsys, edited("p.k / 2 * dot(d, d)", "p.k / 2 * dott(d, d)"),
+                  "unknown name 'dott' in potential")
     assert "bad.py:" in err
 
 
@@ -124,7 +125,8 @@ def test_unsupported_space(tmp_path, capsys):
 
 
 def test_parameter_the_file_does_not_declare(tmp_path, capsys):
-    refused(tmp_path, capsys, None, "system.params.kappa: unknown parameter of the model file", params="\nparams = { kappa = 2.0 }")
+    refused(tmp_path, capsys, None, "system.params.kappa: unknown parameter of the model file",
+            params="\nparams = { kappa = 2.0 }")
     # the declared ones are listed
     refused(tmp_path, capsys, None, "allowed: m, l, g, k", params="\nparams = { kappa = 2.0 }")
 

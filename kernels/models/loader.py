@@ -231,8 +231,9 @@ def vectors(value, count: int, length: int, path: str, what: str) -> list[list]:
 
 def square(value, size: int, path: str, what: str) -> sympy.Matrix:
     """A model function's value as a size × size sympy matrix (a list of lists, or its diagonal as a list)."""
-    rows = list(value.rows) if isinstance(value, Matrix) else list(value) if isinstance(value, (Vector, list, tuple, np.ndarray)) else None
-    if rows is not None and len(rows) == size and all(not isinstance(r, (Vector, list, tuple, np.ndarray)) for r in rows):
+    sequences = (Vector, list, tuple, np.ndarray)
+    rows = list(value.rows) if isinstance(value, Matrix) else list(value) if isinstance(value, sequences) else None
+    if rows is not None and len(rows) == size and all(not isinstance(row, sequences) for row in rows):
         rows = [[rows[i] if i == j else 0 for j in range(size)] for i in range(size)]  # its diagonal
     if rows is None and size == 1:
         rows = [[value]]
