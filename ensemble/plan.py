@@ -13,6 +13,7 @@ import numpy as np
 
 from armillary.kernels import InvalidInput, carried_names, execution_mode, get_system, resolve_method
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
+from armillary.kernels.models import build_model
 from armillary.kernels.models.checks import check_states, gradient_error
 
 from .initial import member_normals, shadow_directions
@@ -51,9 +52,17 @@ class Segment:
 class Plan:
     spec: Spec
 
+    def __reduce__(self):
+        # a worker gets the spec alone and rebuilds what it derives: a model's system is built from the spec's
+        # text there (its generated module cannot be unpickled by reference in a spawned process)
+        return Plan, (self.spec,)
+
     @cached_property
     def system(self):
-        """The system with the spec's preset and fixed parameters (sweeps applied per chunk)."""
+        """The system with the spec's preset and fixed parameters (sweeps applied per chunk); a model's is built
+        from the model's text the spec carries (once per process)."""
+        if self.spec.model_source is not None:
+            build_model(self.spec.model_source, self.spec.model)
         return get_system(self.spec.system, self.spec.preset, **self.spec.params)
 
     @property

@@ -208,3 +208,20 @@ def test_systems_lists_a_model_file(capsys):
     assert main(["systems", "--model", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("coupled_pendula_") and "k scalar   [N/m]" in out and "methods: vi, rk2" in out, out
+
+
+def test_a_plan_unpickled_in_a_fresh_process_builds_the_model_from_its_text(tmp_path):
+    """What a spawned Dask worker gets: the plan pickles as its spec, and a process that never saw the model
+    (nor its file, deleted here) builds the system from the spec's text."""
+    import pickle
+
+    from armillary.ensemble.plan import Plan
+
+    model = model_copy(tmp_path)
+    plan = Plan(ensemble.load_spec(runner_spec(str(tmp_path), "spec.toml", model_line(model), VARIABLES, method="vi")))
+    name = plan.system.name  # built here, and cached on this plan: not what a worker receives
+    model.unlink()
+    code = "import pickle, sys; plan = pickle.load(sys.stdin.buffer); print(plan.system.name, plan.n_bodies)"
+    result = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(plan), capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().split() == [name, "2"]
