@@ -160,8 +160,8 @@ class Spec:
 def _toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
+    if isinstance(value, str):  # JSON's escapes are TOML's, but for characters beyond the BMP: kept as they are
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, int):

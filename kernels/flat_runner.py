@@ -22,7 +22,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     x = space.flatten(state)
     members, rows = x.shape
     params = system.broadcast(members, n)
-    coef = np.ascontiguousarray(system.definition.coefficients(params, n), dtype=np.float64)
+    coef = system.definition.member_coefficients(params, n, members)
     topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
     lanes = lane_width(KERNEL_METHODS[method].lanes, members)
     samples = n_steps // save_every + 1

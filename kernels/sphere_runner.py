@@ -14,12 +14,13 @@ from .integrators.formulations import DEFAULT_FORMULATION
 from .lyapunov import Shadow
 
 
-def _checked_inertia(system, params: dict, n: int) -> np.ndarray:
+def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
     """M per member, refused unless symmetric positive definite (configuration-dependent inertia, evaluated
-    inside the kernels: zeros here)."""
+    inside the kernels: zeros here; one M for all, as a model without parameters gives, broadcast)."""
     if system.definition.configuration_inertia is not None:
-        return np.zeros((params[next(iter(params))].shape[0], n, n))
+        return np.zeros((members, n, n))
     mass = system.definition.inertia(params, n)
+    mass = np.ascontiguousarray(np.broadcast_to(mass, (members,) + mass.shape[1:]))
     if system.definition.diagonal_inertia:
         if not np.all(mass > 0):
             raise InvalidInput("inertia", f"M of {system.name} must be positive definite (diagonal entries > 0)")
@@ -43,8 +44,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     q, omega = state["q"], state["omega"]
     members, n = q.shape[:2]
     params = system.broadcast(members, n)
-    mass = _checked_inertia(system, params, n)
-    coef = np.ascontiguousarray(system.definition.coefficients(params, n), dtype=np.float64)
+    mass = _checked_inertia(system, params, n, members)
+    coef = system.definition.member_coefficients(params, n, members)
     topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
 
     implicit = method == "vi" and (not system.definition.diagonal_inertia or bool(options.get("implicit")))

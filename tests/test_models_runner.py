@@ -50,11 +50,12 @@ def test_model_run_killed_and_resumed_is_bitwise_an_uninterrupted_run(tmp_path):
 
 
 def test_model_store_carries_the_text_and_runs_without_the_file(tmp_path):
-    """The store holds the model's text; analysis and a resume of the finished store need no file."""
-    model = model_copy(tmp_path)
+    """The store holds the model's text (characters beyond the BMP too); analysis of the store needs no file."""
+    text = EXAMPLE.read_text() + "# the added-mass matrix 𝕄 (a character beyond the BMP)\n"
+    model = model_copy(tmp_path, text)
     spec = runner_spec(str(tmp_path), "spec.toml", model_line(model), VARIABLES, method="vi")
     ds = ensemble.run(spec, stream=io.StringIO())
-    assert ds.attrs["model_source"] == EXAMPLE.read_text() and ds.attrs["model"] == str(model)
+    assert ds.attrs["model_source"] == text and ds.attrs["model"] == str(model)
     model.unlink()
     stored = ensemble.parse_spec(ds.attrs["spec"], stored=True)
     assert stored.identity() == ds.attrs["identity"]
@@ -225,3 +226,35 @@ def test_a_plan_unpickled_in_a_fresh_process_builds_the_model_from_its_text(tmp_
     result = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(plan), capture_output=True, timeout=300)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().split() == [name, "2"]
+
+
+NO_PARAMETERS = '''
+space = "sphere_product"
+bodies = 1
+
+
+def inertia(p):
+    return [[2.0]]
+
+
+def potential(q, p):
+    return 9.81 * q[0][2]
+
+
+def initial_state(p):
+    return {"q": [[0.6, 0.0, -0.8]], "omega": [[0.0, 1.0, 0.0]]}
+'''
+
+
+def test_a_model_without_parameters_runs_many_members(tmp_path):
+    """Its one coefficient row and inertia serve every member: member 4 of five equals it run alone, and the
+    energies are those of each member's own speed, E = ½ M |ω|² + V (|ω| = 1 … 5 rad/s, V = 9.81 × −0.8 J)."""
+    import armillary
+
+    pendulum = armillary.load_model(model_copy(tmp_path, NO_PARAMETERS, "still.py"))
+    state = {name: np.repeat(value[np.newaxis], 5, axis=0) for name, value in pendulum.initial_state().items()}
+    state["omega"] = state["omega"] * np.arange(1.0, 6.0)[:, np.newaxis, np.newaxis]
+    block = armillary.integrate(pendulum, "vi", state, 1e-3, 100)
+    alone = armillary.integrate(pendulum, "vi", {name: value[4:] for name, value in state.items()}, 1e-3, 100)
+    np.testing.assert_array_equal(block.final["q"][4], alone.final["q"][0])
+    np.testing.assert_allclose(block.energy[:, 0], np.arange(1.0, 6.0) ** 2 - 9.81 * 0.8, rtol=1e-15)

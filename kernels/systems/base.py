@@ -177,6 +177,12 @@ class ParameterLookup:
         parameters, or None (see ``momentum``)."""
         return self.momentum
 
+    def member_coefficients(self, params: dict, n: int, members: int) -> np.ndarray:
+        """The coefficients (members, P) of parameters broadcast to ``members``: a definition may give one row
+        for all (a model file without parameters cannot tell how many members there are)."""
+        coef = np.asarray(self.coefficients(params, n), dtype=np.float64)
+        return np.ascontiguousarray(np.broadcast_to(coef, (members, coef.shape[1])))
+
     def parameter(self, name: str) -> Parameter:
         for p in self.parameters:
             if p.name == name:
@@ -333,7 +339,7 @@ class SystemDefinition(ParameterLookup):
             mass = mass[:, :, np.newaxis] * np.eye(n) if mass.ndim == 2 else mass
             return mass.reshape((members,) + (1,) * (q.ndim - 3) + (n, n))
         flat = q.reshape(members, -1, n, 3)
-        coef = np.repeat(self.coefficients(params, n), flat.shape[1], axis=0)
+        coef = np.repeat(self.member_coefficients(params, n, members), flat.shape[1], axis=0)
         lanes_q = np.ascontiguousarray(np.moveaxis(flat.reshape(-1, n, 3), 0, -1))
         out = np.empty((n, n, lanes_q.shape[-1]))
         self.configuration_inertia(lanes_q, np.ascontiguousarray(coef.T),
@@ -470,7 +476,7 @@ class System:
         q = np.asarray(q, dtype=np.float64)
         members, n = q.shape[:2]
         params = self.broadcast(members, n)
-        coef = np.ascontiguousarray(self.definition.coefficients(params, n).T)
+        coef = np.ascontiguousarray(self.definition.member_coefficients(params, n, members).T)
         topology = np.ascontiguousarray(self.definition.topology(params, n), dtype=np.int64)
         return np.ascontiguousarray(np.moveaxis(q, 0, -1)), coef, topology, params
 
