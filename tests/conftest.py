@@ -49,7 +49,7 @@ def ensemble(q, omega, members, scale=1e-3, seed=0):
 #: the registered systems on (S²)ⁿ (the space of ``case``'s q, ω and of its presets)
 SPHERE_SYSTEMS = [name for name, definition in SYSTEMS.items() if definition.space is SPHERE_PRODUCT]
 ALL_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS]
-#: those that vi steps (configuration-dependent inertia is for the Runge–Kutta methods only)
+#: those that vi steps (every (S²)ⁿ system today; the filter keeps a future one vi cannot take out)
 VI_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS
               if METHODS["vi"].supports(SYSTEMS[name])]
 #: (system, method) for every (S²)ⁿ system and every method that steps it

@@ -82,9 +82,10 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
         if any(value.free_symbols & omega_symbols for _, value in damping):
             raise InvalidInput(FIELD, f"{path}: force(t, q, omega, p) must be affine in omega (the implicit "
                                "methods' Newton matrix takes ∂g/∂ω at q alone)")
-        functions.append(lane_function_source("force", "t, q, omega, coef, topology, out", "q.shape[2]", names,
-                                              [(f"out[{i}, {k}, b]", moments[i][k]) for i in range(n) for k in range(3)],
-                                              "The moments g_i (N·m) of the model's forces at time t (s)."))
+        functions.append(lane_function_source(
+            "force", "t, q, omega, coef, topology, out", "q.shape[2]", names,
+            [(f"out[{i}, {k}, b]", moments[i][k]) for i in range(n) for k in range(3)],
+            "The moments g_i (N·m) of the model's forces at time t (s)."))
         scale = sympy.Symbol("scale", real=True)
         functions.append(lane_function_source(
             "force_damping", "q, coef, topology, scale, out", "q.shape[2]", {**coef, **q_names, scale: "scale"},
@@ -102,21 +103,24 @@ def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
     phi = scalar(model.call("pair_potential", r, parameters), path, "pair_potential(r, p)")
     free_of([phi], set(coef) | {r}, path, "pair_potential(r, p)")
     cutoff = parameters.cutoff
-    energy = phi - phi.subs(r, cutoff)
-    factor = sympy.diff(phi, r) / r
+    energy = (phi - phi.subs(r, cutoff)).subs(r, sympy.sqrt(r2))
+    # φ'(r)/r = 2 dφ/d(r²): differentiated in r² itself, so that even powers of r take no square root (the
+    # chain rule in r left (…/r¹³ + …/r⁷)/r, i.e. three √r2 and as many divisions per pair for Lennard-Jones)
+    factor = 2 * sympy.diff(phi.subs(r, sympy.sqrt(r2)), r2)
     mass = square(model.call("inertia", parameters), 1, path, "inertia(p)")[0, 0]
     free_of([mass], set(coef), path, "inertia(p)")
     names = {**coef, r2: "r2"}
     cut = coef[cutoff]
 
     def pair_function(name, expr, doc):
-        body = straight_line([("value", expr.subs(r, sympy.sqrt(r2)))], names, " " * 4)
+        body = straight_line([("value", expr)], names, " " * 4)
         return "\n".join(["@lane_function", f"def {name}(r2, coef, b):", f'    """{doc}"""',
                           f"    if not r2 < {cut} * {cut}:", "        return 0.0", *body, "    return value"]) + "\n"
 
     functions = [
         pair_function("pair_energy", energy, "φ(r) − φ(r_c) (J) of a chord² r2 < r_c², else 0; lane b of coef."),
-        pair_function("pair_gradient_factor", factor, "φ'(r)/r (J/m²) for r2 < r_c², else 0: ∂V/∂q_i = Σ_j g (q_i − q_j)."),
+        pair_function("pair_gradient_factor", factor,
+                      "φ'(r)/r (J/m²) for r2 < r_c², else 0: ∂V/∂q_i = Σ_j g (q_i − q_j)."),
         lane_function_source("inertia_values", "coef, out", "coef.shape[1]", coef, [("out[0, 0, b]", mass)],
                              "Each particle's mass (kg; M_ii on the unit sphere, kg·m²)."),
     ]
