@@ -28,12 +28,13 @@ from ..compile import SOURCE_HASH
 from ..errors import InvalidInput
 from ..systems import MODELS
 from ..systems.base import LIST, SCALAR, TABLE, Parameter, Preset
-from . import rigid_motion, rotation, sphere_product
+from . import generalised, rigid_motion, rotation, sphere_product
 from .codegen import HEADER, cache_directory, load_generated, source_hash
 from .loader import FIELD, ModelFile, Parameters, model_call, read_model
 
 #: the space builders: derive(model, p, rows) → (text, meta) and assemble(model, module, meta, common)
-BUILDERS = {"sphere_product": sphere_product, "rotation": rotation, "rigid_motion": rigid_motion}
+BUILDERS = {"sphere_product": sphere_product, "rotation": rotation, "rigid_motion": rigid_motion,
+            "generalised": generalised}
 #: model parameter shapes by number of axes (a list's length is the file's own)
 MODEL_SHAPES = {0: SCALAR, 1: LIST, 2: TABLE}
 

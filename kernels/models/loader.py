@@ -30,6 +30,9 @@ SPACE_FUNCTIONS = {
                     "potential": ("potential",)},
 }
 
+#: what a model counts, where it is not ``bodies`` (the space's n: joint coordinates count themselves)
+COUNTS = {"generalised": "coordinates"}
+
 
 class Parameters:
     """``p`` of a model's functions: ``p.name`` is a symbol (a number parameter), a Vector (a list) or a
@@ -186,9 +189,10 @@ def read_model(source: str, path: str) -> ModelFile:
     space = namespace.get("space")
     if space not in SPACE_FUNCTIONS:
         raise InvalidInput(FIELD, f"{path}: space = {space!r} is not supported; allowed: {', '.join(SPACE_FUNCTIONS)}")
-    bodies = namespace.get("bodies")
+    count = COUNTS.get(space, "bodies")
+    bodies = namespace.get(count)
     if bodies is not None and not (isinstance(bodies, int) and not isinstance(bodies, bool) and bodies >= 1):
-        raise InvalidInput(FIELD, f"{path}: bodies must be an integer >= 1, got {bodies!r}")
+        raise InvalidInput(FIELD, f"{path}: {count} must be an integer >= 1, got {bodies!r}")
     wanted = SPACE_FUNCTIONS[space]
     potentials = [name for name in wanted["potential"] if callable(namespace.get(name))]
     if not potentials:
@@ -199,7 +203,7 @@ def read_model(source: str, path: str) -> ModelFile:
         if not callable(namespace.get(name)):
             raise InvalidInput(FIELD, f"{path}: a {space} model must define {name}(…)")
     if bodies is None and potentials[0] != "pair_potential":
-        raise InvalidInput(FIELD, f"{path}: bodies = <number of bodies> is required")
+        raise InvalidInput(FIELD, f"{path}: {count} = <number of {count}> is required")
     units = namespace.get("units") or {}
     defaults = _parameter_defaults(path, namespace.get("parameters"))
     if not isinstance(units, dict) or any(name not in defaults for name in units):

@@ -30,9 +30,9 @@ from ..spaces.rotation import exp_right
 from ..systems.kirchhoff_body import kirchhoff_energy, kirchhoff_vector_field
 from ..systems.rigid import INVERSE6, MOTION_HEADER, body_loads, matrix6_times, motion_header
 from .codegen import lane_function_source
-from .loader import ModelFile, free_of, scalar, vectors
-from .rotation import (FLAT_ARGUMENTS, ModelRigidBodyDefinition, assemble_rigid, attitude_names, attitude_symbols,
-                       block_diagonal, coefficient_names, evaluated, inertia_source, potential_moments,
+from .loader import ModelFile, free_of, scalar
+from .rotation import (FLAT_ARGUMENTS, ModelRigidBodyDefinition, applied_loads_source, assemble_rigid,
+                       attitude_names, attitude_symbols, block_diagonal, coefficient_names, evaluated, inertia_source, potential_moments,
                        tangent_coordinates, vector_names, vector_symbols)
 from .symbolic import Matrix, Vector
 
@@ -66,13 +66,9 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
         omega, velocity = vector_symbols(n, "Omega"), vector_symbols(n, "V")
         t = sympy.Symbol("t", real=True)
         inputs = {**names, **vector_names(omega, 12 * n), **vector_names(velocity, 15 * n), t: "t"}
-        wrenches = vectors(model.call("wrench", t, matrices, points, [Vector(w) for w in omega],
-                                      [Vector(v) for v in velocity], parameters), n, 6, path,
-                           "wrench(t, R, x, Omega, V, p)")
-        free_of([value for body in wrenches for value in body], set(inputs), path, "wrench(t, R, x, Omega, V, p)")
-        functions.append(lane_function_source(
-            "applied_loads", "t, " + FLAT_ARGUMENTS, "x.shape[1]", inputs,
-            [(f"out[{6 * i + k}, b]", wrenches[i][k]) for i in range(n) for k in range(6)],
+        functions.append(applied_loads_source(
+            model, "wrench(t, R, x, Omega, V, p)",
+            (t, matrices, points, [Vector(w) for w in omega], [Vector(v) for v in velocity], parameters), inputs, 6,
             "The model's applied torques about O (N·m) and forces (N), body frame, at time t (s)."))
     return "\n\n".join(functions), {"applied": applied}
 

@@ -110,6 +110,17 @@ def inertia_source(model: ModelFile, parameters, rows: dict, size: int) -> str:
         "Each body's inertia (kg·m²; on SE(3) the 6×6 𝕄 in kg·m², kg·m, kg) from the model's parameter rows.")
 
 
+def applied_loads_source(model: ModelFile, what: str, arguments: tuple, inputs: dict, width: int, doc: str) -> str:
+    """The lane function ``applied_loads(t, x, n, coef, topology, out)`` of the model's function ``what`` called
+    with ``arguments``: ``width`` loads per body into rows width·i … of ``out``, from ``inputs``."""
+    n, path = model.bodies, model.path
+    loads = vectors(model.call(what.split("(")[0], *arguments), n, width, path, what)
+    free_of([value for body in loads for value in body], set(inputs), path, what)
+    return lane_function_source("applied_loads", "t, " + FLAT_ARGUMENTS, "x.shape[1]", inputs,
+                                [(f"out[{width * i + k}, b]", loads[i][k]) for i in range(n) for k in range(width)],
+                                doc)
+
+
 def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
     """The generated lane functions' text and what :func:`assemble` needs to know of them."""
     n, path = model.bodies, model.path
@@ -132,13 +143,9 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
         omega = vector_symbols(n, "Omega")
         t = sympy.Symbol("t", real=True)
         inputs = {**names, **vector_names(omega, 9 * n), t: "t"}
-        torques = vectors(model.call("torque", t, matrices, [Vector(w) for w in omega], parameters), n, 3, path,
-                          "torque(t, R, Omega, p)")
-        free_of([value for body in torques for value in body], set(inputs), path, "torque(t, R, Omega, p)")
-        functions.append(lane_function_source(
-            "applied_loads", "t, " + FLAT_ARGUMENTS, "x.shape[1]", inputs,
-            [(f"out[{3 * i + k}, b]", torques[i][k]) for i in range(n) for k in range(3)],
-            "The model's applied torques τ_i (N·m, body frame) at time t (s)."))
+        functions.append(applied_loads_source(model, "torque(t, R, Omega, p)",
+                                              (t, matrices, [Vector(w) for w in omega], parameters), inputs, 3,
+                                              "The model's applied torques τ_i (N·m, body frame) at time t (s)."))
     return "\n\n".join(functions), {"applied": applied}
 
 
