@@ -300,3 +300,19 @@ def test_three_link_chain_vi_energy_error_is_second_order(chain):
     ratio = errors[0] / errors[1]
     assert abs(ratio - 4.0) <= 0.4
     print(f"\nthree-link chain, vi energy error ratio h/(h/2): {ratio:.4f}")
+
+
+def test_forces_switch_on_by_their_parameter_values_and_a_float_zero_is_zero():
+    """A model's force is decided off where its moments vanish identically at a member's parameter values (then
+    it runs the unforced kernels, as the built-in with its forces off); an inertia written with 0.0 off the
+    diagonal is diagonal (sympy's Float(0.0) == 0 is False, so a naive test would pick vi's implicit path)."""
+    chain = model("spherical_chain.py")
+    assert not get_system(chain.name, "initial").forced
+    assert get_system(chain.name, "initial", damping=[[0.0, 0.0], [0.0, 0.3]]).forced  # one member's damper
+    assert get_system(chain.name, "initial", tip_force=[0.0, 0.0, 1.0]).forced
+    # an amplitude at frequency and phase 0 gives sin(0) = 0: no force
+    assert not get_system(chain.name, "initial", base_torque_amplitude=[0.0, 0.0, 1.0]).forced
+    assert get_system(chain.name, "initial", base_torque_amplitude=[0.0, 0.0, 1.0], base_torque_frequency=2.0).forced
+    source = (MODELS / "coupled_pendula.py").read_text()
+    assert "0], [0," in source
+    assert build_model(source.replace("0], [0,", "0.0], [0.0,"), "float_zero.py").diagonal_inertia

@@ -244,7 +244,7 @@ def square(value, size: int, path: str, what: str) -> sympy.Matrix:
     if rows is None or len(rows) != size or any(len(list(row)) != size for row in rows):
         raise InvalidInput(FIELD, f"{path}: {what} must return a {size}×{size} matrix (a list of {size} rows)")
     matrix = sympy.Matrix([[scalar(x, path, what) for x in row] for row in rows])
-    if any(sympy.expand(matrix[i, j] - matrix[j, i]) != 0 for i in range(size) for j in range(i)):
+    if any(not sympy.expand(matrix[i, j] - matrix[j, i]).is_zero for i in range(size) for j in range(i)):
         raise InvalidInput(FIELD, f"{path}: {what} must be symmetric")
     return matrix
 

@@ -19,6 +19,7 @@ from ..spaces import SPHERE_PRODUCT
 from ..systems.base import PairPotential, SystemDefinition, all_pairs
 from .codegen import lane_function_source, straight_line
 from .loader import FIELD, ModelFile, free_of, scalar, square, vectors
+from .rotation import model_rows
 from .symbolic import Vector
 
 SPACE = SPHERE_PRODUCT
@@ -52,7 +53,8 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
     arguments = (q_vectors, parameters) if configuration else (parameters,)
     inertia = square(model.call("inertia", *arguments), n, path, "inertia(q, p)" if configuration else "inertia(p)")
     free_of(inertia, allowed if configuration else set(coef), path, "inertia")
-    diagonal = not configuration and all(inertia[i, j] == 0 for i in range(n) for j in range(n) if i != j)
+    # is_zero: sympy's Float(0.0) == 0 is False, and a user may write 0.0 off the diagonal
+    diagonal = not configuration and all(inertia[i, j].is_zero for i in range(n) for j in range(n) if i != j)
     if configuration:
         functions.append(lane_function_source(
             "configuration_inertia", "q, coef, topology, out", "q.shape[2]", {**coef, **q_names},
@@ -77,7 +79,7 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
         free_of(flat, set(names), path, "force(t, q, omega, p)")
         damping = [(f"out[{3 * i + r}, {3 * j + c}, b]", sympy.diff(moments[i][r], omega[j][c]))
                    for i in range(n) for r in range(3) for j in range(n) for c in range(3)]
-        damping = [(target, value) for target, value in damping if value != 0]
+        damping = [(target, value) for target, value in damping if not value.is_zero]
         omega_symbols = {w for row in omega for w in row}
         if any(value.free_symbols & omega_symbols for _, value in damping):
             raise InvalidInput(FIELD, f"{path}: force(t, q, omega, p) must be affine in omega (the implicit "
@@ -90,8 +92,12 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
         functions.append(lane_function_source(
             "force_damping", "q, coef, topology, scale, out", "q.shape[2]", {**coef, **q_names, scale: "scale"},
             [(target, scale * value) for target, value in damping], "out += scale · ∂g/∂ω (N·m·s).", assign="+="))
+    # what switches the forces on: their expressions and the rows of the parameters they read
+    switches = {"expressions": [sympy.srepr(g) for g in flat],
+                "rows": {str(symbol): row for symbol, row in rows.items() if any(symbol in g.free_symbols
+                                                                                 for g in flat)}} if forced else None
     return "\n\n".join(functions), {"diagonal": diagonal, "configuration": configuration, "forced": forced,
-                                    "pair": False}
+                                    "pair": False, "switches": switches}
 
 
 def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
@@ -127,6 +133,24 @@ def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
     return "\n\n".join(functions), {"diagonal": True, "configuration": False, "forced": False, "pair": True}
 
 
+def forces_switch(switches: dict, layout):
+    """``forced(params)`` of a model with ``force``: whether its moments are non-zero for any member's parameter
+    values, decided symbolically (each distinct row of the parameters the moments read substituted into them:
+    a damper of 0 N·m·s or a torque of amplitude 0 vanishes exactly), so that a model whose forces are all off
+    runs the unforced kernels, as a built-in does."""
+    expressions = [sympy.sympify(text) for text in switches["expressions"]]
+    symbols = {symbol.name: symbol for expression in expressions for symbol in expression.free_symbols}
+    read = [(symbols[name], row) for name, row in switches["rows"].items()]
+
+    def forced(params: dict) -> bool:
+        coef = model_rows(layout, params)
+        columns = np.unique(coef[:, [row for _, row in read]], axis=0) if read else np.zeros((1, 0))
+        return any(not expression.xreplace({symbol: sympy.Float(value) for (symbol, _), value in zip(read, values)})
+                   .is_zero for values in columns for expression in expressions)
+
+    return forced
+
+
 def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefinition:
     """The system definition of a derived (S²)ⁿ model; ``common`` holds what every space's model shares
     (name, summary, parameters, presets, bodies, coefficients, revision)."""
@@ -156,7 +180,8 @@ def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefini
                      configuration_inertia=module.configuration_inertia,
                      configuration_inertia_gradient=module.configuration_inertia_gradient)
     if meta["forced"]:
-        extra.update(force=module.force, force_damping=module.force_damping, forced=lambda params: True)
+        extra.update(force=module.force, force_damping=module.force_damping,
+                     forced=forces_switch(meta["switches"], layout))
     return SystemDefinition(diagonal_inertia=meta["diagonal"], inertia=None if meta["configuration"] else inertia,
                             potential=potential, gradient=gradient, space=SPHERE_PRODUCT,
                             **common, **extra)
