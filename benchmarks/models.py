@@ -1,12 +1,15 @@
 """Own models against the built-ins they restate: member-steps per second of the generated kernel next to
 the hand-written one in the same run, and what deriving, compiling and loading a model costs.
 
-    .venv/bin/python benchmarks/models.py [--members 10000] [--steps 1000] [--repeats 3] [--skip-cold]
+    .venv/bin/python benchmarks/models.py [--members 10000] [--steps 1000] [--repeats 3] [--particles 20000]
+        [--skip-cold]
 
 Pairs (each model file in examples/models/ restates the built-in's preset; both get the same members, the
 preset's state perturbed by the space's retraction, 1e-3, seed 0, and the same method and step):
 sphere_nbody `paper` (vi), spherical_chain `paper` (vi, implicit), jacobi_chain (rk4), heavy_top `chaotic`
-(lgvi), kirchhoff_body `ellipsoid` (lgvi), the 2-link pendulum on a cart of `multibody` (rk4, midpoint).
+(lgvi), kirchhoff_body `ellipsoid` (lgvi), the 2-link pendulum on a cart of `multibody` (rk4, midpoint);
+and sphere_lj as a pair potential (examples/models/sphere_lj.py): one member of --particles particles at ρ* = 0.8,
+cutoff 2.5σ, from a Fibonacci lattice at temperature 0.5ε, stepped system-parallel by vi (particle-steps/s).
 Rates: ``integrate(system, method, state, dt, --steps, outputs=())`` on all cores after a compiling call,
 fastest of --repeats (this VM's speed drifts within minutes; every rate is printed).
 
@@ -37,6 +40,7 @@ sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 from armillary import load_model  # noqa: E402
 from armillary.ensemble.initial import member_normals  # noqa: E402
 from armillary.kernels import get_system  # noqa: E402
+from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "examples" / "models"
@@ -44,11 +48,11 @@ MODELS = ROOT / "examples" / "models"
 PAIRS = [
     ("sphere_nbody Example 2", "sphere_nbody", "paper", "sphere_nbody.py", "vi", 1e-3, {}),
     ("spherical_chain Example 1", "spherical_chain", "paper", "spherical_chain.py", "vi", 1e-2, {"implicit": True}),
-    ("jacobi_chain", "jacobi_chain", None, "jacobi_chain.py", "rk4", 1e-3, {}),
+    ("jacobi_chain", "jacobi_chain", "double", "jacobi_chain.py", "rk4", 1e-3, {}),
     ("heavy_top chaotic", "heavy_top", "chaotic", "heavy_top.py", "lgvi", 1e-3, {}),
     ("kirchhoff_body ellipsoid", "kirchhoff_body", "ellipsoid", "kirchhoff_ellipsoid.py", "lgvi", 1e-3, {}),
-    ("cart, 2 links (rk4)", "multibody", "cart", "cart_pendulum.py", "rk4", 1e-3, {}),
-    ("cart, 2 links (midpoint)", "multibody", "cart", "cart_pendulum.py", "midpoint", 1e-3, {}),
+    ("cart, 2 links (rk4)", "multibody", "n_link_pendulum_on_cart", "cart_pendulum.py", "rk4", 1e-3, {}),
+    ("cart, 2 links (midpoint)", "multibody", "n_link_pendulum_on_cart", "cart_pendulum.py", "midpoint", 1e-3, {}),
 ]
 SPEED_TARGET, THREE_LINK_SECONDS, WARM_SECONDS, PAIRS_SECONDS = 0.9, 30.0, 1.0, 60.0
 
@@ -124,6 +128,24 @@ def speed_pairs(args) -> None:
               f"hand {rates_text(hand)}; generated {rates_text(generated)}{flag}")
 
 
+def pair_speed(args) -> None:
+    """The Lennard-Jones pair model next to sphere_lj, system-parallel (see the module docstring)."""
+    n = args.particles
+    sigma = float(np.sqrt(0.8 * 4.0 * np.pi / n))
+    params = dict(m=1.0, epsilon=1.0, sigma=sigma, cutoff=2.5 * sigma)
+    builtin, model = get_system("sphere_lj", **params), load_model(MODELS / "sphere_lj.py", **params)
+    q = fibonacci_sphere(n)
+    state = {"q": q[None], "omega": thermal_velocities(q, 1.0, 0.5, seed=0)[None]}
+    steps = max(1, args.steps // 5)
+    hand, generated = (armillary_rates(system, "vi", state, 0.005 * sigma, steps, args.repeats)
+                       for system in (builtin, model))
+    hand, generated = [rate * n for rate in hand], [rate * n for rate in generated]
+    ratio = max(generated) / max(hand)
+    flag = "" if ratio >= SPEED_TARGET else f"  (target {SPEED_TARGET}×: not met)"
+    print(f"{f'sphere_lj pair, N = {n}':<28} {'vi':<9} {max(hand):>12.3e} {max(generated):>12.3e} {ratio:>5.2f}×  "
+          f"particle-steps/s, {steps} steps; hand {rates_text(hand)}; generated {rates_text(generated)}{flag}")
+
+
 def probe(path: Path, method: str, caches: str) -> dict:
     environment = {**os.environ, "ARMILLARY_MODEL_CACHE": os.path.join(caches, "models"),
                    "NUMBA_CACHE_DIR": os.path.join(caches, "numba")}
@@ -158,10 +180,12 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=10_000)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--particles", type=int, default=20_000, help="particles of the pair-potential comparison")
     parser.add_argument("--skip-cold", action="store_true", help="skip the derive/compile cost in fresh processes")
     args = parser.parse_args()
     start = run_start()
     speed_pairs(args)
+    pair_speed(args)
     if not args.skip_cold:
         model_costs()
     print(run_conditions(start))

@@ -172,7 +172,10 @@ def test_lennard_jones_pair_model_runs_system_parallel_as_the_builtin():
     mirrors_preset(get_system("sphere_lj", "paper"), model("sphere_lj.py"), differing=("cutoff",))
     builtin, derived = restated("sphere_lj", None, "sphere_lj.py", m=1.0, epsilon=1.0, sigma=sigma, cutoff=2.5 * sigma)
     functions = set(re.findall(r"^def (\w+)\(", derived.definition.model.text, re.MULTILINE))
-    assert functions == {"pair_energy", "pair_gradient_factor", "inertia_values"}
+    assert functions == {"pair_energy", "pair_gradient_factor", "pair_constants", "inertia_values"}
+    # printed per pair in w = 1/r2 (one division) with 4ε, σ⁶, σ¹², φ(r_c) and r_c² in per-member constant rows
+    assert derived.definition.model.text.count("w = 1.0 / r2") == 2 and "/ (" not in \
+        derived.definition.model.text.split("def pair_constants")[0].split("def pair_energy")[1]
     built = time.perf_counter() - start
     q = fibonacci_sphere(n)
     state = {"q": q[None], "omega": thermal_velocities(q, 1.0, 0.5, seed=0)[None]}

@@ -103,6 +103,39 @@ def print_expression(expr, names: dict) -> str:
     raise UnsupportedExpression(f"cannot compile {expr.func.__name__}(…) into a kernel (in {str(expr)[:80]})")
 
 
+def hoist_constants(expressions: list, variables: set, prefix: str = "c_") -> tuple[list, list]:
+    """(expressions, constants): the largest subexpressions free of ``variables`` (parameter-only sums, products
+    and functions, e.g. 4ε, σ¹², φ(r_c)) replaced by symbols ``prefix``k, and (symbol, subexpression) of each, to
+    be computed once per member rather than once per evaluation (per pair, for a pair potential)."""
+    constants: dict = {}
+
+    def constant(expr):
+        if expr.is_Atom:
+            return expr
+        if expr not in constants:
+            constants[expr] = sympy.Symbol(f"{prefix}{len(constants)}", real=True)
+        return constants[expr]
+
+    def walk(expr):
+        if expr.is_Atom:
+            return expr
+        if not expr.free_symbols & variables:
+            return constant(expr)
+        if expr.is_Add or expr.is_Mul:
+            fixed = [arg for arg in expr.args if not arg.free_symbols & variables]
+            varying = [walk(arg) for arg in expr.args if arg.free_symbols & variables]
+            return expr.func(*([constant(expr.func(*fixed))] if fixed else []), *varying)
+        return expr.func(*(walk(arg) for arg in expr.args))
+
+    hoisted = [walk(sympy.sympify(expr)) for expr in expressions]
+    return hoisted, [(symbol, expr) for expr, symbol in constants.items()]
+
+
+def divisions(expr) -> int:
+    """How many divisions the printer writes for ``expr`` (one per negative power)."""
+    return sum(1 for node in sympy.preorder_traversal(expr) if node.is_Pow and node.exp.is_negative)
+
+
 def straight_line(outputs: list, names: dict, indent: str, assign: str = "=") -> list[str]:
     """Lines assigning (``assign``: ``=`` or ``+=``) each (target source, expression) of ``outputs`` after
     hoisting common subexpressions; ``names`` maps the input symbols to their source."""

@@ -17,7 +17,7 @@ import sympy
 from ..errors import InvalidInput
 from ..spaces import SPHERE_PRODUCT
 from ..systems.base import PairPotential, SystemDefinition, all_pairs
-from .codegen import lane_function_source, straight_line
+from .codegen import divisions, hoist_constants, lane_function_source, print_expression, straight_line
 from .loader import FIELD, ModelFile, free_of, scalar, square, vectors
 from .rotation import model_rows
 from .symbolic import Vector
@@ -101,10 +101,14 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
 
 
 def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
+    """A pair model's φ(r) − φ(r_c) and φ'(r)/r as functions of the chord² r2, printed for speed per pair: in
+    r2 or in its inverse w = 1/r2, whichever divides less (Lennard-Jones: one division, the powers of w
+    products), and their parameter-only parts (4ε, σ⁶, σ¹², φ(r_c), r_c²) hoisted into ``pair_constants``,
+    coefficient rows after the model's own that a member computes once, as the built-in sphere_lj does."""
     path = model.path
     if "cutoff" not in model.layout.defaults or model.layout.defaults["cutoff"].shape != ():
         raise InvalidInput(FIELD, f"{path}: a pair_potential model needs a number parameter 'cutoff' (m, chord)")
-    r2 = sympy.Symbol("r2", positive=True)
+    r2, w = sympy.Symbol("r2", positive=True), sympy.Symbol("w", positive=True)
     r = sympy.Symbol("r", positive=True)
     phi = scalar(model.call("pair_potential", r, parameters), path, "pair_potential(r, p)")
     free_of([phi], set(coef) | {r}, path, "pair_potential(r, p)")
@@ -113,24 +117,35 @@ def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
     # φ'(r)/r = 2 dφ/d(r²): differentiated in r² itself, so that even powers of r take no square root (the
     # chain rule in r left (…/r¹³ + …/r⁷)/r, i.e. three √r2 and as many divisions per pair for Lennard-Jones)
     factor = 2 * sympy.diff(phi.subs(r, sympy.sqrt(r2)), r2)
+    inverted = [expr.subs(r2, 1 / w) for expr in (energy, factor)]
+    use_inverse = sum(map(divisions, inverted)) + 1 < divisions(energy) + divisions(factor)
+    expressions = inverted if use_inverse else [energy, factor]
+    (energy, factor, reach), constants = hoist_constants(expressions + [cutoff * cutoff], {w, r2})
     mass = square(model.call("inertia", parameters), 1, path, "inertia(p)")[0, 0]
     free_of([mass], set(coef), path, "inertia(p)")
-    names = {**coef, r2: "r2"}
-    cut = coef[cutoff]
+    first = len(coef)  # the constants' rows follow the model's
+    names = {**coef, **{symbol: f"coef[{first + k}, b]" for k, (symbol, _) in enumerate(constants)}, r2: "r2",
+             w: "w"}
 
     def pair_function(name, expr, doc):
         body = straight_line([("value", expr)], names, " " * 4)
+        # computed, then selected: no branch in the neighbour loop (a value beyond the cutoff is discarded)
         return "\n".join(["@lane_function", f"def {name}(r2, coef, b):", f'    """{doc}"""',
-                          f"    if not r2 < {cut} * {cut}:", "        return 0.0", *body, "    return value"]) + "\n"
+                          *(["    w = 1.0 / r2"] if use_inverse else []), *body,
+                          f"    return value if r2 < {print_expression(reach, names)} else 0.0"]) + "\n"
 
     functions = [
         pair_function("pair_energy", energy, "φ(r) − φ(r_c) (J) of a chord² r2 < r_c², else 0; lane b of coef."),
         pair_function("pair_gradient_factor", factor,
                       "φ'(r)/r (J/m²) for r2 < r_c², else 0: ∂V/∂q_i = Σ_j g (q_i − q_j)."),
+        lane_function_source("pair_constants", "coef, out", "coef.shape[1]", coef,
+                             [(f"out[{k}, b]", value) for k, (_, value) in enumerate(constants)],
+                             "The pair functions' parameter-only parts, one row each, per lane."),
         lane_function_source("inertia_values", "coef, out", "coef.shape[1]", coef, [("out[0, 0, b]", mass)],
                              "Each particle's mass (kg; M_ii on the unit sphere, kg·m²)."),
     ]
-    return "\n\n".join(functions), {"diagonal": True, "configuration": False, "forced": False, "pair": True}
+    return "\n\n".join(functions), {"diagonal": True, "configuration": False, "forced": False, "pair": True,
+                                     "constants": len(constants)}
 
 
 def forces_switch(switches: dict, layout):
@@ -171,6 +186,15 @@ def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefini
     potential, gradient = (module.potential, module.gradient) if not meta["pair"] else \
         all_pairs(module.pair_energy, module.pair_gradient_factor, common["name"])
     if meta["pair"]:
+        model_coefficients = common["coefficients"]
+
+        def coefficients(params, n):
+            rows = np.asarray(model_coefficients(params, n), dtype=np.float64)
+            constants = np.empty((meta["constants"], rows.shape[0]))
+            module.pair_constants(np.ascontiguousarray(rows.T), constants)
+            return np.concatenate([rows, constants.T], axis=1)
+
+        common = {**common, "coefficients": coefficients}
         extra = {"pair": PairPotential(module.pair_energy, module.pair_gradient_factor,
                                        cutoff=lambda params: float(params["cutoff"][0]),
                                        default_skin=lambda params: SKIN_FRACTION * float(params["cutoff"][0])),
