@@ -3,7 +3,9 @@
 The everyday calls live here; the layers are :mod:`armillary.kernels` (numerics),
 :mod:`armillary.ensemble` (planning, Dask execution, the Zarr store, analysis) and
 :mod:`armillary.jobs` (the CLI and SLURM submission).  Model files import their helpers from
-:mod:`armillary.model`.
+:mod:`armillary.model`.  A store opened with xarray (``xarray.open_zarr`` or :func:`open_store`) carries
+the analysis as ``ds.armillary`` (``energy_drift()``, ``drift_table()``, ``lyapunov_map()``, ``summary()``, …;
+:mod:`armillary.ensemble.accessor`).
 """
 
 from armillary.ensemble import load_model, load_spec, run

@@ -11,6 +11,7 @@ import xarray as xr
 from armillary.kernels import InvalidInput, get_system
 from armillary.kernels.systems import system_definition
 
+from . import accessor  # noqa: F401 (registers the ds.armillary accessor)
 from .clusters import RunFailed
 from .execute import execute, execute_array_task
 from .lock import StoreError, run_lock

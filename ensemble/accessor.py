@@ -1,0 +1,156 @@
+"""``ds.armillary``: the analysis of :mod:`armillary.ensemble.analysis` on any store opened with xarray
+(``xarray.open_zarr(path)`` or ``armillary.open_store(path)``), registered when :mod:`armillary` is imported.
+
+Each method hands the Dataset to the function of :mod:`.analysis` it is named after and returns what that
+returns; it first checks that the Dataset is an armillary store holding what the function reads, and
+otherwise raises :class:`InvalidInput` (field ``dataset``) naming what is missing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from armillary.kernels.errors import InvalidInput
+from armillary.kernels.spaces import SPHERE_PRODUCT
+
+from .analysis import (
+    GROWTH_BATCHES, QUANTILES, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
+    lyapunov_summary, momentum_error, pair_distribution, particle_points, quantile_envelope, relative_energy_error,
+    store_space, store_summary, sweep_coordinates,
+)
+
+#: what every store has: its (member, time) grid and the names of its system and method
+STORE_DIMENSIONS = ("member", "time")
+STORE_ATTRIBUTES = ("system", "method")
+#: how the stores that lack a variable get it
+LYAPUNOV_HINT = "run the spec with [analysis] lyapunov"
+STATE_HINT = "keep the state: list its variables in [output] variables"
+
+
+@xr.register_dataset_accessor("armillary")
+class ArmillaryAccessor:
+    """The analysis of an armillary store, as ``ds.armillary.<method>()``."""
+
+    def __init__(self, ds: xr.Dataset):
+        self._ds = ds
+
+    def _require(self, method: str, variables=(), attributes=(), hint: str = "") -> xr.Dataset:
+        """The Dataset, once it is a store with ``variables`` and ``attributes``; else InvalidInput naming what is
+        missing (``hint``: how a store gets it)."""
+        ds = self._ds
+        missing = [f"dimension {name!r}" for name in STORE_DIMENSIONS if name not in ds.dims]
+        missing += [f"attribute {name!r}" for name in STORE_ATTRIBUTES if name not in ds.attrs]
+        if missing:
+            raise InvalidInput("dataset", f"not an armillary store (no {', '.join(missing)}); open one with "
+                               "armillary.open_store(path)")
+        missing = [f"variable {name!r}" for name in variables if name not in ds.variables]
+        missing += [f"attribute {name!r}" for name in attributes if name not in ds.attrs]
+        if missing:
+            raise InvalidInput("dataset", f"ds.armillary.{method}() needs the store's {', '.join(missing)}, which "
+                               "this store lacks" + (f"; {hint}" if hint else ""))
+        return ds
+
+    def _require_state(self, method: str) -> xr.Dataset:
+        """The Dataset, once it is a store with its spec and every state variable (what :func:`.analysis.store_plan`
+        rebuilds the system from, and the state its observables are computed from)."""
+        return self._require(method, store_space(self._ds).names, ("spec",), STATE_HINT)
+
+    def _require_sphere_product(self, method: str) -> xr.Dataset:
+        """The Dataset, once it is a store of particles on (S²)ⁿ with its spec and state."""
+        ds = self._require_state(method)
+        if store_space(ds) is not SPHERE_PRODUCT:
+            raise InvalidInput("dataset", f"ds.armillary.{method}() is defined for particles on (S²)ⁿ; this store's "
+                               f"state space is {store_space(ds).name}")
+        return ds
+
+    def sweep_coordinates(self) -> list[str]:
+        """Names of the coordinates that vary over the members' grid (swept parameters, with their units in
+        their attributes, and an initial-condition sampler's coordinates); empty when nothing is swept."""
+        return sweep_coordinates(self._require("sweep_coordinates"))
+
+    def energy_error(self) -> xr.DataArray:
+        """Relative energy error ΔE(t)/|E0| (units 1) per (member, time), lazy; absolute (J) for members with
+        |E0| < 1e-12, counted in ``attrs["absolute_members"]``; for a forced run the energy balance error
+        (E − E0 − W)/|E0|.  :func:`.analysis.relative_energy_error`."""
+        return relative_energy_error(self._require("energy_error", ("energy",)))
+
+    def energy_drift(self, burn_in: float | None = None) -> xr.Dataset:
+        """Per member (lazy): max, mean |·|, RMS and final value of ΔE/|E0| (1) over the run; over the window
+        after ``burn_in`` (s; default half the run, in ``attrs["window_start"]``, ``attrs["window_end"]``) the
+        drift rate (1/s) with its Newey–West standard error (1/s), ``significant_drift`` (beyond 3 standard
+        errors) and the offset (1).  :func:`.analysis.energy_drift`."""
+        return energy_drift(self._require("energy_drift", ("energy",)), burn_in)
+
+    def drift_table(self, burn_in: float | None = None) -> xr.Dataset:
+        """The members' energy statistics of :meth:`energy_drift` summarised per sweep point (over the whole
+        ensemble when nothing is swept), computed: each statistic's 5 %, 50 % (median) and 95 % quantiles over
+        the point's members on a ``quantile`` dimension (units those of the statistic: 1, or 1/s for the drift
+        rate and its standard error), and ``significant_drift_fraction`` (1), the fraction of members with a
+        finite drift rate whose drift is significant.  One dimension per sweep coordinate; the drift window and
+        ``absolute_members`` in the attributes."""
+        stats = self.energy_drift(burn_in).compute()
+        finite = np.isfinite(stats.drift_rate)
+        significant = stats.significant_drift.where(finite)
+        statistics = stats.drop_vars("significant_drift")
+        sweeps = sweep_coordinates(self._ds)
+        if sweeps:
+            statistics, significant = statistics.groupby(sweeps), significant.groupby(sweeps)
+        table = statistics.quantile(list(QUANTILES), dim="member", keep_attrs=True)
+        fraction = significant.mean("member").assign_attrs(
+            units="1", long_name="fraction of members with a finite drift rate whose drift is significant at 3σ")
+        return table.assign(significant_drift_fraction=fraction).assign_attrs(stats.attrs)
+
+    def growth_law(self, batches: int = GROWTH_BATCHES) -> dict:
+        """Fit of the ensemble RMS of ΔE/|E0| as ∝ t^α over the second half of the run: ``alpha`` (1) with its
+        batch-means standard error and 95 % interval (``alpha_low``, ``alpha_high``; NaN below 2·``batches``
+        members) and ``rms`` (1, per time, computed).  :func:`.analysis.growth_law`."""
+        return growth_law(self.energy_error(), batches)
+
+    def energy_envelope(self, quantiles=QUANTILES) -> xr.DataArray:
+        """Quantiles of |ΔE/|E0|| (1) over members at each time, (quantile, time), computed: the report's energy
+        error figure.  :func:`.analysis.quantile_envelope`."""
+        return quantile_envelope(self.energy_error(), quantiles)
+
+    def lyapunov(self, threshold: float | None = None) -> dict:
+        """The whole ensemble's finite-time maximal Lyapunov exponents: ``median_lyapunov``, ``lyapunov_05``,
+        ``lyapunov_95`` (1/s), ``chaotic_fraction`` (1) of members with λ > ``threshold`` (1/s; default 10 / t_end,
+        returned as ``chaos_threshold``).  :func:`.analysis.lyapunov_summary`; per sweep point:
+        :meth:`lyapunov_map`."""
+        return lyapunov_summary(self._require("lyapunov", ("lyapunov",), hint=LYAPUNOV_HINT), threshold)
+
+    def lyapunov_map(self) -> xr.Dataset:
+        """Per sweep point: ``median_lyapunov`` (1/s) and ``chaotic_fraction`` (1), one dimension per sweep
+        coordinate.  :func:`.analysis.lyapunov_map`."""
+        ds = self._require("lyapunov_map", ("lyapunov",), hint=LYAPUNOV_HINT)
+        if not sweep_coordinates(ds):
+            raise InvalidInput("dataset", "ds.armillary.lyapunov_map() needs a store that sweeps a parameter "
+                               "(its members all share one point); ds.armillary.lyapunov() summarises them")
+        return lyapunov_map(ds)
+
+    def summary(self, burn_in: float | None = None) -> dict:
+        """The store's headline numbers as plain floats, the report's table row: energy error statistics
+        (1; drift rates in 1/s after ``burn_in`` s, default half the run), growth exponent α, maxima of the
+        constraint diagnostics, the momentum map's error (kg·m²/s), λ (1/s), failed members.
+        :func:`.analysis.store_summary`."""
+        return store_summary(self._require("summary", ("energy", "status"), ("dt",)), burn_in)
+
+    def momentum_error(self) -> xr.DataArray:
+        """Change of the system's conserved momentum map per (member, time) (kg·m²/s), lazy: |L(t) − L(0)| of
+        the total angular momentum, or its component on the symmetry axis.  :func:`.analysis.momentum_error`."""
+        error = momentum_error(self._require_state("momentum_error"))
+        if error is None:
+            raise InvalidInput("dataset", f"ds.armillary.momentum_error(): {self._ds.attrs['system']} conserves no "
+                               "momentum map in this run (its potential has no symmetry, or forces act)")
+        return error
+
+    def temperature(self) -> xr.DataArray:
+        """Kinetic temperature KE/N per (member, time) (J, k_B = 1) of N particles on (S²)ⁿ, lazy.
+        :func:`.analysis.kinetic_temperature`."""
+        return kinetic_temperature(self._require_sphere_product("temperature"))
+
+    def pair_distribution(self, member: int = 0, time_index: int = -1, bins: int = 90) -> tuple:
+        """Geodesic pair-distribution function g(θ) (1) of one member's particles on (S²)ⁿ at sample
+        ``time_index``: (bin centres θ (rad), g), ``bins`` bins over [0, π].  :func:`.analysis.pair_distribution`."""
+        ds = self._require_sphere_product("pair_distribution")
+        return pair_distribution(particle_points(ds, member, time_index), bins)
