@@ -21,7 +21,10 @@ from typing import Callable
 from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
 from armillary.kernels.models import build_model
 from armillary.kernels.systems import system_definition
+from armillary.kernels.spaces import SPACES
 from armillary.kernels.systems.base import SCALAR
+
+from .spec_keys import SPEC_KEYS, SpecKey
 
 #: initial conditions every space has; its samplers (``uniform``, …) come on top
 GENERIC_INITIAL = ("preset", "perturb", "file")
@@ -178,8 +181,22 @@ def _toml_key(key: str) -> str:
     return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
 
 
+#: every ``section.key`` a spec has been read for in this process (what the docs' completeness test checks)
+READ_FIELDS: set[str] = set()
+
+
+def declared_fields() -> set[str]:
+    """Every ``section.key`` a spec may hold: SPEC_KEYS, the methods' options, the spaces' sampler keys and the
+    cluster kinds' keys."""
+    return (set(SPEC_KEYS) | {f"integrator.{key}" for method in METHODS.values() for key in method.options}
+            | {f"ensemble.{key}" for space in SPACES.values() for sampler in space.samplers.values()
+               for key in sampler.options}
+            | {f"cluster.{key}" for keys in CLUSTER_KEYS.values() for key in keys})
+
+
 class _Section:
-    """Typed access to one table of the spec; remembers which keys were read so leftovers are errors."""
+    """Typed access to one table of the spec; remembers which keys were read so leftovers are errors.  Only
+    declared keys may be read (:func:`declared_fields`): the docs' spec reference is made from the declarations."""
 
     def __init__(self, name: str, table):
         if not isinstance(table, dict):
@@ -190,6 +207,9 @@ class _Section:
         return f"{self.name}.{key}"
 
     def get(self, key, kind, default=None, required=False):
+        if self.field(key) not in SPEC_KEYS and self.field(key) not in declared_fields():
+            raise KeyError(f"spec key {self.field(key)} is read but not declared (ensemble/spec_keys.py)")
+        READ_FIELDS.add(self.field(key))
         self.used.add(key)
         if key not in self.table:
             if required:
@@ -476,11 +496,14 @@ def _address_cluster(section: _Section) -> dict:
 
 #: cluster kind -> parser of its ``[cluster]`` keys (a _Section → the cluster dict, ``kind`` included)
 CLUSTER_PARSERS: dict[str, Callable] = {"local": _local_cluster, "address": _address_cluster}
+#: cluster kind -> the declarations of its own keys (local and address: in SPEC_KEYS)
+CLUSTER_KEYS: dict[str, dict[str, SpecKey]] = {"local": {}, "address": {}}
 
 
-def register_cluster_kind(kind: str, parse: Callable) -> None:
-    """Add a ``[cluster] kind`` (e.g. ``jobs`` adds "slurm") with the parser of its keys."""
+def register_cluster_kind(kind: str, parse: Callable, keys: dict[str, SpecKey]) -> None:
+    """Add a ``[cluster] kind`` (e.g. ``jobs`` adds "slurm") with the parser and the declarations of its keys."""
     CLUSTER_PARSERS[kind] = parse
+    CLUSTER_KEYS[kind] = keys
 
 
 def _cluster_section(section: _Section) -> dict:

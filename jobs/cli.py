@@ -1,5 +1,4 @@
-"""The ``armillary`` command line.  Exit codes: 0 success, 1 failed run, 2 bad input, 3 an array task
-stopped by a signal with work left (its batch script requeues it)."""
+"""The ``armillary`` command line; its exit codes are :data:`EXIT_CODES`."""
 
 import argparse
 import os
@@ -20,7 +19,17 @@ from armillary.kernels.models.checks import GRADIENT_TOLERANCE
 #: random admissible states ``armillary check`` differences a model's potential at
 MODEL_CHECK_STATES = 16
 
-INTERRUPTED = 3
+SUCCESS, FAILED, BAD_INPUT, INTERRUPTED, STOPPED = 0, 1, 2, 3, 130
+#: every exit status of ``armillary`` and what it means (the docs' table is generated from it)
+EXIT_CODES = {
+    SUCCESS: "success (`verify`: every chunk sound)",
+    FAILED: "a run failed (finished segments are kept: run the same command to resume), or a store is damaged "
+            "(`verify` lists the chunks; `verify --repair` then `run` recomputes them)",
+    BAD_INPUT: "bad input: one line naming the field and the allowed values; nothing was written",
+    INTERRUPTED: "a SLURM array task stopped by a signal with work left (its batch script requeues it)",
+    STOPPED: "`run` interrupted by Ctrl-C (finished segments kept: run again to resume)",
+    128 + signal.SIGPIPE: "`run` whose output reader left (a pipe closed): stopped as SIGPIPE would, work kept",
+}
 
 
 def run(args) -> int:
@@ -30,22 +39,22 @@ def run(args) -> int:
     started = time.perf_counter()
     if args.array_index is not None or args.array_size is not None:
         finished = ensemble.run_array_task(spec, args.array_index, args.array_size)
-        return 0 if finished else INTERRUPTED
+        return SUCCESS if finished else INTERRUPTED
     try:
         ensemble.run(spec, overwrite=args.overwrite)
     except KeyboardInterrupt:
         print("armillary: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
+        return STOPPED
     except BrokenPipeError:
         raise  # the reader of stdout left: see main
     except (ensemble.RunFailed, OSError) as error:  # OSError: e.g. the disk is full
         print(f"armillary: run failed: {error}; finished segments are kept, run the same command to resume",
               file=sys.stderr)
-        return 1
+        return FAILED
     status = summary(spec.store)
     print(f"armillary: {spec.store}: {status['segments_done']}/{status['segments_total']} segments, "
           f"{status['failed_members']} failed members, {time.perf_counter() - started:.1f} s")
-    return 0
+    return SUCCESS
 
 
 def check(args) -> int:
@@ -69,13 +78,13 @@ def check(args) -> int:
         if not error <= GRADIENT_TOLERANCE:
             raise InvalidInput("system.model", f"{spec.model}: the derived ∂V/∂q disagrees with central differences of "
                                f"V by {error:.2e}: the potential is not smooth at the states drawn")
-    return 0
+    return SUCCESS
 
 
 def verify(args) -> int:
     """Check every chunk's checksum and every completion record of each store; ``--repair`` marks the
     segments that wrote damaged chunks not done, for ``run`` to recompute."""
-    worst = 0
+    worst = SUCCESS
     for store in args.stores:
         found = verify_store(store)
         print("\n".join(found.summary()))
@@ -85,7 +94,7 @@ def verify(args) -> int:
             print(f"armillary: marked {count} segments of {len(redo)} member chunks not done; `armillary run SPEC "
                   f"--store {store}` recomputes them (bitwise as before)")
             continue
-        worst = max(worst, 0 if found.sound else 1)
+        worst = max(worst, SUCCESS if found.sound else FAILED)
     return worst
 
 
@@ -114,7 +123,7 @@ def status(args) -> int:
             print(f"  running: pid {lock['pid']} on {lock['host']} since {lock['since']}")
         elif not states:
             print("  not running")
-    return 0
+    return SUCCESS
 
 
 def submit(args) -> int:
@@ -122,7 +131,7 @@ def submit(args) -> int:
     spec = ensemble.load_spec(args.spec)
     site = load_site(args.site, partition=args.partition, time=args.time)
     submit_jobs(spec, site, args.array_size, args.dry_run)
-    return 0
+    return SUCCESS
 
 
 def report(args) -> int:
@@ -144,7 +153,7 @@ def report(args) -> int:
     table, _ = write_report(args.stores, args.out, damaged, args.burn_in)
     print(table)
     print(f"armillary: wrote {os.path.join(args.out, 'report.md')} and its figures")
-    return 0
+    return SUCCESS
 
 
 def describe_system(definition) -> None:
@@ -173,7 +182,7 @@ def systems(args) -> int:
         how = (f"derived in {info.derive_seconds:.2f} s" if info.derive_seconds else "derivation from the cache")
         print(f"    {how}; loaded in {time.perf_counter() - started:.2f} s; {len(info.text.splitlines())} lines of "
               f"generated kernel code, {definition.name}: the kernels compile on first use and are cached")
-        return 0
+        return SUCCESS
     for definition in SYSTEMS.values():
         describe_system(definition)
     for space in SPACES.values():
@@ -185,7 +194,7 @@ def systems(args) -> int:
                                   + "".join(f"; {option} {' | '.join(values)}" for option, values in m.choices.items())
                                   + ")" for m in METHODS.values()))
     print("status codes: " + "; ".join(f"{code} {meaning}" for code, meaning in STATUS_MEANINGS.items()))
-    return 0
+    return SUCCESS
 
 
 def _spec_arguments(parser: argparse.ArgumentParser) -> None:
@@ -197,7 +206,8 @@ def _spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:port")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``armillary`` argument parser: its subcommands and their arguments (the docs' CLI page is made from it)."""
     parser = argparse.ArgumentParser(prog="armillary", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="run or resume the ensemble of a TOML spec into its Zarr store")
@@ -242,21 +252,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
     except InvalidInput as error:
         print(f"armillary: {error}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     except DamagedStore as error:
         print(f"armillary: {error}", file=sys.stderr)
-        return 1
+        return FAILED
     except BrokenPipeError:
         # the reader left (``armillary systems | head``): stop quietly, and keep Python from
         # complaining again when it flushes stdout at exit.  A run stopped this way has work left
         # (finished segments kept): it exits as a process killed by SIGPIPE would.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE if args.command == "run" else 0
+        return 128 + signal.SIGPIPE if args.command == "run" else SUCCESS
 
 
 if __name__ == "__main__":

@@ -11,13 +11,29 @@ from distributed import Client
 
 from armillary.ensemble.clusters import RunFailed, register_cluster_factory
 from armillary.ensemble.spec import register_cluster_kind
+from armillary.ensemble.spec_keys import SpecKey
 from armillary.kernels import InvalidInput
 
 from .slurm import seconds, site_for_cluster
 
-#: spec keys of a `kind = "slurm"` cluster and their TOML types
-SLURM_CLUSTER_KEYS = {"site": "str", "partition": "str", "account": "str", "walltime": "str", "cores": "int",
-                      "memory": "str", "minimum_jobs": "int", "maximum_jobs": "int", "worker_timeout": "float"}
+#: spec keys of a `kind = "slurm"` cluster, declared (:mod:`armillary.ensemble.spec_keys`)
+_SITE = "the site file's"
+SLURM_KEY_DOCS = {
+    "site": SpecKey("string", "slurm/site.example.toml", "", "slurm: the site settings TOML (partition, account, "
+                    "time, cores, memory, setup lines, directives); the keys below override it"),
+    "partition": SpecKey("string", _SITE, "", "slurm: the partition the worker jobs go to"),
+    "account": SpecKey("string", _SITE, "", "slurm: the account charged"),
+    "walltime": SpecKey("string", _SITE, "HH:MM:SS", "slurm: each worker job's time limit; workers retire before "
+                        "it (walltime minus max(2 min, 10 %), staggered) and adaptive scaling replaces them"),
+    "cores": SpecKey("integer", _SITE, "cores", "slurm: cores per worker job (one single-threaded worker each)"),
+    "memory": SpecKey("string", _SITE, "", "slurm: memory per worker job, e.g. \"4GB\""),
+    "minimum_jobs": SpecKey("integer", _SITE, "jobs", "slurm: the adaptive scaling's lower bound"),
+    "maximum_jobs": SpecKey("integer", _SITE, "jobs", "slurm: the adaptive scaling's upper bound"),
+    "worker_timeout": SpecKey("number > 0", "300", "s", "slurm: how long to wait for the first worker to join"),
+}
+#: the same keys with the TOML type the reader checks
+SLURM_CLUSTER_KEYS = {key: {"string": "str", "integer": "int", "number": "float"}[declared.kind.split()[0]]
+                      for key, declared in SLURM_KEY_DOCS.items()}
 
 
 def parse_slurm_cluster(section) -> dict:
@@ -74,5 +90,5 @@ def slurm_client(cluster: dict):
         yield client
 
 
-register_cluster_kind("slurm", parse_slurm_cluster)
+register_cluster_kind("slurm", parse_slurm_cluster, SLURM_KEY_DOCS)
 register_cluster_factory("slurm", slurm_client)

@@ -303,6 +303,23 @@ METHODS: dict[str, Method] = {
 }
 
 
+#: every method option: (unit, meaning); the docs' spec reference is made from these and METHODS' defaults
+OPTION_DOCS = {
+    "implicit": ("", "vi: force the implicit form (22)–(25) even for a diagonal M"),
+    "newton_tol": ("1", "implicit methods: Newton stops at a residual this far below the step's scale"),
+    "newton_max_iterations": ("", "implicit methods: iterations before a member stops with status NEWTON_FAILED"),
+    "adaptive": ("", "vi: reversible adaptive steps for systems with close encounters (sphere_nbody)"),
+    "tolerance": ("1", "adaptive vi: the step density's target, the step shrinking where encounters are close"),
+    "max_step": ("s", "adaptive vi: the largest step (default dt)"),
+    "max_steps": ("steps", "adaptive vi and rk45: steps per member before it stops (default: unlimited)"),
+    "formulation": ("", "rk2, rk2_projected, rk4, rk45: the equations stepped; (S²)ⁿ q_omega (default) | q_qdot | "
+                    "q_mu | q_pi, SE(3) kirchhoff (default) | newton_euler | hybrid | lagrange"),
+    "rtol": ("1", "rk45: relative error tolerance per step"),
+    "atol": ("the state's", "rk45: absolute error tolerance per step"),
+    "first_step": ("s", "rk45: the first step (default dt)"),
+}
+
+
 #: every kernel-level method by name, variants included (what :mod:`kernels.compile` and the runners look up)
 KERNEL_METHODS: dict[str, Method] = {
     **METHODS,

@@ -1,0 +1,75 @@
+"""Every key of the run spec: its TOML type, default, unit and meaning, declared once.
+
+The spec's reader (:mod:`.spec`) refuses to read a key that is not declared here or by the registry that
+owns it (a method's options, a space's samplers, a cluster kind's keys), and the docs' spec reference is
+generated from these declarations (:mod:`armillary.jobs.reference`), so the reference cannot drift from
+what the reader accepts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SpecKey:
+    """One spec key: ``kind`` its TOML type as a reader says it, ``default`` what applies when it is absent
+    (text: "required", a value, or how it is derived), ``unit`` (empty for none), ``doc`` its meaning and
+    allowed values."""
+
+    kind: str
+    default: str
+    unit: str
+    doc: str
+
+
+#: ``section.key`` → its declaration; a method's options, a space's sampler keys and a cluster kind's keys
+#: are declared by their own registries (see the module docstring)
+SPEC_KEYS: dict[str, SpecKey] = {
+    "system.name": SpecKey("string", "required (unless model)", "", "a built-in system; `armillary systems` lists "
+                           "them"),
+    "system.preset": SpecKey("string", "none", "", "parameter values and the initial state of a paper example of the "
+                             "system (its presets are listed by `armillary systems`)"),
+    "system.model": SpecKey("string", "none", "", "instead of name and preset: a model file (path relative to the "
+                            "spec); its `initial_state(p)`, if any, is the preset"),
+    "system.model_source": SpecKey("string", "written by armillary", "", "the model file's text, which the stored "
+                                   "spec carries beside model; not written by users"),
+    "system.params": SpecKey("table", "the preset's or the system's defaults", "the parameter's",
+                             "parameter values by name; a value may be a sweep `{ values = [...] }` or "
+                             "`{ linspace = [a, b, n] }`, and `\"name[k]\"` sweeps component k alone"),
+    "integrator.method": SpecKey("string", "required", "", "the method; those that support the system's space "
+                                 "(another is refused, listing them)"),
+    "integrator.dt": SpecKey("number > 0", "required", "s", "the step (rk45: the first step, and the unit of time "
+                             "of steps)"),
+    "integrator.t_end": SpecKey("number > 0", "required", "s", "the end of the run, a whole number of steps"),
+    "integrator.save_every": SpecKey("integer > 0", "1", "steps", "steps between saved samples"),
+    "integrator.checkpoint_every": SpecKey("integer > 0", "≈ 10000, a multiple of save_every", "steps",
+                                           "steps per task segment (the unit of restart), a multiple of save_every"),
+    "ensemble.members": SpecKey("integer ≥ 1", "required", "", "number of members (at most 10⁹; with sweeps a "
+                                "multiple of the number of grid points)"),
+    "ensemble.seed": SpecKey("integer ≥ 0", "0", "", "member i's random numbers depend only on (seed, i)"),
+    "ensemble.initial": SpecKey("string", "preset", "", "preset | perturb | file, or a sampler of the space "
+                                "(uniform on every space, particles on (S²)ⁿ, headings and tilts on SE(3))"),
+    "ensemble.scale": SpecKey("number > 0", "1e-3", "the state's", "perturb: std of the tangent Gaussian, applied "
+                              "by the space's retraction"),
+    "ensemble.omega_scale": SpecKey("number ≥ 0", "1.0", "rad/s or m/s", "uniform, headings, tilts: std of the "
+                                    "velocity Gaussian"),
+    "ensemble.path": SpecKey("string", "none (required with initial = \"file\")", "", "file: a .npz with <name>0 "
+                             "of each state variable (with a member axis, or one state for all), or a finished "
+                             "store"),
+    "ensemble.chunk": SpecKey("integer ≥ 1", "min(members, 1000)", "members", "members per task"),
+    "output.store": SpecKey("string", "required", "", "the Zarr store: a directory (relative to the working "
+                            "directory) or an fsspec URL"),
+    "output.variables": SpecKey("list of strings", "energy and the space's diagnostics", "", "what the store keeps "
+                                "over time: the space's state variables, energy, its diagnostics, min_separation "
+                                "(systems with encounters), temperature (system-parallel runs)"),
+    "cluster.kind": SpecKey("string", "local", "", "local | address | slurm (registered by armillary.jobs)"),
+    "cluster.workers": SpecKey("integer ≥ 1", "every CPU", "processes", "local: worker processes, one thread each"),
+    "cluster.scheduler": SpecKey("string", "required with kind = \"address\"", "", "address: a running Dask "
+                                 "scheduler, tcp://host:port"),
+    "analysis.lyapunov": SpecKey("table", "none (no shadows)", "", "carry a Benettin shadow of every member "
+                                 "(fixed-step methods): `{ d0, renormalise_every }`"),
+    "analysis.lyapunov.d0": SpecKey("number in (0, 0.01)", "1e-8", "the state's", "the shadow's distance after "
+                                    "each renormalisation"),
+    "analysis.lyapunov.renormalise_every": SpecKey("integer ≥ 1", "10", "steps", "steps between renormalisations"),
+}

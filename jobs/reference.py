@@ -1,0 +1,180 @@
+"""The docs' reference pages, generated from the code that defines what they describe: the spec's keys
+(:mod:`armillary.ensemble.spec_keys`, the methods' options, the spaces' samplers, the cluster kinds), the
+command line (its argument parser), the systems and methods (their registries), the store's variables (the
+spaces' declarations) and the exit codes.  ``docs/conf.py`` writes :func:`reference_pages` into
+``docs/reference/generated/`` before every build, so the pages cannot drift from the code; the docs tests
+check them against the code the other way round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+
+from armillary.ensemble.spec import CLUSTER_KEYS, SPEC_KEYS, initial_kinds
+from armillary.ensemble.store import COMMON_ATTRS
+from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, methods_for
+from armillary.kernels.integrators import OPTION_DOCS
+
+from .cli import EXIT_CODES, build_parser
+
+#: the spec's sections in the order a spec is read
+SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "analysis", "analysis.lyapunov")
+
+
+def _cell(text) -> str:
+    """Text for a Markdown table cell (pipes escaped, no line breaks)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: tuple, rows: list) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
+        ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
+
+
+def _code(text) -> str:
+    return f"`{text}`"
+
+
+def spec_reference() -> str:
+    """Every spec key by section: TOML type, default, unit, meaning; the methods' options; the samplers' keys;
+    the slurm cluster's keys."""
+    lines = ["# Spec keys", "", "Generated from `armillary.ensemble.spec_keys` and the registries that declare "
+             "their own keys; the spec's reader refuses any other key, naming the allowed ones.", ""]
+    for section in SECTIONS:
+        keys = [(field.rsplit(".", 1)[1], key) for field, key in SPEC_KEYS.items() if field.rsplit(".", 1)[0] == section]
+        lines += [f"## `[{section}]`", ""]
+        lines += _table(("key", "type", "default", "unit", "meaning"),
+                        [(_code(name), key.kind, key.default, key.unit, key.doc) for name, key in keys])
+        lines.append("")
+        if section == "integrator":
+            lines += ["Methods (`method`): " + "; ".join(
+                f"`{name}` ({', '.join(method.spaces)})" for name, method in METHODS.items()) + ".", "",
+                "### Method options (`[integrator]`)", ""]
+            lines += _table(("option", "methods (default)", "unit", "meaning"),
+                            [(_code(option), ", ".join(f"{name} ({method.options[option]})"
+                                                       for name, method in METHODS.items() if option in method.options),
+                              *OPTION_DOCS[option]) for option in _method_options()])
+            lines.append("")
+        if section == "ensemble":
+            lines += ["### Initial states and samplers (`initial`)", ""]
+            rows = []
+            for space in SPACES.values():
+                rows.append((space.name, ", ".join(_code(kind) for kind in initial_kinds(space)), "", "", ""))
+                for name, sampler in space.samplers.items():
+                    for key, (default, kind, doc) in sampler.options.items():
+                        allowed = " \\| ".join(kind) if isinstance(kind, tuple) else kind
+                        rows.append((space.name, _code(name), _code(key), allowed,
+                                     f"{doc} (default {default})" if default is not None else f"{doc} (required)"))
+            lines += _table(("space", "initial", "key", "type", "meaning"), rows)
+            lines.append("")
+        if section == "cluster":
+            for kind, keys in CLUSTER_KEYS.items():
+                if keys:
+                    lines += [f"### `kind = \"{kind}\"`", ""]
+                    lines += _table(("key", "type", "default", "unit", "meaning"),
+                                    [(_code(name), key.kind, key.default, key.unit, key.doc)
+                                     for name, key in keys.items()])
+                    lines.append("")
+    return "\n".join(lines)
+
+
+def _method_options() -> list[str]:
+    options = []
+    for method in METHODS.values():
+        options += [option for option in method.options if option not in options]
+    return options
+
+
+def _parsers(parser: argparse.ArgumentParser) -> dict:
+    """Subcommand name → its parser."""
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _helps(parser: argparse.ArgumentParser) -> dict:
+    """Subcommand name → its one-line help."""
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {choice.dest: choice.help for choice in action._choices_actions}
+
+
+def cli_reference() -> str:
+    """Every subcommand of ``armillary`` with its arguments and their help, from the parser itself."""
+    parser = build_parser()
+    lines = ["# Command line", "", "Generated from the argument parser of `armillary` (`armillary <command> "
+             "--help` prints the same).", ""]
+    helps = _helps(parser)
+    for name, sub in _parsers(parser).items():
+        # a fixed width: the page does not depend on the terminal that builds it
+        sub.formatter_class = functools.partial(argparse.HelpFormatter, width=100)
+        lines += [f"## `armillary {name}`", "", helps[name][0].upper() + helps[name][1:] + ".", "", "```text",
+                  sub.format_usage().strip().replace("usage: ", ""), "```", ""]
+        rows = []
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            flag = ", ".join(action.option_strings) or action.metavar or action.dest
+            takes = "" if action.nargs == 0 else (action.metavar or action.dest.upper())
+            rows.append((_code(flag), takes, action.help or ""))
+        lines += _table(("argument", "value", "meaning"), rows)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def systems_reference() -> str:
+    """Every built-in system as ``armillary systems`` lists it: space, parameters, presets, methods."""
+    lines = ["# Systems", "", "Generated from the systems' declarations (`armillary systems` prints the same).", ""]
+    for definition in SYSTEMS.values():
+        space = definition.space
+        lines += [f"## `{definition.name}`", "", definition.summary[0].upper() + definition.summary[1:] + ".", "",
+                  f"Space `{space.name}`: " + ", ".join(f"`{v.name}` ({', '.join(v.dims)}, {v.unit})"
+                                                       for v in space.variables) + ".", "",
+                  "Methods: " + ", ".join(_code(name) for name in methods_for(definition)) + ".", ""]
+        lines += _table(("parameter", "shape", "unit", "meaning"),
+                        [(_code(p.name), p.shape, p.unit, p.doc) for p in definition.parameters])
+        lines.append("")
+        if definition.presets:
+            lines += [f"- preset `{name}`: {preset().doc}" for name, preset in definition.presets.items()]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def methods_reference() -> str:
+    """Every method: order, spaces, options, status codes."""
+    lines = ["# Methods", "", "Generated from the methods' declarations.", ""]
+    lines += _table(("method", "order", "spaces", "options", "summary"),
+                    [(_code(name), method.order, ", ".join(method.spaces),
+                      ", ".join(_code(option) for option in method.options) or "none", method.summary)
+                     for name, method in METHODS.items()])
+    lines += ["", "## Status codes", "", "Each member's `status` in a result or store:", ""]
+    lines += _table(("code", "meaning"), list(STATUS_MEANINGS.items()))
+    return "\n".join(lines) + "\n"
+
+
+def store_reference() -> str:
+    """The data variables a store can hold, per space and common to all, with dims and units."""
+    lines = ["# Store variables", "", "Generated from the spaces' declarations and the store's layout. Every "
+             "store also has `<name>0`, each state variable's initial value over `member`.", ""]
+    for space in SPACES.values():
+        lines += [f"## Space `{space.name}`", ""]
+        rows = [(_code(v.name), "(member, time, " + ", ".join(v.dims) + ")", v.unit, v.long_name)
+                for v in space.variables]
+        rows += [(_code(d.name), "(member, time)", d.unit, d.long_name)
+                 for d in space.diagnostics + space.optional_diagnostics]
+        lines += _table(("variable", "dims", "unit", "meaning"), rows)
+        lines.append("")
+    lines += ["## Every space", ""]
+    lines += _table(("variable", "unit", "meaning"), [(_code(name), unit, doc) for name, (unit, doc) in COMMON_ATTRS.items()])
+    return "\n".join(lines) + "\n"
+
+
+def exit_codes_reference() -> str:
+    lines = ["# Exit codes", "", "Generated from `armillary.jobs.cli.EXIT_CODES`.", ""]
+    lines += _table(("code", "meaning"), list(EXIT_CODES.items()))
+    return "\n".join(lines) + "\n"
+
+
+def reference_pages() -> dict[str, str]:
+    """File name → Markdown text of every generated reference page."""
+    return {"spec.md": spec_reference(), "cli.md": cli_reference(), "systems.md": systems_reference(),
+            "methods.md": methods_reference(), "store.md": store_reference(), "exit-codes.md": exit_codes_reference()}
