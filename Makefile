@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test bench clean
+.PHONY: run test bench docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $@ $(VENV)/.installed
 
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $@ $(VENV)/.installed
+
 run: $(VENV)/.installed
 	$(BIN)/armillary run examples/demo.toml
 	$(BIN)/armillary run examples/demo-rk45.toml
@@ -27,7 +31,14 @@ run: $(VENV)/.installed
 # every IEEE operation at any level), which the legacy-store tests check against stores written at -O3;
 # `make run` and `make bench` keep -O3 and their own cache.
 test: $(VENV)/.installed-test
-	NUMBA_OPT=1 NUMBA_CACHE_DIR=$(CURDIR)/.numba-test-cache $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=40 tests
+	NUMBA_OPT=1 NUMBA_CACHE_DIR=$(CURDIR)/.numba-test-cache $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=40 -m "not site" tests
+
+# The docs site into docs/_build/html (warnings are errors; the gallery's scripts run), then the checks of
+# the built pages (figures load, links inside the site resolve, screenshots in headless Chromium).  The
+# kernels come from the test cache (the same bits, see above).
+docs: $(VENV)/.installed-docs
+	NUMBA_OPT=1 NUMBA_CACHE_DIR=$(CURDIR)/.numba-test-cache MPLBACKEND=Agg $(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/python -m pytest -q -m site tests/test_docs_site.py
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/kernels.py
