@@ -71,9 +71,11 @@ def lock_path(url: str) -> str:
 
 
 def read_lock(url: str) -> dict | None:
-    """The lock holder's record, or None when nobody holds the lock."""
+    """The lock holder's record, or None when nobody holds the lock; ``stale`` is True when its process is
+    gone (a run killed with -9 on this host: the next run takes the lock over)."""
     try:
         with open(lock_path(url)) as handle:
-            return json.load(handle)
+            holder = json.load(handle)
     except (OSError, ValueError):
         return None
+    return {**holder, "stale": _lock_is_stale(holder)}

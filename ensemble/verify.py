@@ -92,7 +92,7 @@ class Verification:
         """The per-variable report of ``armillary verify``."""
         done, total = int(self.done.sum()), self.done.size
         lines = [f"{self.url}: {done}/{total} segments recorded done"]
-        if self.lock:
+        if self.lock and not self.lock["stale"]:
             lines.append(f"  being written by pid {self.lock.get('pid')} on {self.lock.get('host')}: findings may be "
                          "transient")
         for check in self.arrays:

@@ -119,7 +119,10 @@ def status(args) -> int:
         if states:
             print("  slurm         " + ", ".join(f"{job} {state}" for job, state in sorted(states.items())))
         lock = s["lock"]
-        if lock:
+        if lock and lock["stale"]:
+            print(f"  not running: pid {lock['pid']} on {lock['host']} (since {lock['since']}) is gone; the next "
+                  "`armillary run` resumes and takes its lock over")
+        elif lock:
             print(f"  running: pid {lock['pid']} on {lock['host']} since {lock['since']}")
         elif not states:
             print("  not running")

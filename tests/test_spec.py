@@ -128,4 +128,14 @@ def test_concurrent_run_is_refused_and_stale_lock_taken_over(tmp_path, capsys):
         json.dump({"pid": dead.pid, "host": socket.gethostname(), "process_start": "1", "since": "then"}, handle)
     assert main(["run", spec]) == 0
     assert "taking over the stale lock" in capsys.readouterr().out
+    # status tells a dead holder from a live one
+    with open(lock_path(store), "w") as handle:
+        json.dump({"pid": dead.pid, "host": socket.gethostname(), "process_start": "1", "since": "then"}, handle)
+    assert main(["status", store]) == 0
+    assert f"not running: pid {dead.pid} on {socket.gethostname()} (since then) is gone" in capsys.readouterr().out
+    with open(lock_path(store), "w") as handle:
+        json.dump({"pid": os.getpid(), "host": socket.gethostname(), "process_start": start, "since": "now"}, handle)
+    assert main(["status", store]) == 0
+    assert f"running: pid {os.getpid()}" in capsys.readouterr().out
+    os.unlink(lock_path(store))
     assert not os.path.exists(lock_path(store))
