@@ -1,4 +1,4 @@
-"""Two spherical pendula hanging from one point, their masses joined by a spring (the README's worked example)."""
+"""Two spherical pendula hanging from one point, their masses joined by a spring (docs: own models)."""
 from armillary.model import dot, cross, norm, sqrt, exp, sin, cos, log  # noqa: F401 (the helpers a model may use)
 
 space = "sphere_product"
