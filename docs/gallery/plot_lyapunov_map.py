@@ -12,7 +12,7 @@ over the sweep with :func:`armillary.lyapunov_map`.
 # %%
 # The spec
 # --------
-# The model file is the README's worked example (``sphere_product``, two bodies, parameters m, l, g, k).
+# The model file is the own-models guide's worked example (``sphere_product``, two bodies, parameters m, l, g, k).
 # Every member starts from a random state: both unit vectors uniform on the sphere and angular velocities
 # Gaussian with a standard deviation of 2 rad/s, so each value of k sees a spread of energies and motions.
 # 11 values of k from 0 to 128 N/m, 32 members each, 100 s of ``vi`` at h = 5 ms, and a shadow displaced
