@@ -8,6 +8,7 @@ the analysis as ``ds.armillary`` (``energy_drift()``, ``drift_table()``, ``lyapu
 :mod:`armillary.ensemble.accessor`).
 """
 
+import armillary.jobs.clusters  # noqa: F401 (registers [cluster] kind = "slurm" for load_spec and run)
 from armillary.ensemble import load_model, load_spec, run
 from armillary.ensemble.analysis import energy_drift, lyapunov_map, open_store, store_summary
 from armillary.kernels import InvalidInput, Trajectory, get_system, integrate

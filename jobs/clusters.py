@@ -17,18 +17,22 @@ from armillary.kernels import InvalidInput
 from .slurm import seconds, site_for_cluster
 
 #: spec keys of a `kind = "slurm"` cluster, declared (:mod:`armillary.ensemble.spec_keys`)
-_SITE = "the site file's"
+_SITE = "the site file's, else armillary's"
 SLURM_KEY_DOCS = {
-    "site": SpecKey("string", "slurm/site.example.toml", "", "slurm: the site settings TOML (partition, account, "
-                    "time, cores, memory, setup lines, directives); the keys below override it"),
-    "partition": SpecKey("string", _SITE, "", "slurm: the partition the worker jobs go to"),
-    "account": SpecKey("string", _SITE, "", "slurm: the account charged"),
-    "walltime": SpecKey("string", _SITE, "HH:MM:SS", "slurm: each worker job's time limit; workers retire before "
-                        "it (walltime minus max(2 min, 10 %), staggered) and adaptive scaling replaces them"),
-    "cores": SpecKey("integer", _SITE, "cores", "slurm: cores per worker job (one single-threaded worker each)"),
-    "memory": SpecKey("string", _SITE, "", "slurm: memory per worker job, e.g. \"4GB\""),
-    "minimum_jobs": SpecKey("integer", _SITE, "jobs", "slurm: the adaptive scaling's lower bound"),
-    "maximum_jobs": SpecKey("integer", _SITE, "jobs", "slurm: the adaptive scaling's upper bound"),
+    "site": SpecKey("string", "none (armillary's site defaults)", "", "slurm: a site settings TOML (partition, "
+                    "account, time, cores, memory, setup lines, directives; slurm/site.example.toml documents them); "
+                    "the keys below override it"),
+    "partition": SpecKey("string", _SITE + " (SLURM's default partition)", "", "slurm: the partition the worker "
+                         "jobs go to"),
+    "account": SpecKey("string", _SITE + " (none)", "", "slurm: the account charged"),
+    "walltime": SpecKey("string", _SITE + " (01:00:00)", "HH:MM:SS", "slurm: each worker job's time limit; workers "
+                        "retire before it (walltime minus max(2 min, 10 %), staggered) and adaptive scaling replaces "
+                        "them"),
+    "cores": SpecKey("integer", _SITE + " (1)", "cores", "slurm: cores per worker job (one single-threaded worker "
+                     "each)"),
+    "memory": SpecKey("string", _SITE + " (2GB)", "", "slurm: memory per worker job, e.g. \"4GB\""),
+    "minimum_jobs": SpecKey("integer", _SITE + " (1)", "jobs", "slurm: the adaptive scaling's lower bound"),
+    "maximum_jobs": SpecKey("integer", _SITE + " (4)", "jobs", "slurm: the adaptive scaling's upper bound"),
     "worker_timeout": SpecKey("number > 0", "300", "s", "slurm: how long to wait for the first worker to join"),
 }
 #: the same keys with the TOML type the reader checks

@@ -40,7 +40,8 @@ class Links(HTMLParser):
 
 def site_pages() -> list[Path]:
     assert (SITE / "index.html").exists(), f"no built site at {SITE}: run `make docs`"
-    return sorted(SITE.rglob("*.html"))
+    # _static holds the theme's own files (Jinja templates among them), not pages of the site
+    return sorted(page for page in SITE.rglob("*.html") if "_static" not in page.relative_to(SITE).parts)
 
 
 def local_target(page: Path, url: str) -> Path | None:
