@@ -248,3 +248,21 @@ def test_lennard_jones_observables(tmp_path):
     write_report([str(tmp_path / "sphere_lj.zarr")], str(out))
     for name in ("temperature", "kinetic_energy_map", "pair_distribution"):
         assert (out / f"sphere_lj.zarr_{name}.png").stat().st_size > 10_000
+
+
+def test_angular_momentum_of_many_particles_needs_no_dense_inertia():
+    """Σ_i M_ii q_i × q̇_i for a diagonal M without forming the (n, n) matrix: equal to the dense sum at 300
+    particles (its other terms are exact zeros), and 10⁵ particles (a dense M: 75 GiB) take no more than their
+    state."""
+    from armillary.kernels import get_system
+    from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities
+
+    system = get_system("sphere_lj", m=1.0, epsilon=1.0, sigma=0.01, cutoff=0.025)
+    for n in (300, 100_000):
+        q = fibonacci_sphere(n)[None]
+        omega = thermal_velocities(q[0], 1.0, 1.0, seed=3)[None]
+        momentum = system.angular_momentum(q, omega)
+        assert momentum.shape == (1, 3)
+        if n == 300:
+            dense = np.cross(q, np.einsum("ij,mjk->mik", np.eye(n), np.cross(omega, q))).sum(axis=-2)
+            np.testing.assert_array_equal(momentum, dense)

@@ -327,7 +327,13 @@ class SystemDefinition(ParameterLookup):
         and broadcast parameters; returns (members, ..., 3)."""
         q = np.asarray(state["q"], dtype=np.float64)
         qdot = np.cross(state["omega"], q)
-        momentum = np.einsum("m...ij,m...jk->m...ik", self.inertia_at(q, params), qdot)
+        members, n = q.shape[0], q.shape[-2]
+        if self.configuration_inertia is None and self.diagonal_inertia:
+            # M_ii q̇_i alone: a dense (n, n) M of 10⁵ particles would take 75 GiB (the other terms are exact zeros)
+            mass = self.inertia(params, n).reshape((members,) + (1,) * (q.ndim - 3) + (n, 1))
+            momentum = mass * qdot
+        else:
+            momentum = np.einsum("m...ij,m...jk->m...ik", self.inertia_at(q, params), qdot)
         return np.cross(q, momentum).sum(axis=-2)
 
     def inertia_at(self, q: np.ndarray, params: dict) -> np.ndarray:
