@@ -15,6 +15,7 @@ from armillary.kernels import InvalidInput, carried_names, execution_mode, get_s
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
 from armillary.kernels.models import build_model
 from armillary.kernels.models.checks import check_states, gradient_error
+from armillary.kernels.system_parallel import cutoff_of
 
 from .initial import member_normals, shadow_directions
 from .spec import Spec
@@ -116,14 +117,21 @@ class Plan:
 
     def model_gradient_error(self, count: int) -> float:
         """A model's derived ∂V/∂q against central differences of V at ``count`` random admissible states (member
-        0's initial state moved by the space's retraction along random directions, 0.3 of its unit scale;
+        0's initial state moved by the space's retraction along random directions, 0.3 of its unit scale, or a
+        hundredth of the cutoff for a pair potential;
         :func:`~kernels.models.checks.gradient_error`), after checking every expression finite and the inertia
         positive definite there (InvalidInput otherwise)."""
         state = {name: value[0] for name, value in self.space.admit(self.initial_state(0, 1), self.n_bodies).items()}
         normals = np.random.default_rng(self.spec.seed).standard_normal((count, self.space.normal_count(self.n_bodies)))
-        moved = self.space.admit(self.space.perturb(state, normals, 0.3), self.n_bodies)
-        check_states(self.chunk_system(0, 1), moved, "the random admissible state")
-        return gradient_error(self.chunk_system(0, 1), moved)
+        system = self.chunk_system(0, 1)
+        # particles of a pair potential with a cutoff move a hundredth of it: 0.3 rad each would bring neighbours
+        # of a liquid to within 1e-3 of each other (measured on sphere_lj.py: ∂V/∂q error 3), where the pair terms
+        # are far too steep for a difference step of 1e-5 (0.01 r_c: 3e-7)
+        cutoff = cutoff_of(system, system.broadcast(1, self.n_bodies))
+        scale = 0.01 * cutoff if np.isfinite(cutoff) else 0.3
+        moved = self.space.admit(self.space.perturb(state, normals, scale), self.n_bodies)
+        check_states(system, moved, "the random admissible state")
+        return gradient_error(system, moved)
 
     @cached_property
     def method(self):

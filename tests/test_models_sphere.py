@@ -319,3 +319,17 @@ def test_forces_switch_on_by_their_parameter_values_and_a_float_zero_is_zero():
     source = (MODELS / "coupled_pendula.py").read_text()
     assert "0], [0," in source
     assert build_model(source.replace("0], [0,", "0.0], [0.0,"), "float_zero.py").diagonal_inertia
+
+
+def test_armillary_check_passes_the_pair_model_at_its_defaults(tmp_path, capsys):
+    """`armillary check` differences the Lennard-Jones pair model (642 particles of the paper preset) at states
+    moved a hundredth of the cutoff: moved 0.3 rad, neighbours came within 5e-3 of each other and the check
+    refused the file (error 3)."""
+    from armillary.jobs.cli import main
+
+    spec = tmp_path / "lj.toml"
+    spec.write_text(f'[system]\nmodel = "{MODELS / "sphere_lj.py"}"\n[integrator]\nmethod = "vi"\ndt = 0.001\n'
+                    f't_end = 0.01\n[ensemble]\nmembers = 1\n[output]\nstore = "{tmp_path / "lj.zarr"}"\n')
+    assert main(["check", str(spec)]) == 0
+    error = float(capsys.readouterr().out.split("largest error ")[1].split()[0])
+    assert error < 1e-6 and not (tmp_path / "lj.zarr").exists()
