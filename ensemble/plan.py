@@ -127,8 +127,7 @@ class Plan:
         # particles of a pair potential with a cutoff move a hundredth of it: 0.3 rad each would bring neighbours
         # of a liquid to within 1e-3 of each other (measured on sphere_lj.py: ∂V/∂q error 3), where the pair terms
         # are far too steep for a difference step of 1e-5 (0.01 r_c: 3e-7)
-        pair = getattr(system.definition, "pair", None)  # pair potentials: (S²)ⁿ systems only
-        cutoff = cutoff_of(system, system.broadcast(1, self.n_bodies)) if pair is not None else np.inf
+        cutoff = cutoff_of(system, system.broadcast(1, self.n_bodies))
         scale = 0.01 * cutoff if np.isfinite(cutoff) else 0.3
         moved = self.space.admit(self.space.perturb(state, normals, scale), self.n_bodies)
         check_states(system, moved, "the random admissible state")

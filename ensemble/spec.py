@@ -207,7 +207,7 @@ class _Section:
         return f"{self.name}.{key}"
 
     def get(self, key, kind, default=None, required=False):
-        if self.field(key) not in SPEC_KEYS and self.field(key) not in declared_fields():
+        if self.field(key) not in declared_fields():
             raise KeyError(f"spec key {self.field(key)} is read but not declared (ensemble/spec_keys.py)")
         READ_FIELDS.add(self.field(key))
         self.used.add(key)

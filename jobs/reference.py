@@ -86,16 +86,11 @@ def _method_options() -> list[str]:
     return options
 
 
-def _parsers(parser: argparse.ArgumentParser) -> dict:
-    """Subcommand name → its parser."""
+def subcommands(parser: argparse.ArgumentParser) -> dict:
+    """Subcommand name → (its parser, its one-line help)."""
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return dict(action.choices)
-
-
-def _helps(parser: argparse.ArgumentParser) -> dict:
-    """Subcommand name → its one-line help."""
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {choice.dest: choice.help for choice in action._choices_actions}
+    helps = {choice.dest: choice.help for choice in action._choices_actions}
+    return {name: (sub, helps[name]) for name, sub in action.choices.items()}
 
 
 def cli_reference() -> str:
@@ -103,11 +98,10 @@ def cli_reference() -> str:
     parser = build_parser()
     lines = ["# Command line", "", "Generated from the argument parser of `armillary` (`armillary <command> "
              "--help` prints the same).", ""]
-    helps = _helps(parser)
-    for name, sub in _parsers(parser).items():
+    for name, (sub, summary) in subcommands(parser).items():
         # a fixed width: the page does not depend on the terminal that builds it
         sub.formatter_class = functools.partial(argparse.HelpFormatter, width=100)
-        lines += [f"## `armillary {name}`", "", helps[name][0].upper() + helps[name][1:] + ".", "", "```text",
+        lines += [f"## `armillary {name}`", "", summary[0].upper() + summary[1:] + ".", "", "```text",
                   sub.format_usage().strip().replace("usage: ", ""), "```", ""]
         rows = []
         for action in sub._actions:

@@ -11,7 +11,7 @@ from armillary.ensemble import load_spec
 from armillary.ensemble.spec import READ_FIELDS, _Section, declared_fields
 from armillary.jobs.cli import EXIT_CODES, build_parser
 from armillary.jobs.clusters import SLURM_KEY_DOCS, parse_slurm_cluster
-from armillary.jobs.reference import _parsers, reference_pages
+from armillary.jobs.reference import reference_pages, subcommands
 from armillary.kernels import InvalidInput, SPACES, SYSTEMS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ def test_undeclared_keys_cannot_be_read():
 
 def test_every_cli_argument_is_in_the_cli_page_and_the_reverse():
     page = PAGES["cli.md"]
-    for name, parser in _parsers(build_parser()).items():
+    for name, (parser, _) in subcommands(build_parser()).items():
         documented = table_keys(page, f"## `armillary {name}`")
         actual = {", ".join(action.option_strings) or action.metavar or action.dest for action in parser._actions
                   if action.dest != "help"}

@@ -86,7 +86,10 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
     accelerating = [canonical[a] - sum((rates[k][a, b] * u[k] * u[b] for k in range(n) for b in range(n)),
                                        sympy.S.Zero) for a in range(n)]  # − Ṁ u
     kinetic = sum((u[a] * mass[a, c] * u[c] for a in range(n) for c in range(n)), sympy.S.Zero) / 2
-    mass_outputs = [(f"out[{a}, {c}, b]", mass[a, c]) for a in range(n) for c in range(n)]
+
+    def mass_outputs(array: str) -> list:
+        return [(f"{array}[{a}, {c}, b]", mass[a, c]) for a in range(n) for c in range(n)]
+
     autonomous = t not in set().union(*(force.free_symbols for force in forces))
     functions = [
         lane_function_source("potential", ARGUMENTS + ", out", "x.shape[1]", names, [("out[b]", potential)],
@@ -95,11 +98,10 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
                              [(f"out[{a}, b]", gradient[a]) for a in range(n)], "∂V/∂q of the model."),
         lane_function_source("energy", ARGUMENTS + ", out", "x.shape[1]", names, [("out[b]", kinetic + potential)],
                              "E = ½ uᵀ M(q) u + V(q) (J)."),
-        lane_function_source("mass_into", ARGUMENTS + ", work, out", "x.shape[1]", names, mass_outputs,
+        lane_function_source("mass_into", ARGUMENTS + ", work, out", "x.shape[1]", names, mass_outputs("out"),
                              "out (n, n, L) ← M(q) at the coordinates of x (any float or complex dtype)."),
         lane_function_source("dynamics_into", "t, " + ARGUMENTS + ", mass, rhs", "x.shape[1]", {**names, t: "t"},
-                             [(target.replace("out", "mass"), value) for target, value in mass_outputs]
-                             + [(f"rhs[{a}, b]", accelerating[a]) for a in range(n)],
+                             mass_outputs("mass") + [(f"rhs[{a}, b]", accelerating[a]) for a in range(n)],
                              "mass (n, n, L) ← M(q) and rhs (n, L) ← f − h at time t (s): M u̇ = f − h."),
         lane_function_source("generalised_force_into", "t, " + ARGUMENTS + ", out", "x.shape[1]", {**names, t: "t"},
                              [(f"out[{a}, b]", forces[a]) for a in range(n)], "Q (the model's generalised force)."),

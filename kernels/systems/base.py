@@ -155,6 +155,8 @@ class ParameterLookup:
     #: the status codes (:mod:`kernels.status`) its kernels set beyond the method's (a flat system's
     #: ``system_admissible``; a subclass declares them as a field)
     statuses: tuple = ()
+    #: the short-range pair potential of a particle system (:class:`PairPotential`, (S²)ⁿ only); None for the rest
+    pair = None
     #: where a system derived from a user's model file came from (:class:`~kernels.models.ModelInfo`);
     #: None for the built-ins
     model = None
