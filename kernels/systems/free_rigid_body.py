@@ -43,4 +43,5 @@ DEFINITION = RigidBodyDefinition(
     momentum=spatial_angular_momentum,
     momentum_doc="spatial angular momentum Σ R J Ω (all three components)",
     check=lambda params: check_inertia(params["inertia"]),
+    revision=2,  # 2: lgvi without momentum drift (Π = JΩ exact, Ω = J⁻¹Π refined) and a second-order first guess
 )

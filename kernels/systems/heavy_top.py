@@ -114,4 +114,5 @@ DEFINITION = RigidBodyDefinition(
     momentum=_vertical_momentum,
     momentum_doc="component of the spatial angular momentum R J Ω along gravity",
     check=_check,
+    revision=2,  # 2: lgvi without momentum drift (Π = JΩ exact, Ω = J⁻¹Π refined) and a second-order first guess
 )

@@ -73,11 +73,11 @@ def inertia_parameter(doc: str) -> Parameter:
 
 
 def inertia_header(inertia: np.ndarray) -> np.ndarray:
-    """(members, 28 n): J_i, J_i⁻¹, adj J_i (row-major) and det J_i of each body.  lgvi applies J⁻¹ as
-    adj(J) x / det J (:func:`inverse_inertia_times`): dividing rounds differently for every x, while
-    multiplying by the stored J⁻¹ rounds the same way every step (J J⁻¹ ≠ I in floats) and, through
-    Π = JΩ at the next step, drifted lgvi's conserved momentum linearly (2e-11 relative over 10⁶ steps
-    of heavy_top chaotic).  Euler's equations (the Runge–Kutta baselines) multiply by J⁻¹."""
+    """(members, 28 n): J_i, J_i⁻¹, adj J_i (row-major) and det J_i of each body.  Euler's equations (the
+    Runge–Kutta baselines) multiply by J⁻¹; lgvi multiplies by it too and refines the product with an exact
+    residual (:mod:`kernels.integrators.lgvi`: applying J⁻¹ as a product, as adj(J) x / det J, or any other
+    way that rounds once from a Π on the double grid drifts its conserved momentum linearly).  No built-in
+    method reads adj J and det J any more; the rows stay so that the header's layout does not change."""
     members, n = inertia.shape[:2]
     j = inertia
     adjugate = np.stack([
@@ -106,14 +106,6 @@ def matrix3_times(rows, j, b, x0, x1, x2):
 def inertia_times(coef, j, b, x0, x1, x2):
     """J x for the body whose header starts at row j, lane b (J Ω = Π, kg·m²/s)."""
     return matrix3_times(coef, j, b, x0, x1, x2)
-
-
-@lane_function
-def inverse_inertia_times(coef, j, b, x0, x1, x2):
-    """J⁻¹ x = adj(J) x / det J for the body whose header starts at row j, lane b (see inertia_header)."""
-    a0, a1, a2 = inertia_times(coef, j + 18, b, x0, x1, x2)
-    det = coef[j + 27, b]
-    return a0 / det, a1 / det, a2 / det
 
 
 def motion_header(matrices: np.ndarray) -> np.ndarray:
