@@ -51,6 +51,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/midpoint_energy.py
 	$(BIN)/python benchmarks/rolling.py
 	$(BIN)/python benchmarks/models.py
+	$(BIN)/python benchmarks/chaos.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs

@@ -10,8 +10,8 @@ the analysis as ``ds.armillary`` (``energy_drift()``, ``drift_table()``, ``lyapu
 
 import armillary.jobs.clusters  # noqa: F401 (registers [cluster] kind = "slurm" for load_spec and run)
 from armillary.ensemble import load_model, load_spec, run
-from armillary.ensemble.analysis import energy_drift, lyapunov_map, open_store, store_summary
+from armillary.ensemble.analysis import chaos_table, energy_drift, lyapunov_map, open_store, store_summary
 from armillary.kernels import InvalidInput, Trajectory, get_system, integrate
 
 __all__ = ["get_system", "load_model", "integrate", "run", "load_spec", "open_store", "store_summary", "energy_drift",
-           "lyapunov_map", "InvalidInput", "Trajectory"]
+           "lyapunov_map", "chaos_table", "InvalidInput", "Trajectory"]

@@ -13,6 +13,7 @@ from armillary.kernels.systems import system_definition
 
 from . import accessor  # noqa: F401 (registers the ds.armillary accessor)
 from .clusters import RunFailed
+from .analysis import open_store
 from .execute import execute, execute_array_task
 from .lock import StoreError, run_lock
 from .plan import Plan
@@ -87,7 +88,7 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
             execute(plan, stream)
     except StoreError as error:
         raise InvalidInput("output.store", str(error)) from None
-    return xr.open_zarr(spec.store)
+    return open_store(spec.store)
 
 
 def run_array_task(spec: Spec, index: int, size: int, stream=None) -> bool:

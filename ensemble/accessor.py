@@ -15,7 +15,7 @@ from armillary.kernels.errors import InvalidInput
 from armillary.kernels.spaces import SPHERE_PRODUCT
 
 from .analysis import (
-    GROWTH_BATCHES, QUANTILES, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
+    GROWTH_BATCHES, QUANTILES, chaos_table, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
     lyapunov_summary, momentum_error, pair_distribution, particle_points, quantile_envelope, relative_energy_error,
     store_space, store_summary, sweep_coordinates,
 )
@@ -127,6 +127,16 @@ class ArmillaryAccessor:
             raise InvalidInput("dataset", "ds.armillary.lyapunov_map() needs a store that sweeps a parameter "
                                "(its members all share one point); ds.armillary.lyapunov() summarises them")
         return lyapunov_map(ds)
+
+    def chaos_table(self) -> xr.Dataset:
+        """The chaos indicators the store holds, per sweep point (a ``point`` of size 1 without sweeps): medians
+        of λ and MEGNO ⟨Y⟩ with 95 % intervals and 5/95 % quantiles, the chaotic fraction with its interval,
+        SALI's median, the spectrum's medians per exponent.  :func:`.analysis.chaos_table`."""
+        ds = self._require("chaos_table")
+        if not any(name in ds for name in ("lyapunov", "lyapunov_spectrum", "megno_final", "sali")):
+            raise InvalidInput("dataset", "ds.armillary.chaos_table() needs a chaos indicator in the store; run the "
+                               "spec with [analysis] lyapunov, lyapunov_spectrum, megno or sali")
+        return chaos_table(ds)
 
     def summary(self, burn_in: float | None = None) -> dict:
         """The store's headline numbers as plain floats, the report's table row: energy error statistics

@@ -15,6 +15,8 @@ The offset (the mean error over the window) is reported beside the rate, since a
 
 from __future__ import annotations
 
+import json
+
 import dask.array as da
 import numpy as np
 import xarray as xr
@@ -36,10 +38,19 @@ QUANTILE_BLOCK_BYTES = 64 * 2 ** 20
 CHAOS_THRESHOLD_FACTOR = 10.0
 
 
-def open_store(url: str, damaged=()) -> xr.Dataset:
+def until_members(until: dict) -> np.ndarray:
+    """The members an ``[ensemble] until`` run holds after its ``batches`` batches: the first
+    batches·batch of each sweep point's block of ``per_point``."""
+    taken = until["batches"] * until["batch"]
+    return np.concatenate([p * until["per_point"] + np.arange(taken) for p in range(until["points"])])
+
+
+def open_store(url: str, damaged=(), until: dict | None = None) -> xr.Dataset:
     """The store at ``url`` as a lazy Dataset.  ``damaged``: (variable, chunk index) pairs known to
     fail their checksums (from :func:`ensemble.verify.verify`), read as NaN (−1 for integer
-    variables: an unknown status) instead of raising when a computation reaches them."""
+    variables: an unknown status) instead of raising when a computation reaches them.  A run sized by
+    ``[ensemble] until`` is opened with the members of the batches its rule has evaluated (its attribute
+    ``until``, or ``until`` given), so it reads as a fixed-size run of those members."""
     ds = xr.open_zarr(url)
     bad: dict[str, set] = {}
     for name, chunk in damaged:
@@ -59,7 +70,8 @@ def open_store(url: str, damaged=()) -> xr.Dataset:
 
         masked = da.map_blocks(block, chunks=source.chunks, dtype=source.dtype, meta=np.array((), source.dtype))
         ds[name] = ds[name].copy(data=masked)
-    return ds
+    until = until or (json.loads(ds.attrs["until"]) if "until" in ds.attrs else None)
+    return ds if until is None else ds.isel(member=until_members(until))
 
 
 def relative_energy_error(ds: xr.Dataset) -> xr.DataArray:
@@ -389,3 +401,163 @@ def pair_distribution(points: np.ndarray, bins: int = 90, max_particles: int = 4
     counts, _ = np.histogram(angles, edges)
     expected = len(angles) * (np.cos(edges[:-1]) - np.cos(edges[1:])) / 2
     return (edges[:-1] + edges[1:]) / 2, counts / expected
+
+
+# ----------------------------------------------------------------------------------- chaos indicators
+
+#: the normal quantile of two-sided 95 % intervals
+Z_975 = 1.959963984540054
+#: what ``[ensemble] until`` can stop on: statistic → (the per-member quantity it is taken of, the store
+#: variable that quantity needs, its kind: the median of the values or the fraction of true flags)
+STATISTICS = {
+    "median_lyapunov": ("finite-time maximal Lyapunov exponent λ (1/s)", "lyapunov", "median"),
+    "chaotic_fraction": ("λ above the chaos threshold, 10 / t_end", "lyapunov", "fraction"),
+    "median_megno": ("MEGNO ⟨Y⟩ at the end of the run", "megno_final", "median"),
+    "median_drift": ("energy drift rate (1/s) after the burn-in, half the run", "energy", "median"),
+}
+
+
+def median_interval(values: np.ndarray) -> tuple[float, float, float]:
+    """(median, low, high) of the finite ``values``: the distribution-free 95 % interval of the median
+    from the order statistics of ranks ⌊n/2 − 1.96 √n/2⌋ and ⌈1 + n/2 + 1.96 √n/2⌉ (1-based; the normal
+    approximation of the binomial, Conover, Practical Nonparametric Statistics, §3.2); its
+    coverage needs no assumption about the values' distribution and no resampling, so the same values
+    always give the same interval).  NaN bounds for fewer than 2 values."""
+    values = np.sort(np.asarray(values, dtype=np.float64)[np.isfinite(values)])
+    n = values.size
+    if n < 2:
+        return (float(values[0]) if n else np.nan), np.nan, np.nan
+    spread = Z_975 * np.sqrt(n) / 2
+    low = max(int(np.floor(n / 2 - spread)), 1)
+    high = min(int(np.ceil(n / 2 + spread)) + 1, n)
+    return float(np.median(values)), float(values[low - 1]), float(values[high - 1])
+
+
+def fraction_interval(flags: np.ndarray) -> tuple[float, float, float]:
+    """(fraction, low, high) of true ``flags``: Wilson's 95 % score interval (good at fractions near 0 and 1)."""
+    flags = np.asarray(flags, dtype=bool)
+    n = flags.size
+    if n == 0:
+        return np.nan, np.nan, np.nan
+    p = float(flags.mean())
+    denominator = 1 + Z_975 ** 2 / n
+    centre = (p + Z_975 ** 2 / (2 * n)) / denominator
+    half = Z_975 * np.sqrt(p * (1 - p) / n + Z_975 ** 2 / (4 * n * n)) / denominator
+    return p, max(centre - half, 0.0), min(centre + half, 1.0)
+
+
+def member_values(ds: xr.Dataset, statistic: str) -> np.ndarray:
+    """The per-member quantity ``statistic`` is taken of (see :data:`STATISTICS`), (members,): λ, whether
+    λ exceeds the chaos threshold (NaN where λ is not finite), ⟨Y⟩ at the end, or the energy drift rate."""
+    if statistic not in STATISTICS:
+        raise InvalidInput("statistic", f"unknown statistic {statistic!r}; allowed: {', '.join(STATISTICS)}")
+    variable = STATISTICS[statistic][1]
+    if variable not in ds:
+        raise InvalidInput("statistic", f"{statistic} needs {variable!r} in the store")
+    if statistic == "median_drift":
+        return energy_drift(ds).drift_rate.values
+    values = ds[variable].values
+    if statistic == "chaotic_fraction":
+        return np.where(np.isfinite(values), values > chaos_threshold(ds), np.nan)
+    return values
+
+
+def _sweep_groups(ds: xr.Dataset) -> tuple[list[str], list[tuple[tuple, np.ndarray]]]:
+    """The sweep coordinates and, per grid point in order, (its coordinate values, its members' indices);
+    one group of every member for a store without sweeps."""
+    sweeps = sweep_coordinates(ds)
+    if not sweeps:
+        return [], [((), np.arange(ds.sizes["member"]))]
+    keys = list(zip(*(ds[name].values for name in sweeps)))
+    groups: dict[tuple, list[int]] = {}
+    for index, key in enumerate(keys):
+        groups.setdefault(key, []).append(index)
+    return sweeps, [(key, np.asarray(members)) for key, members in groups.items()]
+
+
+def _interval_of(kind: str, values: np.ndarray) -> tuple[float, float, float]:
+    if kind == "fraction":
+        return fraction_interval(values[np.isfinite(values)] > 0.5)
+    return median_interval(values)
+
+
+def statistic_intervals(ds: xr.Dataset, statistic: str) -> list[dict]:
+    """Per sweep point (the whole ensemble without sweeps): its coordinates (``point``), the statistic's
+    ``estimate`` with its 95 % interval (``low``, ``high``; :func:`median_interval`,
+    :func:`fraction_interval`) and ``members``: what ``[ensemble] until`` stops on."""
+    values = member_values(ds, statistic)
+    kind = STATISTICS[statistic][2]
+    sweeps, groups = _sweep_groups(ds)
+    out = []
+    for key, members in groups:
+        estimate, low, high = _interval_of(kind, values[members])
+        out.append({"point": dict(zip(sweeps, (float(v) for v in key))), "estimate": estimate, "low": low,
+                    "high": high, "members": int(members.size)})
+    return out
+
+
+#: chaos_table's per-member quantities: variable → (the table's name, units, long name)
+CHAOS_QUANTITIES = {
+    "lyapunov": ("lyapunov", "1/s", "finite-time maximal Lyapunov exponent"),
+    "megno_final": ("megno", "1", "MEGNO <Y> at the end of the run"),
+}
+
+
+def chaos_table(ds: xr.Dataset) -> xr.Dataset:
+    """The chaos indicators a store holds, per sweep point (one dimension per sweep coordinate; a
+    ``point`` of size 1 without sweeps): for λ and MEGNO the median with its 95 % interval
+    (``median_<x>``, ``median_<x>_low``/``_high``) and the 5 % and 95 % quantiles (``<x>_05``, ``<x>_95``);
+    the chaotic fraction (λ > 10 / t_end) with its Wilson interval; SALI's median at the end; and the
+    spectrum's median per exponent with its interval (dimension ``exponent``)."""
+    sweeps, groups = _sweep_groups(ds)
+    rows: dict[str, list] = {}
+
+    def add(name, value):
+        rows.setdefault(name, []).append(value)
+
+    spectrum = ds.lyapunov_spectrum.values if "lyapunov_spectrum" in ds else None
+    sali = ds.sali.isel(time=-1).values if "sali" in ds else None
+    for _, members in groups:
+        for variable, (name, _, _) in CHAOS_QUANTITIES.items():
+            if variable not in ds:
+                continue
+            values = ds[variable].values[members]
+            median, low, high = median_interval(values)
+            finite = values[np.isfinite(values)]
+            q05, q95 = np.quantile(finite, (0.05, 0.95)) if finite.size else (np.nan, np.nan)
+            for suffix, value in (("", median), ("_low", low), ("_high", high)):
+                add(f"median_{name}{suffix}", value)
+            add(f"{name}_05", q05)
+            add(f"{name}_95", q95)
+        if "lyapunov" in ds:
+            fraction, low, high = _interval_of("fraction", member_values(ds, "chaotic_fraction")[members])
+            for suffix, value in (("", fraction), ("_low", low), ("_high", high)):
+                add(f"chaotic_fraction{suffix}", value)
+        if sali is not None:
+            add("median_sali", float(np.nanmedian(sali[members])) if np.isfinite(sali[members]).any() else np.nan)
+        if spectrum is not None:
+            intervals = np.array([median_interval(spectrum[members, j]) for j in range(spectrum.shape[1])])
+            for column, suffix in enumerate(("", "_low", "_high")):
+                add(f"median_spectrum{suffix}", intervals[:, column])
+        add("members", members.size)
+    if sweeps:
+        index = {name: np.array([key[k] for key, _ in groups]) for k, name in enumerate(sweeps)}
+        dims = ("point",)
+        coords = {name: ("point", values) for name, values in index.items()}
+    else:
+        dims, coords = ("point",), {}
+    data = {}
+    for name, values in rows.items():
+        values = np.asarray(values)
+        data[name] = (dims + ("exponent",) * (values.ndim - 1), values)
+    table = xr.Dataset(data, coords=coords)
+    if sweeps:  # one dimension per swept coordinate
+        table = table.set_index(point=sweeps).unstack("point")
+    for variable, (name, unit, long_name) in CHAOS_QUANTITIES.items():
+        for key in (f"median_{name}", f"median_{name}_low", f"median_{name}_high", f"{name}_05", f"{name}_95"):
+            if key in table:
+                table[key].attrs.update(units=unit, long_name=f"{key.replace('_', ' ')}: {long_name}")
+    if "median_spectrum" in table:
+        table["median_spectrum"].attrs.update(units="1/s", long_name="median finite-time Lyapunov exponents")
+    table.attrs["interval"] = "95 %: medians from order statistics, fractions by Wilson's score"
+    return table

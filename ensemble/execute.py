@@ -3,13 +3,16 @@ store (never through the client), progress on the terminal."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 import uuid
 
+import numpy as np
 from distributed import as_completed
 
+from .analysis import open_store, statistic_intervals
 from .clusters import RunFailed, dask_client
 from .plan import Plan
 from .segment import load_kernel, run_segment
@@ -90,15 +93,21 @@ def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
 
 def execute(plan: Plan, stream) -> None:
     """Run every pending (chunk, segment) of ``plan`` on the spec's cluster (timings land in the
-    store's completion records).  Raises RunFailed if a task fails (its error message included)."""
+    store's completion records); with ``[ensemble] until``, batch by batch until the rule holds (see
+    :func:`until_batches`).  Raises RunFailed if a task fails (its error message included)."""
     store = RunStore(plan.spec.store)
     done = store.done_grid()
     segments = plan.segments
     work = plan.work
-    total, already = int(work.sum()), int(work[done].sum())
     pending = int(done.size - done.sum())
-    print(f"armillary: {plan.spec.members} members × {plan.spec.n_steps} steps in {len(plan.chunks)} chunks × "
-          f"{len(segments)} segments; {done.size - pending} segments already done, {pending} to run", file=stream)
+    until = plan.spec.until
+    if until is None:
+        print(f"armillary: {plan.spec.members} members × {plan.spec.n_steps} steps in {len(plan.chunks)} chunks × "
+              f"{len(segments)} segments; {done.size - pending} segments already done, {pending} to run", file=stream)
+    else:
+        print(f"armillary: up to {plan.spec.members} members × {plan.spec.n_steps} steps, {until['batch']} more per "
+              f"sweep point until {until['statistic']} is known within ± {until['half_width']:g} at every point",
+              file=stream)
     if pending == 0:
         return
     if plan.spec.cluster["kind"] == "local" and plan.mode == "ensemble":
@@ -108,22 +117,77 @@ def execute(plan: Plan, stream) -> None:
     run_id = uuid.uuid4().hex[:8]
     with dask_client(plan.spec.cluster, kernel_threads(plan)) as client:
         print(f"armillary: dashboard {client.dashboard_link}", file=stream, flush=True)
-        futures = []
-        for c in range(len(plan.chunks)):
-            previous = None
-            for j in range(len(segments)):
-                if done[c, j]:
-                    continue
-                previous = client.submit(run_segment, plan, c, j, previous, key=f"segment-{run_id}-{c}-{j}")
-                futures.append(previous)
-        progress = Progress(total, already, stream)
-        try:
-            for future in as_completed(futures):
-                if future.status == "error":
-                    raise RunFailed(f"task {future.key} failed: {future.exception()!r}")
-                progress.advance(future.result()[0])
-        except BaseException:
-            client.cancel(futures)
-            raise
+        if until is None:
+            _run_chunks(client, plan, range(len(plan.chunks)), done, run_id, Progress(int(work.sum()),
+                                                                                          int(work[done].sum()), stream))
+            return
+        for batch, chunks in enumerate(until_batches(plan)):
+            chunk_work = work[chunks]
+            _run_chunks(client, plan, chunks, done, run_id, Progress(int(chunk_work.sum()),
+                                                                     int(chunk_work[done[chunks]].sum()), stream))
+            state = record_until(plan, batch + 1)
+            _print_until(state, stream)
+            if state["stopped"]:
+                return
 
 
+def _run_chunks(client, plan: Plan, chunks, done, run_id: str, progress: Progress) -> None:
+    """Submit every pending segment of ``chunks`` (chained per chunk) and wait for them all."""
+    futures = []
+    for c in chunks:
+        previous = None
+        for j in range(len(plan.segments)):
+            if done[c, j]:
+                continue
+            previous = client.submit(run_segment, plan, c, j, previous, key=f"segment-{run_id}-{c}-{j}")
+            futures.append(previous)
+    try:
+        for future in as_completed(futures):
+            if future.status == "error":
+                raise RunFailed(f"task {future.key} failed: {future.exception()!r}")
+            progress.advance(future.result()[0])
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def until_batches(plan: Plan) -> list[np.ndarray]:
+    """The chunk indices of each batch of an ``until`` run, in order: batch b holds members
+    p·M/P + [b·batch, (b+1)·batch) of every sweep point p (M members at most, P points), so members keep
+    their global ids (and seeds) whatever size the run stops at."""
+    until, spec = plan.spec.until, plan.spec
+    per_point = spec.members // spec.sweep_points
+    width = until["batch"] // spec.chunk
+    return [np.concatenate([np.arange(width) + (p * per_point + b * until["batch"]) // spec.chunk
+                            for p in range(spec.sweep_points)])
+            for b in range(per_point // until["batch"])]
+
+
+def record_until(plan: Plan, batches: int) -> dict:
+    """Evaluate the ``until`` rule over the first ``batches`` batches and record it in the store's attribute
+    ``until`` (which :func:`.analysis.open_store` selects the members by and ``armillary status`` shows)."""
+    until, spec = plan.spec.until, plan.spec
+    per_point = spec.members // spec.sweep_points
+    state = {"batches": batches, "batch": until["batch"], "per_point": per_point, "points": spec.sweep_points,
+             "statistic": until["statistic"], "half_width": until["half_width"]}
+    ds = open_store(spec.store, until=state)
+    intervals = statistic_intervals(ds, until["statistic"])
+    known = all(np.isfinite(i["high"] - i["low"]) and (i["high"] - i["low"]) / 2 <= until["half_width"]
+                for i in intervals)
+    state.update(members=int(ds.sizes["member"]), intervals=intervals,
+                 stopped=bool(known or batches * until["batch"] >= per_point),
+                 reason="known" if known else "max_members" if batches * until["batch"] >= per_point else "")
+    RunStore(spec.store).set_attribute("until", json.dumps(state))
+    return state
+
+
+def _print_until(state: dict, stream) -> None:
+    for interval in state["intervals"]:
+        where = ", ".join(f"{name} = {value:g}" for name, value in interval["point"].items()) or "all members"
+        half = (interval["high"] - interval["low"]) / 2
+        print(f"armillary: {state['members']} members: {state['statistic']} {interval['estimate']:.4g} "
+              f"[{interval['low']:.4g}, {interval['high']:.4g}] (± {half:.3g}, target ± {state['half_width']:g}) at "
+              f"{where}", file=stream)
+    if state["stopped"]:
+        print("armillary: stopping: " + ("the statistic is known at every point" if state["reason"] == "known" else
+                                         "max_members reached before the rule held"), file=stream, flush=True)

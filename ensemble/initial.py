@@ -50,8 +50,9 @@ def _fill_normals(key, ids, out):
                 out[r, 2 * p + 1] = radius * np.sin(angle)
 
 
-#: independent streams of random numbers per member: initial conditions, Benettin shadow directions
-INITIAL_STREAM, SHADOW_STREAM = 0, 1
+#: independent streams of random numbers per member: initial conditions, Benettin shadow directions, the
+#: directions of a spectrum's further shadows
+INITIAL_STREAM, SHADOW_STREAM, SPECTRUM_STREAM = 0, 1, 2
 
 
 def member_normals(seed: int, member_ids, count: int, stream: int = INITIAL_STREAM) -> np.ndarray:
@@ -69,3 +70,9 @@ def shadow_directions(count: int, member_ids, seed: int) -> np.ndarray:
     """(members, count) standard normals for each member's Benettin shadow displacement, from the
     member's own seed in a stream of its own."""
     return member_normals(seed, member_ids, count, SHADOW_STREAM)
+
+
+def spectrum_directions(count: int, member_ids, seed: int) -> np.ndarray:
+    """(members, count) standard normals for the displacements of each member's shadows beyond the first
+    (a spectrum's), in a stream of their own, so the first shadow's are those of a lone Benettin shadow."""
+    return member_normals(seed, member_ids, count, SPECTRUM_STREAM)

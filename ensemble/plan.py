@@ -17,7 +17,7 @@ from armillary.kernels.models import build_model
 from armillary.kernels.models.checks import check_states, gradient_error
 from armillary.kernels.system_parallel import cutoff_of
 
-from .initial import member_normals, shadow_directions
+from .initial import member_normals, shadow_directions, spectrum_directions
 from .spec import Spec
 
 
@@ -105,6 +105,11 @@ class Plan:
         if found != n:
             raise InvalidInput("ensemble.path", f"initial state has {found} bodies, expected {n}")
         self.space.admit(state, n)  # refuses a state off the manifold now, naming the variable
+        spectrum = self.spec.lyapunov_spectrum
+        if spectrum is not None and spectrum["count"] > self.space.tangent_dimension(n):
+            raise InvalidInput("analysis.lyapunov_spectrum.count", f"must be at most the dimension of "
+                               f"{self.spec.system}'s tangent space with {n} bodies, "
+                               f"{self.space.tangent_dimension(n)}, got {spectrum['count']}")
         if self.system.definition.model is not None:  # a model's expressions, finite and SPD at the first chunk's states
             first = min(self.spec.chunk, self.spec.members)
             check_states(self.chunk_system(0, first), self.space.admit(self.initial_state(0, first), n))
@@ -113,7 +118,7 @@ class Plan:
         if optional & set(self.spec.variables) and self.mode != "system":
             raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "
                                "measured by the system-parallel mode only: one member of a pair system with a finite "
-                               "cutoff, method vi, no [analysis] lyapunov")
+                               "cutoff, method vi, no [analysis] indicators")
 
     def model_gradient_error(self, count: int) -> float:
         """A model's derived ∂V/∂q against central differences of V at ``count`` random admissible states (member
@@ -169,7 +174,7 @@ class Plan:
         """How the kernels run each chunk: "system" (one large member, parallel inside each step, on all
         of its worker's cores) or "ensemble" (members in parallel, one core per worker)."""
         return execution_mode(self.chunk_system(0, 1), self.spec.method, self.spec.members, self.n_bodies,
-                              self.spec.lyapunov is not None, **self.spec.options)
+                              self.spec.shadows is not None, **self.spec.options)
 
     @property
     def samples(self) -> int:
@@ -264,11 +269,16 @@ class Plan:
         return {name: np.repeat(value[np.newaxis], stop - first, axis=0) for name, value in state.items()}
 
     def initial_shadow(self, first: int, stop: int, state: dict) -> Shadow:
-        """Benettin shadows of members [first, stop) at ``state``, displaced by the spec's d0 along
-        directions drawn from each member's seed (``[analysis] lyapunov``), by the space's retraction."""
-        lyapunov = self.spec.lyapunov
-        directions = shadow_directions(self.space.normal_count(self.n_bodies), np.arange(first, stop), self.spec.seed)
-        return displaced_shadow(self.space, state, directions, lyapunov["d0"], lyapunov["renormalise_every"])
+        """The shadows of members [first, stop) at ``state`` for the spec's indicators, displaced by d0 along
+        directions drawn from each member's seed (the first shadow's as a lone Benettin shadow's, the
+        others' from a stream of their own), by the space's retraction."""
+        shadows, ids = self.spec.shadows, np.arange(first, stop)
+        normals = self.space.normal_count(self.n_bodies)
+        directions = np.empty((stop - first, shadows["count"], normals))
+        directions[:, 0] = shadow_directions(normals, ids, self.spec.seed)
+        directions[:, 1:] = spectrum_directions(normals * (shadows["count"] - 1), ids, self.spec.seed).reshape(
+            stop - first, shadows["count"] - 1, normals)
+        return displaced_shadow(self.space, state, directions, shadows["d0"], shadows["renormalise_every"])
 
     def file_state(self, first: int, stop: int) -> dict:
         """Members [first, stop) of ``ensemble.path``: a .npz with ``<name>0`` for each state variable

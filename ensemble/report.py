@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from .analysis import (  # noqa: E402
-    analyse_store, diagnostic_names, face_kinetic_energy, headline_diagnostic, kinetic_temperature, lyapunov_map,
-    open_store, pair_distribution, particle_points, quantile_envelope, store_plan, sweep_coordinates,
+    analyse_store, chaos_table, diagnostic_names, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
+    lyapunov_map, open_store, pair_distribution, particle_points, quantile_envelope, store_plan, sweep_coordinates,
 )
 
 #: (column heading, summary key, format) of the headline table
@@ -178,6 +178,7 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
     chaotic = [(label, ds, s) for label, ds, s in zip(labels, datasets, summaries) if "lyapunov" in ds]
     if chaotic:
         figures += lyapunov_figures(chaotic, out)
+    figures += indicator_figures([(label, ds) for label, ds in zip(labels, datasets)], out)
     for label, ds in zip(labels, datasets):
         if "spec" in ds.attrs and store_plan(ds).space.path in ds:
             figures.append(path_figure(ds, store_plan(ds).space.path, label, out))
@@ -241,18 +242,80 @@ def lyapunov_figures(stores: list[tuple[str, xr.Dataset, dict]], out: str) -> li
         sweeps = sweep_coordinates(ds)
         if not sweeps:
             continue
-        grid = lyapunov_map(ds).median_lyapunov
-        grid = grid.median([name for name in sweeps[2:]]) if len(sweeps) > 2 else grid
-        fig, ax = plt.subplots(figsize=(6, 4.5))
-        if grid.ndim == 1:
-            grid.plot(ax=ax, marker="o")
-            ax.set_ylabel("median λ (1/s)")
-        else:
-            grid.plot(ax=ax, x=sweeps[1], y=sweeps[0], cbar_kwargs={"label": "median λ (1/s)"})
-        ax.set_title(f"{label}: λ over the sweep")
-        name = f"{label}_lyapunov_map.png"
-        _save(fig, os.path.join(out, name))
-        figures.append((name, f"{label}: median Lyapunov exponent over the swept parameters"))
+        figures.append(_sweep_map(lyapunov_map(ds).median_lyapunov, sweeps, "median λ (1/s)",
+                                  f"{label}: λ over the sweep", os.path.join(out, f"{label}_lyapunov_map.png"),
+                                  f"{label}: median Lyapunov exponent over the swept parameters"))
+    return figures
+
+
+def _sweep_map(grid: xr.DataArray, sweeps: list[str], quantity: str, title: str, path: str,
+               caption: str) -> tuple[str, str]:
+    """A median over the sweep grid: a line over one sweep coordinate, else a map over the first two (the
+    median over the others); saved to ``path``, returned as (file name, caption)."""
+    grid = grid.median(sweeps[2:]) if len(sweeps) > 2 else grid
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    if grid.ndim == 1:
+        grid.plot(ax=ax, marker="o")
+        ax.set_ylabel(quantity)
+    else:
+        grid.plot(ax=ax, x=sweeps[1], y=sweeps[0], cbar_kwargs={"label": quantity})
+    ax.set_title(title)
+    _save(fig, path)
+    return os.path.basename(path), caption
+
+
+def indicator_figures(stores: list[tuple[str, xr.Dataset]], out: str) -> list[tuple[str, str]]:
+    """For stores with a spectrum: each exponent's distribution over members (one histogram panel per
+    store); with MEGNO or SALI: their time series for the most regular and the most chaotic members (by
+    the final ⟨Y⟩, else the final SALI) and the median; for swept stores with MEGNO, the map of the median
+    final ⟨Y⟩ over the first two sweep coordinates."""
+    figures = []
+    spectra = [(label, ds) for label, ds in stores if "lyapunov_spectrum" in ds]
+    if spectra:
+        fig, axes = plt.subplots(1, len(spectra), figsize=(6.5 * len(spectra), 4), squeeze=False)
+        for ax, (label, ds) in zip(axes[0], spectra):
+            values = ds.lyapunov_spectrum.values
+            for j in range(values.shape[1]):
+                finite = values[:, j][np.isfinite(values[:, j])]
+                if finite.size:
+                    ax.hist(finite, bins=30, alpha=0.6, label=f"λ{j + 1}: median {np.median(finite):.3g}")
+            ax.set_xlabel("finite-time Lyapunov exponent (1/s)")
+            ax.set_ylabel("members")
+            ax.set_title(f"{label}: Lyapunov spectrum over {values.shape[0]} members")
+            ax.legend(fontsize=7)
+        _save(fig, os.path.join(out, "spectrum.png"))
+        figures.append(("spectrum.png", "Lyapunov spectra: each exponent's distribution over members"))
+    series = [(label, ds, name) for label, ds in stores for name in ("megno", "sali") if name in ds]
+    if series:
+        fig, axes = plt.subplots(1, len(series), figsize=(6.5 * len(series), 4), squeeze=False)
+        for ax, (label, ds, name) in zip(axes[0], series):
+            values = ds[name].values
+            ranking = ds.megno.values[:, -1] if "megno" in ds else -np.log10(ds.sali.values[:, -1])
+            order = np.argsort(np.where(np.isfinite(ranking), ranking, np.inf))
+            t = ds.time.values
+            for members, tag, colour in ((order[:3], "most regular", "tab:blue"), (order[::-1][:3], "most chaotic",
+                                                                                    "tab:red")):
+                for k, m in enumerate(members):
+                    ax.plot(t, values[m], color=colour, linewidth=1, label=f"{tag} (member {m})" if k == 0 else None)
+            median = np.full(t.size, np.nan)
+            known = np.isfinite(values).any(axis=0)  # MEGNO is NaN before the first renormalisation
+            median[known] = np.nanmedian(values[:, known], axis=0)
+            ax.plot(t, median, color="black", linewidth=1.5, label="median")
+            if name == "sali":
+                ax.set_yscale("log")
+            ax.set_xlabel("time t (s)")
+            ax.set_ylabel("MEGNO ⟨Y⟩" if name == "megno" else "SALI")
+            ax.set_title(f"{label}: {'MEGNO (→ 2 regular, ∝ λt/2 chaotic)' if name == 'megno' else 'SALI (→ 0 chaotic)'}")
+            ax.legend(fontsize=7)
+        _save(fig, os.path.join(out, "megno_sali.png"))
+        figures.append(("megno_sali.png", "MEGNO and SALI over time: the most regular and most chaotic members"))
+    for label, ds in stores:
+        sweeps = sweep_coordinates(ds)
+        if "megno_final" not in ds or not sweeps:
+            continue
+        figures.append(_sweep_map(chaos_table(ds).median_megno, sweeps, "median MEGNO ⟨Y⟩",
+                                  f"{label}: MEGNO over the sweep", os.path.join(out, f"{label}_megno_map.png"),
+                                  f"{label}: median MEGNO ⟨Y⟩ over the swept parameters (2: regular)"))
     return figures
 
 

@@ -17,11 +17,11 @@ from dataclasses import replace
 import numpy as np
 
 from armillary.kernels import carried_names, integrate
-from armillary.kernels.lyapunov import Shadow
+from armillary.kernels.lyapunov import Shadow, initial_indicators
 from armillary.kernels.status import OK
 
 from .plan import Plan
-from .store import RunStore, checkpoint_names
+from .store import RunStore, checkpoint_names, indicator_variables, shadow_slot_shapes
 
 
 def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: int, save_every: int, *,
@@ -42,7 +42,7 @@ def load_kernel(plan: Plan) -> None:
     first member once.  Called before local workers start, so that they all load the cached kernel
     instead of each compiling the same one at once (on a fresh machine: one compile, not one per core)."""
     state = plan.initial_state(0, 1)
-    shadow = plan.initial_shadow(0, 1, state) if plan.spec.lyapunov else None
+    shadow = plan.initial_shadow(0, 1, state) if plan.spec.shadows else None
     integrate_members(plan, 0, 1, state, 1, 1, shadow=shadow)
 
 
@@ -71,6 +71,54 @@ def _member_rows(mask: np.ndarray, value: np.ndarray) -> np.ndarray:
     return mask.reshape((-1,) + (1,) * (np.ndim(value) - 1))
 
 
+def saved_shadow(plan: Plan, saved: dict, members: int, step_offset: int) -> Shadow:
+    """The shadows a segment hands to the next, from its checkpoint slot (see
+    :func:`.store.shadow_slot_shapes`; the indicators' state starts afresh where the store keeps none)."""
+    shadows = plan.spec.shadows
+    count, shapes = shadows["count"], plan.space.shapes(plan.n_bodies)
+    indicators = saved["indicators"] if "indicators" in saved else initial_indicators(members, count)
+    return Shadow({name: saved["shadow_" + name].reshape((members, count) + shapes[name]) for name in shapes},
+                  saved["log_growth"].reshape(members, count), saved["reference"].reshape(members, count), indicators,
+                  shadows["d0"], shadows["renormalise_every"], step_offset)
+
+
+def shadow_checkpoint(plan: Plan, shadow: Shadow) -> dict:
+    """The checkpoint slots' values of ``shadow`` (:func:`saved_shadow` reads them back)."""
+    slots = shadow_slot_shapes(plan)
+    values = {"shadow_" + name: value for name, value in shadow.state.items()}
+    values.update(log_growth=shadow.log_growth, reference=shadow.reference, indicators=shadow.indicators)
+    return {name: values[name].reshape((len(shadow.log_growth),) + shape) for name, shape in slots.items()}
+
+
+def indicator_writes(plan: Plan, result, failed: np.ndarray, members: slice, region: tuple, seg) -> list:
+    """The writes of the configured chaos indicators of one segment (NaN for members failed before it):
+    over its samples, and their final values in the last segment."""
+    spec = plan.spec
+    last = seg.stop == spec.n_steps
+    elapsed = plan.sample_steps[seg.first_sample:seg.last_sample + 1] * spec.dt
+    writes = []
+
+    def over_time(name, values, final=None):
+        values = values.copy()
+        values[failed] = np.nan
+        writes.append((name, region, values))
+        if final is not None and last:
+            writes.append((final, members, values[:, -1]))
+
+    if spec.lyapunov:
+        over_time("lyapunov_estimate", result.lyapunov(elapsed), "lyapunov")
+    if spec.lyapunov_spectrum:
+        over_time("lyapunov_spectrum_estimate", result.spectrum(elapsed)[:, :, :spec.lyapunov_spectrum["count"]],
+                  "lyapunov_spectrum")
+    if spec.megno:
+        over_time("megno", result.megno[:, :elapsed.size], "megno_final")
+    if spec.sali:
+        over_time("sali", result.sali[:, :elapsed.size])
+        if "gali" in indicator_variables(spec):
+            over_time("gali", result.gali[:, :elapsed.size])
+    return writes
+
+
 def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int | None = 1) -> tuple[int, float, float]:
     """Compute (chunk, segment) of ``plan`` into its store; returns (member-steps done, seconds,
     seconds spent writing the store).
@@ -95,7 +143,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         writes += [(name + "0", members, state[name]) for name in names]
         status = np.zeros(stop - first, np.int64)
         failed_step = np.full(stop - first, -1, np.int64)
-        if spec.lyapunov:
+        if spec.shadows:
             shadow = plan.initial_shadow(first, stop, state)
         closest = np.full(stop - first, np.inf)
     else:
@@ -104,9 +152,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         status, failed_step = saved["status"], saved["failed_step"]
         carry = {name: saved[name] for name in carried}  # e.g. rk45 continues with its proposed step
         closest = saved.get("min_separation")
-        if spec.lyapunov:
-            shadow = Shadow({name: saved["shadow_" + name] for name in names}, saved["log_growth"],
-                            saved["reference"], spec.lyapunov["d0"], spec.lyapunov["renormalise_every"], seg.start)
+        if spec.shadows:
+            shadow = saved_shadow(plan, saved, stop - first, seg.start)
     failed = status != OK
     if failed.any():
         # Failed members ride along from their (valid) initial state so that the kernel sees only
@@ -119,8 +166,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
             shadow = replace(
                 shadow, state={name: np.where(_member_rows(failed, value), fresh.state[name], value)
                                for name, value in shadow.state.items()},
-                log_growth=np.where(failed, fresh.log_growth, shadow.log_growth),
-                reference=np.where(failed, fresh.reference, shadow.reference))
+                **{name: np.where(_member_rows(failed, getattr(shadow, name)), getattr(fresh, name), getattr(shadow, name))
+                   for name in ("log_growth", "reference", "indicators")})
     outputs = tuple(name for name in spec.variables if name in names) + ("min_separation",) * plan.tracks_encounters
     result = integrate_members(plan, first, stop, state, seg.stop - seg.start, spec.save_every, outputs=outputs,
                                shadow=shadow, restart=segment > 0, carry=carry, threads=threads, start_step=seg.start)
@@ -149,15 +196,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     for name, value in result.final.items():
         checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
     if shadow is not None:
-        elapsed = plan.sample_steps[seg.first_sample:seg.last_sample + 1] * spec.dt
-        estimate = result.lyapunov(elapsed)
-        estimate[failed] = np.nan
-        writes.append(("lyapunov_estimate", region, estimate))
-        if seg.stop == spec.n_steps:
-            writes.append(("lyapunov", members, estimate[:, -1]))
-        end = result.shadow_final
-        checkpoint.update({"shadow_" + name: value for name, value in end.state.items()},
-                          log_growth=end.log_growth, reference=end.reference)
+        writes += indicator_writes(plan, result, failed, members, region, seg)
+        checkpoint.update(shadow_checkpoint(plan, result.shadow_final))
     writes += store.checkpoint_writes(segment % 2, first, stop, checkpoint)
     writes += [("status", members, status), ("failed_step", members, failed_step)]
     store.write_all(writes)

@@ -24,6 +24,7 @@ from armillary.kernels.systems import system_definition
 from armillary.kernels.spaces import SPACES
 from armillary.kernels.systems.base import SCALAR
 
+from .analysis import STATISTICS
 from .spec_keys import SPEC_KEYS, SpecKey
 
 #: initial conditions every space has; its samplers (``uniform``, …) come on top
@@ -38,7 +39,7 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("lyapunov", "model_source")
+OPTIONAL_FIELDS = ("lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until")
 
 
 def output_variables(space, definition=None) -> tuple[str, ...]:
@@ -106,6 +107,13 @@ class Spec:
     variables: tuple[str, ...]
     cluster: dict = field(default_factory=dict)
     lyapunov: dict | None = None  # {"d0": …, "renormalise_every": …} when Benettin shadows are carried
+    #: the other chaos indicators, each {"d0", "renormalise_every"} (the spectrum also "count"); all share
+    #: one set of shadows (see :attr:`shadows`)
+    lyapunov_spectrum: dict | None = None
+    megno: dict | None = None
+    sali: dict | None = None
+    #: ``[ensemble] until``: {"statistic", "half_width", "batch", "max_members"}, or None for a fixed size
+    until: dict | None = None
     #: the options of a space-declared sampler beyond ``omega_scale`` (e.g. ``particles``), None if it has none
     sampler_options: dict | None = None
     #: a model file's path (absolute; for messages) and its text, which the run is built from wherever it
@@ -117,6 +125,16 @@ class Spec:
     def sampler(self) -> dict:
         """The options the chosen sampler draws with: ``omega_scale`` and its own."""
         return {"omega_scale": self.omega_scale, **(self.sampler_options or {})}
+
+    @property
+    def shadows(self) -> dict | None:
+        """The shadows every member carries for the configured indicators: {"count", "d0",
+        "renormalise_every"} (count: the spectrum's, 2 for SALI, else 1), or None."""
+        tables = [t for t in (self.lyapunov, self.lyapunov_spectrum, self.megno, self.sali) if t is not None]
+        if not tables:
+            return None
+        count = max([1] + [t.get("count", 1) for t in tables] + [2] * (self.sali is not None))
+        return {"count": count, "d0": tables[0]["d0"], "renormalise_every": tables[0]["renormalise_every"]}
 
     @property
     def sweep_points(self) -> int:
@@ -145,12 +163,12 @@ class Spec:
                        {"name": self.system, "preset": self.preset, "params": params}),
             "integrator": {"method": self.method, "dt": self.dt, "t_end": self.t_end, "save_every": self.save_every,
                            "checkpoint_every": self.checkpoint_every, **self.options},
-            "ensemble": {"members": self.members, "seed": self.seed, "initial": self.initial, "scale": self.scale,
+            "ensemble": {"members": None if self.until else self.members, "until": self.until, "seed": self.seed, "initial": self.initial, "scale": self.scale,
                          "omega_scale": self.omega_scale, "path": self.initial_path, "chunk": self.chunk,
                          **(self.sampler_options or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
-            "analysis": {"lyapunov": self.lyapunov},
+            "analysis": {name: getattr(self, name) for name in INDICATORS},
         }
         lines = []
         for section, entries in sections.items():
@@ -404,8 +422,32 @@ def _integrator_section(section: _Section, system: str) -> dict:
                 checkpoint_every=checkpoint_every, options=options)
 
 
+def _until(section: _Section) -> dict | None:
+    """``until = { statistic, half_width, batch, max_members }``: add members batch by batch until the 95 %
+    interval of the statistic at every sweep point is within ± half_width (see :mod:`.execute`)."""
+    table = section.get("until", "table")
+    if table is None:
+        return None
+    if "members" in section.table:
+        raise InvalidInput("ensemble.members", "leave it out with ensemble.until: the rule sizes the run "
+                           "(until.max_members caps it)")
+    until = _Section("ensemble.until", table)
+    statistic = until.choice("statistic", tuple(STATISTICS), required=True)
+    half_width = until.get("half_width", "float", required=True)
+    if not (math.isfinite(half_width) and half_width > 0):
+        raise InvalidInput("ensemble.until.half_width", f"must be a finite number > 0, got {half_width!r}")
+    batch = until.positive("batch", "int", 1000, minimum=1, strict=False)
+    max_members = until.positive("max_members", "int", 1_000_000, minimum=1, strict=False)
+    until.finish()
+    if max_members > MAX_MEMBERS:
+        raise InvalidInput("ensemble.until.max_members", f"must be <= {MAX_MEMBERS:.0e}, got {max_members}")
+    return {"statistic": statistic, "half_width": half_width, "batch": batch, "max_members": max_members}
+
+
 def _ensemble_section(section: _Section, space) -> dict:
-    members = section.positive("members", "int", required=True, minimum=1, strict=False)
+    until = _until(section)
+    members = until["max_members"] if until else section.positive("members", "int", required=True, minimum=1,
+                                                                   strict=False)
     if members > MAX_MEMBERS:
         raise InvalidInput("ensemble.members", f"must be <= {MAX_MEMBERS:.0e}, got {members}")
     seed = section.positive("seed", "int", 0, strict=False)
@@ -419,11 +461,15 @@ def _ensemble_section(section: _Section, space) -> dict:
                            if path is None else "is only used with initial = \"file\"")
     if path is not None and "://" not in path:
         path = os.path.abspath(path)
-    chunk = section.positive("chunk", "int", min(members, DEFAULT_CHUNK), minimum=1, strict=False)
+    default_chunk = min(members, DEFAULT_CHUNK) if until is None else math.gcd(until["batch"], DEFAULT_CHUNK)
+    chunk = section.positive("chunk", "int", default_chunk, minimum=1, strict=False)
+    if until is not None and until["batch"] % chunk:
+        raise InvalidInput("ensemble.until.batch", f"must be a multiple of ensemble.chunk = {chunk} (a batch is "
+                           f"whole tasks), got {until['batch']}")
     options = _sampler_options(section, space, initial)
     section.finish()
     return dict(members=members, seed=seed, initial=initial, scale=scale, omega_scale=omega_scale,
-                initial_path=path, chunk=min(chunk, members), sampler_options=options)
+                initial_path=path, chunk=min(chunk, members), sampler_options=options, until=until)
 
 
 def _sampler_options(section: _Section, space, initial: str) -> dict | None:
@@ -462,24 +508,45 @@ def _output_section(section: _Section, definition) -> dict:
     return dict(store=store, variables=tuple(variables))
 
 
-def _analysis_section(section: _Section, method: str, options: dict, system: str) -> dict | None:
-    """``lyapunov = { d0, renormalise_every }``: carry a Benettin shadow of every member (fixed-step
-    methods only: renormalisation happens at common steps)."""
-    table = section.get("lyapunov", "table")
+#: the ``[analysis]`` tables, each carrying shadows: (name, whether it takes ``count``)
+INDICATORS = ("lyapunov", "lyapunov_spectrum", "megno", "sali")
+
+
+def _analysis_section(section: _Section, method: str, options: dict, system: str) -> dict:
+    """``lyapunov``, ``lyapunov_spectrum`` (with ``count``), ``megno`` and ``sali``, each ``{ d0,
+    renormalise_every }``: the chaos indicators, computed from one set of shadows per member (fixed-step
+    methods only: renormalisation happens at common steps), so the tables that are given must agree on d0
+    and renormalise_every.  (That ``count`` is at most the tangent dimension is checked by the plan, which
+    knows the number of bodies.)"""
+    tables = {name: section.get(name, "table") for name in INDICATORS}
     section.finish()
-    if table is None:
-        return None
-    lyapunov = _Section("analysis.lyapunov", table)
-    d0 = lyapunov.positive("d0", "float", 1e-8)
-    if d0 >= 1e-2:
-        raise InvalidInput("analysis.lyapunov.d0", f"must be a small distance in (0, 0.01) (linearised "
-                           f"separation), got {d0!r}")
-    every = lyapunov.positive("renormalise_every", "int", 10, minimum=1, strict=False)
-    lyapunov.finish()
-    if METHODS[method].resolve(options).lanes == 1:
-        fixed = ", ".join(name for name in methods_for(system_definition(system)) if METHODS[name].lanes is None)
-        raise InvalidInput("analysis.lyapunov", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
-    return {"d0": d0, "renormalise_every": every}
+    parsed, shared = {}, None
+    for name, table in tables.items():
+        if table is None:
+            parsed[name] = None
+            continue
+        if METHODS[method].resolve(options).lanes == 1:
+            fixed = ", ".join(m for m in methods_for(system_definition(system)) if METHODS[m].lanes is None)
+            raise InvalidInput(f"analysis.{name}", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
+        indicator = _Section(f"analysis.{name}", table)
+        d0 = indicator.positive("d0", "float", 1e-8)
+        if d0 >= 1e-2:
+            raise InvalidInput(indicator.field("d0"), f"must be a small distance in (0, 0.01) (linearised "
+                               f"separation), got {d0!r}")
+        every = indicator.positive("renormalise_every", "int", 10, minimum=1, strict=False)
+        entry = {"d0": d0, "renormalise_every": every}
+        if name == "lyapunov_spectrum":
+            count = indicator.positive("count", "int", required=True, minimum=1, strict=False)
+            entry = {"count": count, **entry}
+        indicator.finish()
+        if shared is not None:
+            for key in ("d0", "renormalise_every"):
+                if entry[key] != shared[1][key]:
+                    raise InvalidInput(indicator.field(key), f"must equal analysis.{shared[0]}.{key} = "
+                                       f"{shared[1][key]!r}: the indicators share one set of shadows")
+        shared = shared or (name, entry)
+        parsed[name] = entry
+    return parsed
 
 
 def _local_cluster(section: _Section) -> dict:
@@ -549,8 +616,8 @@ def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides
         **_ensemble_section(_Section("ensemble", document["ensemble"]), space),
         **_output_section(_Section("output", document["output"]), system_definition(name)),
         cluster=dict(cluster) if stored else _cluster_section(_Section("cluster", cluster)),
-        lyapunov=_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"],
-                                   integrator["options"], name),
+        **_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"],
+                            integrator["options"], name),
     )
     if spec.store.startswith("file://"):  # a local directory however it is spelled
         spec = replace(spec, store=spec.store[len("file://"):])
@@ -563,10 +630,32 @@ def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides
     if spec.sweep_points > MAX_SWEEP_POINTS:
         raise InvalidInput("system.params", f"the sweeps make {spec.sweep_points} grid points; at most "
                            f"{MAX_SWEEP_POINTS:.0e}")
+    if spec.until is not None:
+        _check_until(spec)
     if spec.sweeps and spec.members % spec.sweep_points:
         raise InvalidInput("ensemble.members", f"must be a multiple of the sweep's {spec.sweep_points} grid points "
                            f"(members are spread evenly over them), got {spec.members}")
     return spec
+
+
+def _check_until(spec: Spec) -> None:
+    """The rule's statistic must be measured by the run, and its batches must tile every sweep point's members."""
+    until = spec.until
+    needs = STATISTICS[until["statistic"]][1]
+    measured = {"lyapunov": spec.lyapunov is not None, "megno_final": spec.megno is not None,
+                "energy": "energy" in spec.variables}[needs]
+    if not measured:
+        where = {"lyapunov": "[analysis] lyapunov", "megno_final": "[analysis] megno",
+                 "energy": "energy in [output] variables"}[needs]
+        raise InvalidInput("ensemble.until.statistic", f"{until['statistic']} needs {where}, which this spec does "
+                           "not configure")
+    if spec.cluster.get("kind") == "slurm":
+        raise InvalidInput("ensemble.until", "stops between batches, which a SLURM array of fixed tasks cannot: run "
+                           "it on a local or address cluster, or submit a fixed-size run (ensemble.members)")
+    per_point = until["max_members"] // spec.sweep_points
+    if until["max_members"] % spec.sweep_points or per_point % until["batch"]:
+        raise InvalidInput("ensemble.until.max_members", f"must be a multiple of batch × sweep points = "
+                           f"{until['batch'] * spec.sweep_points}, got {until['max_members']}")
 
 
 def load_spec(path, **overrides) -> Spec:

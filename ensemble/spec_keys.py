@@ -45,7 +45,7 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "integrator.save_every": SpecKey("integer > 0", "1", "steps", "steps between saved samples"),
     "integrator.checkpoint_every": SpecKey("integer > 0", "≈ 10000, a multiple of save_every", "steps",
                                            "steps per task segment (the unit of restart), a multiple of save_every"),
-    "ensemble.members": SpecKey("integer ≥ 1", "required", "", "number of members (at most 10⁹; with sweeps a "
+    "ensemble.members": SpecKey("integer ≥ 1", "required (unless until)", "", "number of members (at most 10⁹; with sweeps a "
                                 "multiple of the number of grid points)"),
     "ensemble.seed": SpecKey("integer ≥ 0", "0", "", "member i's random numbers depend only on (seed, i)"),
     "ensemble.initial": SpecKey("string", "preset", "", "preset | perturb | file, or a sampler of the space "
@@ -57,7 +57,20 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "ensemble.path": SpecKey("string", "none (required with initial = \"file\")", "", "file: a .npz with <name>0 "
                              "of each state variable (with a member axis, or one state for all), or a finished "
                              "store"),
-    "ensemble.chunk": SpecKey("integer ≥ 1", "min(members, 1000)", "members", "members per task"),
+    "ensemble.chunk": SpecKey("integer ≥ 1", "min(members, 1000); with until gcd(batch, 1000)", "members",
+                              "members per task"),
+    "ensemble.until": SpecKey("table", "none (members fixes the size)", "", "stop when the answer is known: add "
+                              "`batch` members to every sweep point at a time until the 95 % interval of "
+                              "`statistic` at every point is within ± `half_width`; replaces `members`"),
+    "ensemble.until.statistic": SpecKey("string", "required", "", "median_lyapunov | chaotic_fraction (both need "
+                                        "[analysis] lyapunov) | median_megno ([analysis] megno) | median_drift "
+                                        "(energy drift rate after half the run)"),
+    "ensemble.until.half_width": SpecKey("number > 0", "required", "the statistic's", "the interval's half width "
+                                         "to reach at every sweep point"),
+    "ensemble.until.batch": SpecKey("integer ≥ 1", "1000", "members per sweep point", "members added per point "
+                                    "between two evaluations of the rule, a multiple of ensemble.chunk"),
+    "ensemble.until.max_members": SpecKey("integer ≥ 1", "1000000", "members", "the most the run may grow to "
+                                          "(all points together), a multiple of batch × sweep points"),
     "output.store": SpecKey("string", "required", "", "the Zarr store: a directory (relative to the working "
                             "directory) or an fsspec URL"),
     "output.variables": SpecKey("list of strings", "energy and the space's diagnostics", "", "what the store keeps "
@@ -68,8 +81,32 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "cluster.scheduler": SpecKey("string", "required with kind = \"address\"", "", "address: a running Dask "
                                  "scheduler, tcp://host:port"),
     "analysis.lyapunov": SpecKey("table", "none (no shadows)", "", "carry a Benettin shadow of every member "
-                                 "(fixed-step methods): `{ d0, renormalise_every }`"),
+                                 "(fixed-step methods): `{ d0, renormalise_every }`; stores `lyapunov` and "
+                                 "`lyapunov_estimate`"),
     "analysis.lyapunov.d0": SpecKey("number in (0, 0.01)", "1e-8", "the state's", "the shadow's distance after "
                                     "each renormalisation"),
     "analysis.lyapunov.renormalise_every": SpecKey("integer ≥ 1", "10", "steps", "steps between renormalisations"),
+    "analysis.lyapunov_spectrum": SpecKey("table", "none", "", "the first `count` Lyapunov exponents from `count` "
+                                          "shadows orthogonalised together (Gram–Schmidt in the space's metric, "
+                                          "fixed order): `{ count, d0, renormalise_every }`; stores "
+                                          "`lyapunov_spectrum` (member, exponent) and `lyapunov_spectrum_estimate` "
+                                          "(member, time, exponent)"),
+    "analysis.lyapunov_spectrum.count": SpecKey("integer in [1, tangent dimension]", "required", "exponents",
+                                                "how many exponents (shadows); the tangent dimension is 4n on (S²)ⁿ, "
+                                                "6n on SO(3)ⁿ"),
+    "analysis.lyapunov_spectrum.d0": SpecKey("number in (0, 0.01)", "1e-8", "the state's",
+                                             "as analysis.lyapunov.d0 (every indicator shares the shadows: equal "
+                                             "values)"),
+    "analysis.lyapunov_spectrum.renormalise_every": SpecKey("integer ≥ 1", "10", "steps",
+                                                            "as analysis.lyapunov.renormalise_every"),
+    "analysis.megno": SpecKey("table", "none", "", "MEGNO ⟨Y⟩(t) from the first shadow's log-growth increments "
+                              "(Cincotta & Simó 2000): `{ d0, renormalise_every }`; stores `megno` (member, time) "
+                              "and `megno_final` (member)"),
+    "analysis.megno.d0": SpecKey("number in (0, 0.01)", "1e-8", "the state's", "as analysis.lyapunov.d0"),
+    "analysis.megno.renormalise_every": SpecKey("integer ≥ 1", "10", "steps", "as analysis.lyapunov.renormalise_every"),
+    "analysis.sali": SpecKey("table", "none", "", "SALI of two deviation vectors (Skokos 2001; at least 2 "
+                             "shadows), and GALI_k with a spectrum of count = k ≥ 3: `{ d0, renormalise_every }`; "
+                             "stores `sali` (and `gali`) (member, time)"),
+    "analysis.sali.d0": SpecKey("number in (0, 0.01)", "1e-8", "the state's", "as analysis.lyapunov.d0"),
+    "analysis.sali.renormalise_every": SpecKey("integer ≥ 1", "10", "steps", "as analysis.lyapunov.renormalise_every"),
 }

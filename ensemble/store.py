@@ -39,6 +39,7 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync as zarr_sync
 
 from armillary.kernels import STATUS_MEANINGS, InvalidInput
+from armillary.kernels.lyapunov import indicator_rows
 
 from .lock import StoreError, is_local, read_lock
 from .plan import Plan
@@ -70,6 +71,22 @@ COMMON_ATTRS = {
     "work": ("J", "work done by the forces since t = 0 (E(t) - E(0) - work is the integrator's error)"),
 }
 LYAPUNOV_VARIABLES = ("lyapunov", "lyapunov_estimate")
+#: the chaos indicators' variables beyond λ: (dims, units, long name); ``exponent`` counts the spectrum's
+INDICATOR_ATTRS = {
+    "lyapunov_spectrum": (("member", "exponent"), "1/s", "finite-time Lyapunov exponents at the end of the run, "
+                          "largest first (Benettin's spectrum)"),
+    "lyapunov_spectrum_estimate": (("member", "time", "exponent"), "1/s", "running finite-time Lyapunov "
+                                   "exponents, largest first"),
+    "megno": (("member", "time"), "1", "MEGNO <Y>(t) as of the last renormalisation (2: quasi-periodic, grows "
+              "like λt/2: chaotic)"),
+    "megno_final": (("member",), "1", "MEGNO <Y> at the end of the run"),
+    "sali": (("member", "time"), "1", "SALI of two deviation vectors (→ 0 exponentially: chaotic)"),
+    "gali": (("member", "time"), "1", "GALI_k of the spectrum's k deviation vectors"),
+}
+#: the variables each [analysis] indicator adds to a store
+INDICATOR_VARIABLES = {"lyapunov": LYAPUNOV_VARIABLES,
+                       "lyapunov_spectrum": ("lyapunov_spectrum", "lyapunov_spectrum_estimate"),
+                       "megno": ("megno", "megno_final"), "sali": ("sali",)}
 #: the status meanings of stores written before they were stored as an attribute (all (S²)ⁿ codes)
 LEGACY_STATUS = {str(code): meaning for code, meaning in STATUS_MEANINGS.items()}
 
@@ -90,19 +107,44 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
         over_time = name in ("energy", "lyapunov_estimate", "sample_lag", "work")
         layout[name] = ((members, samples) if over_time else (members,), ("member", "time") if over_time
                         else ("member",), unit, long_name)
+    exponents = (plan.spec.lyapunov_spectrum or {}).get("count", 0)
+    sizes = {"member": members, "time": samples, "exponent": exponents}
+    for name, (dims, unit, long_name) in INDICATOR_ATTRS.items():
+        layout[name] = (tuple(sizes[d] for d in dims), dims, unit, long_name)
     return layout
+
+
+def indicator_variables(spec) -> list[str]:
+    """The chaos indicators' variables a store of ``spec`` keeps (GALI_k with SALI and a spectrum of k ≥ 3)."""
+    names = [name for indicator, names in INDICATOR_VARIABLES.items() if getattr(spec, indicator) for name in names]
+    if spec.sali and (spec.lyapunov_spectrum or {}).get("count", 0) >= 3:
+        names.append("gali")
+    return names
+
+
+def shadow_slot_shapes(plan: Plan) -> dict[str, tuple]:
+    """Per-member shapes of the shadows' checkpoint slots: each variable's with a leading axis of k
+    shadows, log_growth and reference (k,), indicators (2 + k²,).  One shadow keeps the slots of stores
+    of before the spectrum (no shadow axis), so that they resume."""
+    count = plan.spec.shadows["count"]
+    lead = () if count == 1 else (count,)
+    shapes = {"shadow_" + name: lead + shape for name, shape in plan.space.shapes(plan.n_bodies).items()}
+    shapes.update(log_growth=lead, reference=lead)
+    if plan.spec.megno or plan.spec.sali:  # MEGNO's sums and the alignment matrix carry over segments
+        shapes["indicators"] = (indicator_rows(count),)
+    return shapes
 
 
 def checkpoint_names(plan: Plan) -> tuple[str, ...]:
     """Per-member state a segment hands to the next through the checkpoint slots: the state variables,
-    the method's carried solver state (and a forced run's work), status, failed_step; with ``[analysis] lyapunov`` also the
-    Benettin shadows (``shadow_<name>``), log_growth and reference; for systems with encounters the
-    running ``min_separation``."""
+    the method's carried solver state (and a forced run's work), status, failed_step; with ``[analysis]``
+    indicators also the shadows (:func:`shadow_slot_shapes`); for systems with encounters the running
+    ``min_separation``."""
     names = plan.space.names + plan.carried + ("status", "failed_step")
     if plan.tracks_encounters:
         names += ("min_separation",)
-    if plan.spec.lyapunov:
-        names += tuple("shadow_" + name for name in plan.space.names) + ("log_growth", "reference")
+    if plan.spec.shadows:
+        names += tuple(shadow_slot_shapes(plan))
     return names
 
 
@@ -209,8 +251,7 @@ def write_template(plan: Plan) -> None:
     per_segment = min(plan.samples_per_segment, samples)
     layout = variable_layout(plan)
     names = list(spec.variables) + [name + "0" for name in space.names] + ["status", "failed_step"]
-    if spec.lyapunov:
-        names += LYAPUNOV_VARIABLES
+    names += indicator_variables(spec)
     names += ["sample_lag"] * plan.samples_off_grid + ["work"] * plan.forced
     data, encoding = {}, {}
     for name in names:
@@ -249,9 +290,9 @@ def write_template(plan: Plan) -> None:
     progress.create_array(ATTEMPTS, shape=grid, chunks=(1, 1), dtype="i8", fill_value=0, compressors=CHECKSUMMED)
     # Checkpoint slots are rewritten by every segment and read once: uncompressed (checksummed), because
     # compressing full-precision state spends the task's time and saves almost no space.
-    shapes = space.shapes(n)
+    shapes = {**space.shapes(n), **(shadow_slot_shapes(plan) if spec.shadows else {})}
     for name in checkpoint_names(plan):
-        shape = shapes.get(name.removeprefix("shadow_"), ()) if name not in ("status", "failed_step") else ()
+        shape = shapes.get(name, ())
         integer = name in ("status", "failed_step")
         progress.create_array(f"slot_{name}", shape=(2, members) + shape, chunks=(1, chunk) + shape,
                               dtype="i8" if integer else "f8", fill_value=-1 if name == "failed_step" else
@@ -316,6 +357,12 @@ class RunStore:
 
     def progress(self, name: str) -> zarr.Array:
         return self.array(f"{PROGRESS}/{name}")
+
+    def set_attribute(self, name: str, value) -> None:
+        """Set a store attribute (by the process that holds the run lock) and re-consolidate the metadata
+        that readers open the store by."""
+        _quiet(zarr.open_group(self.url, mode="r+").attrs.__setitem__, name, value)
+        _quiet(zarr.consolidate_metadata, self.url)
 
     def read(self, name: str, region) -> np.ndarray:
         """``name``[region], raising DamagedStore (naming the array and chunk) for a damaged chunk."""
@@ -417,4 +464,5 @@ def summary(url: str) -> dict:
         "first_done": float(stamps.min()) if stamps.size else None,
         "last_done": float(stamps.max()) if stamps.size else None,
         "lock": read_lock(url),
+        "until": json.loads(attrs["until"]) if "until" in attrs else None,
     }

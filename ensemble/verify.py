@@ -6,7 +6,7 @@ predecessor's checkpoint).
 What vouches for a chunk (the layout is :mod:`ensemble.store`'s):
 
 - a data chunk over (member, time): the record of the segment that writes those samples;
-- ``<name>0``: segment 0's record; ``lyapunov``: the last segment's; ``status`` and
+- ``<name>0``: segment 0's record; ``lyapunov``, ``lyapunov_spectrum``, ``megno_final``: the last segment's; ``status`` and
   ``failed_step``: the chunk's last done segment (every segment rewrites them);
 - checkpoint slot s of a member chunk: its last done segment j with j mod 2 = s;
 - ``seconds`` and ``write_seconds`` of (c, j): the ``done`` record of (c, j); a ``done`` record
@@ -36,6 +36,9 @@ from .lock import StoreError, read_lock, run_lock
 from .plan import Plan
 from .spec import parse_spec
 from .store import PROGRESS, RECORDS, RunStore, concurrently, coordinates
+
+#: variables written once, by a chunk's last segment
+FINAL_VARIABLES = ("lyapunov", "lyapunov_spectrum", "megno_final")
 
 #: owner of a chunk that the template wrote (coordinates)
 TEMPLATE = (-1, -1)
@@ -173,7 +176,7 @@ class _Layout:
             j = self.segment_of_time_chunk(index[1])
         elif name in tuple(n + "0" for n in self.state_names):
             j = 0
-        elif name == "lyapunov":
+        elif name in FINAL_VARIABLES:
             j = len(self.plan.segments) - 1
         else:  # status, failed_step: rewritten by every segment
             j = self.last_done[c]

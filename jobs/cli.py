@@ -102,9 +102,20 @@ def status(args) -> int:
     """Progress of each store: segments, member-steps, failures, throughput, who is running it."""
     for store in args.stores:
         s = summary(store)
-        print(f"{store}: {s['system']} / {s['method']}, {s['members']} members")
+        until = s["until"]
+        size = f"{s['members']} members" if until is None else f"{until['members']} of at most {s['members']} members"
+        print(f"{store}: {s['system']} / {s['method']}, {size}")
         print(f"  segments      {s['segments_done']}/{s['segments_total']} "
               f"({s['member_steps_done']:.3e} of {s['member_steps_total']:.3e} member-steps)")
+        if until is not None:
+            print(f"  until         {until['statistic']} within ± {until['half_width']:g}: {until['members']} members "
+                  f"after {until['batches']} batches" + (", stopped: " + ("known" if until["reason"] == "known" else
+                                                                        "max_members reached") if until["stopped"]
+                                                         else ", running"))
+            for interval in until["intervals"]:
+                where = ", ".join(f"{name} = {value:g}" for name, value in interval["point"].items()) or "all members"
+                print(f"    {where}: {interval['estimate']:.4g} [{interval['low']:.4g}, {interval['high']:.4g}] "
+                      f"(± {(interval['high'] - interval['low']) / 2:.3g})")
         print(f"  failed        {s['failed_members']} members (status != 0)")
         for code, count in sorted(s["status_counts"].items()):
             if code:

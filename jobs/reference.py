@@ -12,14 +12,15 @@ import argparse
 import functools
 
 from armillary.ensemble.spec import CLUSTER_KEYS, SPEC_KEYS, initial_kinds
-from armillary.ensemble.store import COMMON_ATTRS
+from armillary.ensemble.store import COMMON_ATTRS, INDICATOR_ATTRS, INDICATOR_VARIABLES
 from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, methods_for
 from armillary.kernels.integrators import OPTION_DOCS
 
 from .cli import EXIT_CODES, build_parser
 
 #: the spec's sections in the order a spec is read
-SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "analysis", "analysis.lyapunov")
+SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "analysis", "analysis.lyapunov",
+            "analysis.lyapunov_spectrum", "analysis.megno", "analysis.sali", "ensemble.until")
 
 
 def _cell(text) -> str:
@@ -159,6 +160,13 @@ def store_reference() -> str:
         lines.append("")
     lines += ["## Every space", ""]
     lines += _table(("variable", "unit", "meaning"), [(_code(name), unit, doc) for name, (unit, doc) in COMMON_ATTRS.items()])
+    lines += ["", "## Chaos indicators", "", "With the `[analysis]` tables that compute them (every table's shadows "
+              "are shared; `exponent` counts `lyapunov_spectrum.count`).", ""]
+    lines += _table(("variable", "dims", "unit", "meaning", "kept with"),
+                    [(_code(name), "(" + ", ".join(dims) + ")", unit, doc,
+                      ", ".join(f"`[analysis] {indicator}`" for indicator, names in INDICATOR_VARIABLES.items()
+                                if name in names) or "`sali` and a spectrum of count ≥ 3")
+                     for name, (dims, unit, doc) in INDICATOR_ATTRS.items()])
     return "\n".join(lines) + "\n"
 
 

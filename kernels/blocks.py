@@ -27,6 +27,14 @@ def to_blocks(array: np.ndarray, lanes: int) -> np.ndarray:
     return np.ascontiguousarray(np.moveaxis(shaped, 1, -1))
 
 
+def to_shadow_blocks(array: np.ndarray, lanes: int) -> np.ndarray:
+    """(members, k, ...) → (blocks, ..., k·lanes): shadow j of a block's lane l in lane j·lanes + l, so that
+    the members' integrator steps all k shadows of a block as one block of k·lanes lanes."""
+    blocks = to_blocks(array, lanes)
+    shaped = np.moveaxis(blocks, 1, -2)
+    return np.ascontiguousarray(shaped).reshape(shaped.shape[:-2] + (-1,))
+
+
 def default_threads() -> int:
     """Threads for :func:`kernels.integrate`: NUMBA_NUM_THREADS if set, else the CPUs this process may use."""
     configured = os.environ.get("NUMBA_NUM_THREADS")

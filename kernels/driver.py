@@ -14,7 +14,7 @@ in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and relea
 import numpy as np
 
 from .lanes import add_power, constraint_errors_into, lane_function
-from .lyapunov import record_log_growth
+from .lyapunov import record_sphere_indicators, tile_lanes_2d, tile_lanes_3d, write_shadow_sums
 from .status import NON_FINITE, OK
 
 
@@ -165,19 +165,19 @@ def write_final_state(q, omega, closest, first, members, lane_status, lane_faile
 
 
 @lane_function
-def write_final_shadow(shadow_q, shadow_omega, log_growth, reference, first, members,
-                       shadow_q_end, shadow_omega_end, log_growth_end, reference_end):
-    """Per-member shadow state after the last step (the restart point of the next segment)."""
-    for b in range(shadow_q.shape[2]):
-        m = first + b
-        if m >= members:
-            break
-        log_growth_end[m] = log_growth[b]
-        reference_end[m] = reference[b]
-        for i in range(shadow_q.shape[0]):
-            for k in range(3):
-                shadow_q_end[m, i, k] = shadow_q[i, k, b]
-                shadow_omega_end[m, i, k] = shadow_omega[i, k, b]
+def write_final_shadow(shadow_q, shadow_omega, log_growth, reference, indicators, first, members,
+                       shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end):
+    """Per-member shadows after the last step (the restart point of the next segment): shadow j of
+    lane l from shadow lane j·L + l."""
+    write_shadow_sums(log_growth, reference, indicators, first, members, log_growth_end, reference_end,
+                      indicators_end)
+    lanes = indicators.shape[1]
+    for l in range(min(lanes, members - first)):
+        for j in range(shadow_q.shape[2] // lanes):
+            for i in range(shadow_q.shape[0]):
+                for c in range(3):
+                    shadow_q_end[first + l, j, i, c] = shadow_q[i, c, j * lanes + l]
+                    shadow_omega_end[first + l, j, i, c] = shadow_omega[i, c, j * lanes + l]
 
 
 @lane_function
@@ -192,11 +192,11 @@ def lane_bookkeeping(first, members, lanes):
 
 
 def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
-                     log_growth_blocks, reference_blocks, topology, h, n_steps, save_every, options,
+                     log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
                      d0, renormalise_every, step_offset, track_encounters, members, save_state,
                      q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
-                     q_end, omega_end, carried, min_separation, sample_time, log_growth_out, shadow_q_end,
-                     shadow_omega_end, log_growth_end, reference_end):
+                     q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
+                     shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end):
     """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
     ``track_encounters`` also each member's least close-encounter separation over every step
     (``min_separation``, else left at inf).  Forced kernels also integrate the forces' power into
@@ -204,10 +204,12 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     step by the method's ``integrator_work`` (the trapezoidal rule, or the method's own quadrature).
 
     ``step_offset`` is the global index of the step before the call's first: step k starts at time
-    (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 each member's Benettin shadow (see :mod:`kernels.lyapunov`) is
-    stepped alongside it and renormalised to distance ``d0`` at every global step
-    (``step_offset`` + k) divisible by ``renormalise_every``; otherwise the shadow arrays have no
-    bodies and are ignored.  The member's own arithmetic is the same either way.  ``shadow_begin``
+    (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 each member's k shadows (see
+    :mod:`kernels.lyapunov`; blocks (n, 3, k·L), shadow j of lane l in lane j·L + l) are stepped alongside
+    it and renormalised together to distance ``d0`` at every global step (``step_offset`` + k) divisible by
+    ``renormalise_every``, their exponents' numerators going to ``log_growth_out`` (members, samples, k)
+    and MEGNO, SALI and GALI_k to ``indicator_out`` (members, samples, 3); otherwise the shadow arrays
+    have no lanes and are ignored.  The member's own arithmetic is the same either way.  ``shadow_begin``
     and ``shadow_step`` are bound at specialisation to the shadow's stages, or to nothing in kernels
     compiled without shadows (a second inlined step would double a kernel's code and compile time).
     """
@@ -229,11 +231,23 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         shadow_omega = shadow_omega_blocks[blk].copy()
         log_growth = log_growth_blocks[blk].copy()
         reference = reference_blocks[blk].copy()
-        shadow_work = integrator_allocate(shadow_q.shape[0], lanes)  # noqa: F821
-        shadow_code = np.zeros(lanes, np.int64)
-        shadow_iterations = np.zeros(lanes, np.int64)
+        indicators = indicator_blocks[blk].copy()
+        count = shadow_q.shape[2] // lanes
+        # the shadows' coefficients: their members', once per shadow lane
+        shadow_md = tile_lanes_2d(md, count)
+        shadow_mf = tile_lanes_3d(mf, count)
+        shadow_c = tile_lanes_2d(c, count)
+        shadow_work = integrator_allocate(n, count * lanes)  # noqa: F821
+        shadow_active = np.zeros(count * lanes, np.bool_)
+        shadow_code = np.zeros(count * lanes, np.int64)
+        shadow_iterations = np.zeros(count * lanes, np.int64)
+        dq = np.empty((3 * n, count * lanes))
+        dw = np.empty((3 * n, count * lanes))
+        rmat = np.empty((count, count, lanes))
+        column = np.empty(max(count, 1) * lanes)
         integrator_begin(q, omega, md, mf, c, topology, h, options, work)  # noqa: F821
-        shadow_begin(shadow_q, shadow_omega, md, mf, c, topology, h, options, shadow_work)  # noqa: F821
+        shadow_begin(shadow_q, shadow_omega, shadow_md, shadow_mf, shadow_c, topology, h, options,  # noqa: F821
+                     shadow_work)
         record_sample(0, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
         work_column = carried.shape[1] - 1
@@ -249,14 +263,16 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         if track_encounters:
             track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
         if tracking:
-            record_log_growth(0, q, omega, shadow_q, shadow_omega, first, members, log_growth, reference,
-                              log_growth_out, scratch[0])
+            record_sphere_indicators(0, step_offset, renormalise_every, h, q, omega, shadow_q, shadow_omega, first,
+                                     members, log_growth, reference, indicators, log_growth_out, indicator_out, dq,
+                                     dw, rmat, scratch[0])
         for k in range(1, n_steps + 1):
             integrator_step((step_offset + k - 1) * h, q, omega, md, mf, c, topology, h, options, work,  # noqa: F821
                             active, code, step_iterations)
-            shadow_step(step_offset + k, q, omega, shadow_q, shadow_omega, md, mf, c, topology, h,  # noqa: F821
-                        options, shadow_work, active, shadow_code, shadow_iterations, d0, renormalise_every,
-                        log_growth, reference, scratch[0])
+            shadow_step(step_offset + k, q, omega, shadow_q, shadow_omega, shadow_md, shadow_mf,  # noqa: F821
+                        shadow_c, topology, h, options, shadow_work, active, shadow_active, shadow_code,
+                        shadow_iterations, d0, renormalise_every, log_growth, reference, indicators, dq, dw, rmat,
+                        scratch[0], column)
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
             if track_encounters:
                 track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
@@ -269,16 +285,17 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                 if FORCED:  # noqa: F821
                     record_work(k // save_every, done_work, first, members, lane_status, work_out)
                 if tracking:
-                    record_log_growth(k // save_every, q, omega, shadow_q, shadow_omega, first, members, log_growth,
-                                      reference, log_growth_out, scratch[0])
+                    record_sphere_indicators(k // save_every, step_offset + k, renormalise_every, h, q, omega,
+                                             shadow_q, shadow_omega, first, members, log_growth, reference,
+                                             indicators, log_growth_out, indicator_out, dq, dw, rmat, scratch[0])
         write_final_state(q, omega, closest, first, members, lane_status, lane_failed, lane_iterations,
                           status, failed_step, iterations, q_end, omega_end, min_separation)
         if FORCED:  # noqa: F821
             for b in range(min(lanes, members - first)):
                 carried[first + b, work_column] = done_work[b]
         if tracking:
-            write_final_shadow(shadow_q, shadow_omega, log_growth, reference, first, members,
-                               shadow_q_end, shadow_omega_end, log_growth_end, reference_end)
+            write_final_shadow(shadow_q, shadow_omega, log_growth, reference, indicators, first, members,
+                               shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end)
 
 
 @lane_function

@@ -19,21 +19,9 @@ import numpy as np
 
 from .driver import lane_bookkeeping, record_lane_failures
 from .lanes import lane_function
+from .lyapunov import (accumulate_indicators, displacement_norms, forget_failed_shadows, orthogonalise,
+                       record_indicators, tile_active, tile_lanes_2d, write_shadow_sums)
 from .status import OK
-
-
-@lane_function
-def flat_distance(x, shadow, out):
-    """‖shadow − x‖ per lane over every row (Benettin's metric of a flat space)."""
-    lanes = x.shape[1]
-    for b in range(lanes):
-        out[b] = 0.0
-    for r in range(x.shape[0]):
-        for b in range(lanes):
-            d = shadow[r, b] - x[r, b]
-            out[b] += d * d
-    for b in range(lanes):
-        out[b] = np.sqrt(out[b])
 
 
 @lane_function
@@ -50,14 +38,21 @@ def check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations,
 
 
 @lane_function
-def record_log_growth_flat(sample, x, shadow, first, members, log_growth, reference, out, distance):
-    """out[m, sample] = log_growth + ln(d / reference): the exponent's numerator at this sample."""
-    flat_distance(x, shadow, distance)
-    for b in range(x.shape[1]):
-        m = first + b
-        if m >= members:
-            break
-        out[m, sample] = log_growth[b] + np.log(distance[b] / reference[b])
+def flat_displacements(x, shadow, out):
+    """out (rows, k·L) = each shadow's difference from its member, x (rows, L)."""
+    lanes = x.shape[1]
+    k = shadow.shape[1] // lanes
+    for r in range(x.shape[0]):
+        for j in range(k):
+            for l in range(lanes):
+                out[r, j * lanes + l] = shadow[r, j * lanes + l] - x[r, l]
+
+
+@lane_function
+def flat_shadow_factor(x, shadow, displacement, rmat, dot):
+    """The Gram–Schmidt factor R of the k shadows' displacements (into ``rmat``), in ``displacement``'s space."""
+    flat_displacements(x, shadow, displacement)
+    orthogonalise(displacement, displacement[:0], x.shape[1], rmat, dot)
 
 
 @lane_function
@@ -78,15 +73,16 @@ def write_flat_final(x, h, first, members, lane_status, lane_failed, lane_iterat
 
 
 @lane_function
-def write_flat_shadow(shadow, log_growth, reference, first, members, shadow_end, log_growth_end, reference_end):
-    for b in range(shadow.shape[1]):
-        m = first + b
-        if m >= members:
-            break
-        log_growth_end[m] = log_growth[b]
-        reference_end[m] = reference[b]
-        for r in range(shadow.shape[0]):
-            shadow_end[m, r] = shadow[r, b]
+def write_flat_shadow(shadow, log_growth, reference, indicators, first, members, shadow_end, log_growth_end,
+                      reference_end, indicators_end):
+    """Per-member shadows after the last step: shadow j of lane l from shadow lane j·L + l."""
+    write_shadow_sums(log_growth, reference, indicators, first, members, log_growth_end, reference_end,
+                      indicators_end)
+    lanes = indicators.shape[1]
+    for l in range(min(lanes, members - first)):
+        for j in range(shadow.shape[1] // lanes):
+            for r in range(shadow.shape[0]):
+                shadow_end[first + l, j, r] = shadow[r, j * lanes + l]
 
 
 def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status, save_state, state_out, energy,
@@ -110,13 +106,14 @@ def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status
                 state_out[m, sample, r] = x[r, b] if ok else np.nan
 
 
-def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, topology, n, h, n_steps,
-                     save_every, options, d0, renormalise_every, step_offset, members, save_state, state_out, energy,
-                     diagnostics, status, failed_step, iterations, x_end, carried, log_growth_out, shadow_end,
-                     log_growth_end, reference_end):
+def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology,
+                     n, h, n_steps, save_every, options, d0, renormalise_every, step_offset, members, save_state,
+                     state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried, log_growth_out,
+                     indicator_out, shadow_end, log_growth_end, reference_end, indicators_end):
     """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
-    ``renormalise_every`` > 0 each member's Benettin shadow is stepped alongside and renormalised to
-    distance ``d0`` at every global step (``step_offset`` + k) divisible by it."""
+    ``renormalise_every`` > 0 each member's k shadows (blocks (rows, k·L), shadow j of lane l in lane
+    j·L + l) are stepped alongside and renormalised together to distance ``d0`` at every global step
+    (``step_offset`` + k) divisible by it (see :mod:`kernels.lyapunov` for the indicators recorded)."""
     n_blocks, rows, lanes = x_blocks.shape
     tracking = renormalise_every > 0
     for blk in range(n_blocks):
@@ -130,83 +127,117 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         shadow = shadow_blocks[blk].copy()
         log_growth = log_growth_blocks[blk].copy()
         reference = reference_blocks[blk].copy()
-        shadow_work = integrator_allocate(shadow.shape[0], n, lanes)  # noqa: F821
-        shadow_code = np.zeros(lanes, np.int64)
-        shadow_iterations = np.zeros(lanes, np.int64)
+        indicators = indicator_blocks[blk].copy()
+        count = shadow.shape[1] // lanes
+        shadow_c = tile_lanes_2d(c, count)
+        shadow_work = integrator_allocate(rows, n, count * lanes)  # noqa: F821
+        shadow_active = np.zeros(count * lanes, np.bool_)
+        shadow_code = np.zeros(count * lanes, np.int64)
+        shadow_iterations = np.zeros(count * lanes, np.int64)
+        shadow_scratch = np.empty((rows, count * lanes))  # displacements, then the tiled member
+        rmat = np.empty((count, count, lanes))
+        column = np.empty(max(count, 1) * lanes)
         moved = np.zeros(lanes)
         system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
         integrator_begin(x, n, c, topology, h, options, work)  # noqa: F821
-        shadow_begin(x, shadow, n, c, topology, h, options, shadow_work, reference, moved, scratch[-1])  # noqa: F821
+        shadow_begin(x, shadow, n, shadow_c, topology, h, options, shadow_work, reference, moved,  # noqa: F821
+                     shadow_scratch, rmat, scratch[-1])
         record_flat_sample(0, x, n, c, topology, first, members, lane_status, save_state, state_out, energy,
                            diagnostics, scratch)
         if tracking:
-            record_log_growth_flat(0, x, shadow, first, members, log_growth, reference, log_growth_out, scratch[-1])
+            flat_shadow_factor(x, shadow, shadow_scratch, rmat, scratch[-1])
+            record_indicators(0, step_offset, renormalise_every, h, first, members, log_growth, reference, rmat,
+                              indicators, log_growth_out, indicator_out)
         for k in range(1, n_steps + 1):
             # the step's start time from the global step index, so a resumed segment sees the same times
             integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
                             step_iterations)
             system_constrain(x, n, c, topology, moved)  # noqa: F821
             system_admissible(x, n, c, topology, code)  # noqa: F821
-            shadow_step(step_offset + k, x, shadow, n, c, topology, h, options, shadow_work, active,  # noqa: F821
-                        shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference, scratch[-1])
+            shadow_step(step_offset + k, x, shadow, n, shadow_c, topology, h, options, shadow_work, active,  # noqa: F821
+                        shadow_active, shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference,
+                        indicators, shadow_scratch, rmat, scratch[-1], column)
             check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
                              scratch[-1])
             if k % save_every == 0:
                 record_flat_sample(k // save_every, x, n, c, topology, first, members, lane_status, save_state,
                                    state_out, energy, diagnostics, scratch)
                 if tracking:
-                    record_log_growth_flat(k // save_every, x, shadow, first, members, log_growth, reference,
-                                           log_growth_out, scratch[-1])
+                    flat_shadow_factor(x, shadow, shadow_scratch, rmat, scratch[-1])
+                    record_indicators(k // save_every, step_offset + k, renormalise_every, h, first, members,
+                                      log_growth, reference, rmat, indicators, log_growth_out, indicator_out)
         write_flat_final(x, np.full(lanes, h), first, members, lane_status, lane_failed, lane_iterations, status,
                          failed_step, iterations, x_end, carried)
         if tracking:
-            write_flat_shadow(shadow, log_growth, reference, first, members, shadow_end, log_growth_end,
-                              reference_end)
+            write_flat_shadow(shadow, log_growth, reference, indicators, first, members, shadow_end, log_growth_end,
+                              reference_end, indicators_end)
 
 
-# Benettin shadow stages of the flat driver (bound as ``shadow_begin`` / ``shadow_step``).
+# Shadow stages of the flat driver (bound as ``shadow_begin`` / ``shadow_step``).
 
-def flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, distance):
+def flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, displacement, rmat, dot):
     """Put the shadows on the system's constraints and start their integrator (its cached state at the
-    shadow).  A lane whose member or shadow the constraints moved (``moved``) takes its distance now as
-    its reference: the displacement's part off the constraints is gone, and is no growth."""
-    system_constrain(shadow, n, coef, topology, moved)  # noqa: F821
-    flat_distance(x, shadow, distance)
-    for b in range(x.shape[1]):
-        if moved[b] != 0.0:
-            reference[b] = distance[b]
+    shadow).  A lane whose member or shadow the constraints moved (``moved``) takes its displacements'
+    factor now as its references: the displacement's part off the constraints is gone, and is no growth."""
+    lanes = x.shape[1]
+    k = shadow.shape[1] // lanes
+    shadow_moved = np.empty(k * lanes)
+    for s in range(k * lanes):
+        shadow_moved[s] = moved[s % lanes]
+    system_constrain(shadow, n, coef, topology, shadow_moved)  # noqa: F821
+    flat_shadow_factor(x, shadow, displacement, rmat, dot)
+    for j in range(k):
+        for l in range(lanes):
+            if shadow_moved[j * lanes + l] != 0.0:
+                for i in range(k):
+                    reference[i * lanes + l] = rmat[i, i, l]
     integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
 
 
-def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, active, shadow_code, shadow_iterations,
-                     d0, renormalise_every, log_growth, reference, distance):
-    """Step the shadows with the members' integrator, forget failed ones (NaN exponent for good), and
-    at every global ``step`` divisible by ``renormalise_every`` accumulate ln(d / reference) and pull
-    each shadow back to distance d0 on the manifold (the space's ``pull_back``)."""
-    integrator_step(shadow, n, coef, topology, (step - 1) * h, h, options, work, active, shadow_code,  # noqa: F821
-                    shadow_iterations)
-    system_constrain(shadow, n, coef, topology, distance)  # noqa: F821 (which lanes moved: not needed here)
+def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, active, shadow_active, shadow_code,
+                     shadow_iterations, d0, renormalise_every, log_growth, reference, indicators, displacement, rmat,
+                     dot, column):
+    """Step the k shadows with the members' integrator (on the tiled coefficients ``coef``), forget
+    failed ones (NaN exponent for good), and at every global ``step`` divisible by ``renormalise_every``
+    orthogonalise their displacements together, accumulate the indicators, and pull each shadow to
+    distance d0 along its orthogonalised direction on the manifold (the space's ``pull_back``)."""
+    tile_active(active, shadow_active)
+    integrator_step(shadow, n, coef, topology, (step - 1) * h, h, options, work, shadow_active,  # noqa: F821
+                    shadow_code, shadow_iterations)
+    system_constrain(shadow, n, coef, topology, column)  # noqa: F821 (which lanes moved: not needed here)
     system_admissible(shadow, n, coef, topology, shadow_code)  # noqa: F821
-    lanes = x.shape[1]
-    for b in range(lanes):
-        if shadow_code[b] != OK:
-            log_growth[b] = np.nan
+    forget_failed_shadows(shadow_code, log_growth)
     if step % renormalise_every == 0:
-        flat_distance(x, shadow, distance)
-        for b in range(lanes):
-            log_growth[b] += np.log(distance[b] / reference[b])
-            distance[b] = d0 / distance[b]  # the pull factor
-        space_pull_back(x, shadow, n, topology, distance)  # noqa: F821
-        flat_distance(x, shadow, reference)
+        lanes = x.shape[1]
+        k = shadow.shape[1] // lanes
+        flat_displacements(x, shadow, displacement)
+        orthogonalise(displacement, displacement[:0], lanes, rmat, dot)
+        accumulate_indicators(step, renormalise_every, h, log_growth, reference, rmat, indicators, column, dot)
+        # shadow j ← x + v_j (the first is its own displacement already), then pulled to d0 by the factor
+        for r in range(x.shape[0]):
+            for j in range(1, k):
+                for l in range(lanes):
+                    shadow[r, j * lanes + l] = x[r, l] + displacement[r, j * lanes + l]
+        for j in range(k):
+            for l in range(lanes):
+                column[j * lanes + l] = d0 / rmat[j, j, l]
+        for r in range(x.shape[0]):
+            for j in range(k):
+                for l in range(lanes):
+                    displacement[r, j * lanes + l] = x[r, l]
+        space_pull_back(displacement, shadow, n, topology, column)  # noqa: F821
+        flat_displacements(x, shadow, displacement)
+        displacement_norms(displacement, displacement[:0], lanes, reference, dot)
         integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
 
 
-def no_flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, distance):
+def no_flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, displacement, rmat, dot):
     """Kernels without shadows: nothing to start."""
 
 
-def no_flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, active, shadow_code, shadow_iterations,
-                        d0, renormalise_every, log_growth, reference, distance):
+def no_flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, active, shadow_active, shadow_code,
+                        shadow_iterations, d0, renormalise_every, log_growth, reference, indicators, displacement,
+                        rmat, dot, column):
     """Kernels without shadows: nothing to step."""
 
 

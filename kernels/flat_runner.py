@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blocks import lane_width, run_in_threads, to_blocks
+from .blocks import lane_width, run_in_threads, to_blocks, to_shadow_blocks
 from .compile import compiled_kernel
 from .integrators import FLAT, KERNEL_METHODS
-from .lyapunov import Shadow
+from .lyapunov import Shadow, shadow_arrays, shadow_results
 
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
@@ -35,34 +35,37 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "solver_iterations": np.zeros(members, np.int64),
         "final": np.empty((members, rows)),
         "carried": carried,
-        "log_growth": np.full((members, samples if shadow is not None else 0), np.nan),
     }
-    if shadow is None:
-        shadow_in = (np.zeros((members, 0)), np.zeros(members), np.ones(members))
-        shadow_scalars = (1.0, 0, int(start_step))
-    else:
-        shadow_in = (space.flatten(shadow.state), np.asarray(shadow.log_growth, dtype=np.float64),
-                     np.asarray(shadow.reference, dtype=np.float64))
-        shadow_scalars = (float(shadow.d0), int(shadow.renormalise_every), int(shadow.step_offset))
-    shadow_end = {"state": np.empty(shadow_in[0].shape), "log_growth": np.empty(members),
-                  "reference": np.empty(members)}
+    shadow_in, shadow_scalars = shadow_arrays(shadow, state, start_step)
+    count = shadow_in["log_growth"].shape[1]
+    growth = np.full((members, samples if shadow is not None else 0, count), np.nan)
+    indicator_out = np.full((members, samples if shadow is not None else 0, 3), np.nan)
+    # the shadows flattened like the members: (members, k, rows)
+    shadow_x = space.flatten({name: shadow_in[name].reshape((members * count,) + shadow_in[name].shape[2:])
+                              for name in space.names}).reshape(members, count, rows) if count \
+        else np.zeros((members, 0, rows))
+    shadow_end = {"state": np.empty(shadow_x.shape), "log_growth": np.empty((members, count)),
+                  "reference": np.empty((members, count)), "indicators": np.empty(shadow_in["indicators"].shape)}
     kernel = compiled_kernel(method, system.name, FLAT, shadow is not None)
-    blocks = {"x": x, "coef": coef, "shadow": shadow_in[0], "log_growth": shadow_in[1], "reference": shadow_in[2]}
+    blocks = {"x": to_blocks(x, lanes), "coef": to_blocks(coef, lanes), "shadow": to_shadow_blocks(shadow_x, lanes),
+              "log_growth": to_shadow_blocks(shadow_in["log_growth"], lanes),
+              "reference": to_shadow_blocks(shadow_in["reference"], lanes),
+              "indicators": to_blocks(shadow_in["indicators"], lanes)}
     outputs = [result["state"], result["energy"], diagnostics]
     run_in_threads(
-        kernel, {name: to_blocks(array, lanes) for name, array in blocks.items()},
-        (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
-        outputs + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "carried",
-                                             "log_growth")]
-        + [shadow_end[name] for name in ("state", "log_growth", "reference")],
+        kernel, blocks, (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
+        outputs + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "carried")]
+        + [growth, indicator_out] + [shadow_end[name] for name in ("state", "log_growth", "reference", "indicators")],
         lanes, members, threads)
-    shadow_final = None
     if shadow is not None:
-        shadow_final = Shadow(space.unflatten(shadow_end["state"], n), shadow_end["log_growth"],
-                              shadow_end["reference"], shadow.d0, shadow.renormalise_every,
-                              shadow.step_offset + n_steps)
+        end_state = space.unflatten(shadow_end["state"].reshape(members * count, rows), n)
+        result.update(shadow_results(shadow, {name: value.reshape((members, count) + value.shape[1:])
+                                              for name, value in end_state.items()},
+                                     shadow_end, growth, indicator_out, n_steps))
+    else:
+        result.update(log_growth=np.full((members, 0), np.nan), shadow_final=None)
     return dict(result, state=space.unflatten(result["state"], n), final=space.unflatten(result["final"], n),
                 diagnostics={d.name: diagnostics[:, k] for k, d in enumerate(space.diagnostics)},
-                shadow_final=shadow_final, temperature=None, implicit=False, mode="ensemble", min_separation=None,
+                temperature=None, implicit=False, mode="ensemble", min_separation=None,
                 sample_lag=None)
 

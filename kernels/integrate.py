@@ -10,7 +10,7 @@ from . import flat_runner, sphere_runner, system_parallel
 from .blocks import default_threads
 from .errors import InvalidInput
 from .integrators import FORMULATIONS_OF, METHODS, Method, methods_for
-from .lyapunov import Shadow
+from .lyapunov import Shadow, indicator_rows
 from .systems import SYSTEMS, System
 
 #: the kernels' runner of each space layout (see StateSpace.layout)
@@ -38,9 +38,11 @@ class Trajectory:
     the forces since the first call (continued through ``carry["work"]``), by the trapezoidal rule over
     the steps, so that E(t) − E(0) − W(t) is the integrator's energy error, not the forcing.
     Failed members hold NaN from their failing step on.
-    With a Benettin shadow: log_growth (members, samples), ln of the shadow's accumulated separation
-    growth (see :mod:`kernels.lyapunov`), and shadow_final, the shadows after the last step; without:
-    log_growth has 0 samples and shadow_final is None.
+    With shadows (see :mod:`kernels.lyapunov`): log_growth (members, samples), ln of the first shadow's
+    accumulated separation growth; spectrum_growth (members, samples, k), every shadow's (the
+    exponents' numerators); megno (⟨Y⟩), sali and gali (GALI_k; NaN with one shadow) (members,
+    samples), as of the last renormalisation at or before each sample; and shadow_final, the shadows
+    after the last step; without: log_growth has 0 samples and the others are None.
     Attribute access reads the dicts: ``run.q`` is ``run.state["q"]``, ``run.unit_error`` is
     ``run.diagnostics["unit_error"]``, ``run.q_final`` is ``run.final["q"]``.
     """
@@ -66,6 +68,10 @@ class Trajectory:
     neighbour_rebuilds: np.ndarray | None = None
     min_separation: np.ndarray | None = None
     sample_lag: np.ndarray | None = None
+    spectrum_growth: np.ndarray | None = None
+    megno: np.ndarray | None = None
+    sali: np.ndarray | None = None
+    gali: np.ndarray | None = None
     work: np.ndarray | None = None
 
     def __getattr__(self, name: str):
@@ -78,6 +84,14 @@ class Trajectory:
         if name.endswith("_final") and name[:-6] in fields.get("final", {}):
             return fields["final"][name[:-6]]
         raise AttributeError(f"{type(self).__name__} has no attribute or variable {name!r}")
+
+    def spectrum(self, elapsed: np.ndarray | None = None) -> np.ndarray:
+        """The first k finite-time Lyapunov exponents (1/s) at each sample, (members, samples, k), as
+        :meth:`lyapunov` for each shadow."""
+        elapsed = self.time if elapsed is None else np.asarray(elapsed, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(elapsed[:, np.newaxis] > 0, self.spectrum_growth[:, :elapsed.size]
+                            / elapsed[:, np.newaxis], np.nan)
 
     def lyapunov(self, elapsed: np.ndarray | None = None) -> np.ndarray:
         """Finite-time maximal Lyapunov exponent (1/s) at each sample, (members, samples):
@@ -164,12 +178,17 @@ def _checked_shadow(shadow: Shadow, system: System, method: str, runs: Method, s
         raise InvalidInput("shadow", f"Benettin shadows need a fixed-step method, not {method!r} ({runs.name}); "
                            f"allowed: {', '.join(fixed)}")
     members = next(iter(state.values())).shape[0]
+    count = np.shape(shadow.log_growth)[1] if np.ndim(shadow.log_growth) == 2 else 0
+    if count < 1:
+        raise InvalidInput("shadow.log_growth", f"must have shape ({members}, k) with k >= 1 shadows per member")
     for name, value in state.items():
-        if np.shape(shadow.state.get(name)) != value.shape:
-            raise InvalidInput("shadow", f"the shadow's {name} must have the shape of the state's {value.shape}")
-    for name in ("log_growth", "reference"):
-        if np.shape(getattr(shadow, name)) != (members,):
-            raise InvalidInput(f"shadow.{name}", f"must have shape ({members},)")
+        expected = (members, count) + value.shape[1:]
+        if np.shape(shadow.state.get(name)) != expected:
+            raise InvalidInput("shadow", f"the shadows' {name} must have shape {expected} (members, k, ...)")
+    for name, shape in (("log_growth", (members, count)), ("reference", (members, count)),
+                        ("indicators", (members, indicator_rows(count)))):
+        if np.shape(getattr(shadow, name)) != shape:
+            raise InvalidInput(f"shadow.{name}", f"must have shape {shape}")
     if not (np.isfinite(shadow.d0) and shadow.d0 > 0):
         raise InvalidInput("shadow.d0", f"must be > 0, got {shadow.d0!r}")
     _positive_int("shadow.renormalise_every", shadow.renormalise_every)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import system_parallel
-from .blocks import lane_width, run_in_threads, to_blocks
+from .blocks import lane_width, run_in_threads, to_blocks, to_shadow_blocks
 from .compile import compiled_kernel
 from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, KERNEL_METHODS
 from .integrators.formulations import DEFAULT_FORMULATION
-from .lyapunov import Shadow
+from .lyapunov import Shadow, shadow_arrays, shadow_results
 
 
 def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
@@ -89,33 +89,31 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
                                           skin, keep_state, threads))
     else:
-        if shadow is None:  # the kernel's shadow arguments then have no bodies and are ignored
-            shadow_in = (np.zeros((members, 0, 3)), np.zeros((members, 0, 3)), np.zeros(members), np.ones(members))
-            shadow_scalars = (1.0, 0, start_step)
-        else:
-            shadow_in = tuple(np.asarray(a, dtype=np.float64) for a in (shadow.state["q"], shadow.state["omega"],
-                                                                         shadow.log_growth, shadow.reference))
-            shadow_scalars = (float(shadow.d0), int(shadow.renormalise_every), int(shadow.step_offset))
-            result["log_growth"] = np.full((members, samples), np.nan)
-        shadow_end = {"q": np.empty(shadow_in[0].shape), "omega": np.empty(shadow_in[0].shape),
-                      "log_growth": np.empty(members), "reference": np.empty(members)}
+        shadow_in, shadow_scalars = shadow_arrays(shadow, {"q": q, "omega": omega}, start_step)
+        count = shadow_in["log_growth"].shape[1]
+        growth = np.full((members, samples if shadow is not None else 0, count), np.nan)
+        indicator_out = np.full((members, samples if shadow is not None else 0, 3), np.nan)
+        shadow_end = {"q": np.empty(shadow_in["q"].shape), "omega": np.empty(shadow_in["q"].shape),
+                      "log_growth": np.empty((members, count)), "reference": np.empty((members, count)),
+                      "indicators": np.empty(shadow_in["indicators"].shape)}
         kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced)
-        blocks = {"q": q, "omega": omega, "mass_diag": mass_diag, "mass_full": mass_full, "coef": coef,
-                  "shadow_q": shadow_in[0], "shadow_omega": shadow_in[1], "log_growth": shadow_in[2],
-                  "reference": shadow_in[3]}
+        blocks = {name: to_blocks(array, lanes) for name, array in
+                  (("q", q), ("omega", omega), ("mass_diag", mass_diag), ("mass_full", mass_full), ("coef", coef))}
+        blocks.update({"shadow_" + name: to_shadow_blocks(shadow_in[name], lanes) for name in ("q", "omega")})
+        blocks.update({name: to_shadow_blocks(shadow_in[name], lanes) for name in ("log_growth", "reference")})
+        blocks["indicators"] = to_blocks(shadow_in["indicators"], lanes)
         run_in_threads(
-            kernel, {name: to_blocks(array, lanes) for name, array in blocks.items()},
+            kernel, blocks,
             (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars + (track_encounters,),
             keep_state,
             [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "work", "status", "failed_step",
                                        "solver_iterations", "q_final", "omega_final", "carried", "min_separation",
-                                       "sample_lag", "log_growth")]
-            + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference")],
+                                       "sample_lag")] + [growth, indicator_out]
+            + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference", "indicators")],
             lanes, members, threads)
         if shadow is not None:
-            result["shadow_final"] = Shadow({"q": shadow_end["q"], "omega": shadow_end["omega"]},
-                                            shadow_end["log_growth"], shadow_end["reference"], shadow.d0,
-                                            shadow.renormalise_every, shadow.step_offset + n_steps)
+            result.update(shadow_results(shadow, {"q": shadow_end["q"], "omega": shadow_end["omega"]}, shadow_end,
+                                         growth, indicator_out, n_steps))
     diagnostics = {name: result.pop(name) for name in ("unit_error", "tangency_error")}
     temperature = result.pop("temperature", None)
     if not track_encounters or chosen == "system":

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from armillary.ensemble import load_spec
+from armillary.ensemble.store import COMMON_ATTRS, INDICATOR_ATTRS
 from armillary.ensemble.spec import READ_FIELDS, _Section, declared_fields
 from armillary.jobs.cli import EXIT_CODES, build_parser
 from armillary.jobs.clusters import SLURM_KEY_DOCS, parse_slurm_cluster
@@ -88,6 +89,8 @@ def test_every_store_variable_and_exit_code_is_in_its_page():
     for space in SPACES.values():
         names = {v.name for v in space.variables} | {d.name for d in space.diagnostics + space.optional_diagnostics}
         assert table_keys(PAGES["store.md"], f"## Space `{space.name}`") == names, space.name
+    assert table_keys(PAGES["store.md"], "## Every space") == set(COMMON_ATTRS)
+    assert table_keys(PAGES["store.md"], "## Chaos indicators") == set(INDICATOR_ATTRS)
     codes = set(re.findall(r"^\| (\d+) \|", PAGES["exit-codes.md"], re.MULTILINE))
     assert codes == {str(code) for code in EXIT_CODES}
 

@@ -99,10 +99,10 @@ def flat_dense_into(x, k, h, theta, out):
         out[row, 0] = x[row, 0] + h * total
 
 
-def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, topology, n, dt, n_steps,
-                        save_every, options, d0, renormalise_every, step_offset, members, save_state, state_out,
-                        energy, diagnostics, status, failed_step, iterations, x_end, carried, log_growth_out,
-                        shadow_end, log_growth_end, reference_end):
+def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology,
+                        n, dt, n_steps, save_every, options, d0, renormalise_every, step_offset, members, save_state,
+                        state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried,
+                        log_growth_out, indicator_out, shadow_end, log_growth_end, reference_end, indicators_end):
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
     times, the last step clipped onto n_steps·dt, and the controller's next step returned in
     ``carried[:, 0]`` (``step_size``, the carried state of a later segment); the same controller as the (S²)ⁿ kernel

@@ -266,11 +266,11 @@ def dopri_gave_up(h, t_end, attempts, max_steps):
 
 
 def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
-                   log_growth_blocks, reference_blocks, topology, dt, n_steps, save_every, options,
+                   log_growth_blocks, reference_blocks, indicator_blocks, topology, dt, n_steps, save_every, options,
                    d0, renormalise_every, step_offset, track_encounters, members, save_state,
                    q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
-                   q_end, omega_end, carried, min_separation, sample_time, log_growth_out, shadow_q_end,
-                   shadow_omega_end, log_growth_end, reference_end):
+                   q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out, shadow_q_end,
+                   shadow_omega_end, log_growth_end, reference_end, indicators_end):
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
     times s·save_every·dt; the last step is clipped to land on n_steps·dt exactly, and the step size
     the controller proposes there is returned in ``carried[:, 0]`` (``step_size``) to continue a later

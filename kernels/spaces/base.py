@@ -164,6 +164,12 @@ class StateSpace:
         """Standard normals per member that :meth:`perturb` and :meth:`displace` consume."""
         raise NotImplementedError
 
+    def tangent_dimension(self, n: int) -> int:
+        """The dimension of the tangent space of a state with n bodies: at most this many Lyapunov
+        exponents (shadows with independent displacements) exist.  The tangent directions
+        :meth:`displace` draws from, unless a space says otherwise."""
+        return self.normal_count(n)
+
     def perturb(self, state: dict, normals: np.ndarray, scale: float) -> dict:
         """States around one state (no member axis) moved along tangent Gaussians: ``normals`` (members,
         normal_count) scaled by ``scale``; returns arrays with a leading member axis."""

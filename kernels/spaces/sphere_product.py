@@ -118,6 +118,10 @@ class SphereProductSpace(StateSpace):
     def normal_count(self, n: int) -> int:
         return 6 * n
 
+    def tangent_dimension(self, n: int) -> int:
+        """T(S²)ⁿ: 2 directions of each q_i and 2 of each ω_i ⟂ q_i."""
+        return 4 * n
+
     def perturb(self, state: dict, normals: np.ndarray, scale: float) -> dict:
         """Each q_i moves along a tangent Gaussian δ of std ``scale`` by the exponential map of S²,
         q_i' = cos‖δ‖ q_i + sin‖δ‖ δ/‖δ‖ (so ‖q_i'‖ = 1 up to round-off); ω_i gets a Gaussian of the same
