@@ -55,6 +55,10 @@ ATTEMPTS = "attempts"
 #: read as other numbers.  Checkpoint slots and records are small and full-precision: checksum only.
 COMPRESSED_CHECKSUMMED = (ZstdCodec(level=0), Crc32cCodec())
 CHECKSUMMED = (Crc32cCodec(),)
+#: the initial states ``<name>0`` are full-precision values that zstd shrinks by 7 % (a perturbed preset,
+#: 500 000 members) at 5× the write time (58 against 11 ms for 36 MB; the CRC adds 5 ms): checksum only,
+#: like the checkpoint slots.  Time series over (member, time), energy above all, shrink to 2/3: compressed.
+INITIAL_STATE_CODECS = CHECKSUMMED
 #: every chunk a task writes is stored even when it equals the fill value (an all-OK ``status``
 #: chunk is all zeros), so that a missing chunk always means a lost one
 WRITE_EVERY_CHUNK = {"write_empty_chunks": True}
@@ -262,7 +266,9 @@ def write_template(plan: Plan) -> None:
         fill = -1 if name == "failed_step" else 0 if integer else np.nan
         data[name] = xr.Variable(dims, da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
                                  {"units": unit, "long_name": long_name})
-        encoding[name] = {"chunks": chunks, "fill_value": fill, "compressors": COMPRESSED_CHECKSUMMED}
+        initial = name in {state + "0" for state in space.names}
+        encoding[name] = {"chunks": chunks, "fill_value": fill,
+                          "compressors": INITIAL_STATE_CODECS if initial else COMPRESSED_CHECKSUMMED}
     coords = coordinates(plan)
     method = plan.method
     attrs = {
