@@ -3,9 +3,11 @@
 Each shadow starts a distance d0 from its member along a tangent direction of its space, is stepped by
 the same integrator, and every ``renormalise_every`` steps the k displacements are orthogonalised
 together (Gram–Schmidt in a fixed order, Benettin et al. 1980's spectrum), each shadow is pulled back
-towards the member to distance d0 along its orthogonalised direction and put back on the manifold exactly (on T(S²)ⁿ: each q_i normalised, each ω_i projected
-tangent to it; on SO(3)ⁿ see :mod:`kernels.spaces.rotation`).  The lane stages of the (S²)ⁿ kernels
-are here; those of flat spaces are in :mod:`kernels.flat_driver`.
+towards the member to distance d0 along its orthogonalised direction and put back on the manifold
+exactly (on T(S²)ⁿ: each q_i normalised, each ω_i projected tangent to it; on SO(3)ⁿ see
+:mod:`kernels.spaces.rotation`).  A block's k shadows are k·L extra lanes (shadow j of lane l in lane
+j·L + l) that the members' integrator steps as one block.  The shared lane functions and the (S²)ⁿ
+stages are here; the flat spaces' stages are in :mod:`kernels.flat_driver`.
 The log of the growth factors accumulates; the finite-time maximal exponent at time t is
 λ(t) = [Σ_k ln(d_k / d_{k−1}^+) + ln(d(t) / d_last^+)] / t (1/s), with d^+ the distance right
 after a renormalisation (Benettin, Galgani, Giorgilli & Strelcyn 1980); exponent j of the spectrum
@@ -15,8 +17,9 @@ and GALI_k (Skokos 2001; Skokos, Bountis & Antonopoulos 2007) from the deviation
 through the orthogonalisations (:func:`accumulate_indicators`).
 
 Distance in phase space: the Euclidean norm of the state difference (on (S²)ⁿ (q_s − q, ω_s − ω) in
-R^{6n}, q dimensionless and ω in rad/s, so one unit of angle and one rad/s weigh the same).  Every operation here is a +, −, ×,
-÷, sqrt or (scalar, libm) log per member, so shadows stay bitwise independent of block grouping.
+R^{6n}, q dimensionless and ω in rad/s, so one unit of angle and one rad/s weigh the same).  Every
+operation here is a +, −, ×, ÷, sqrt or (scalar, libm) log per member, so shadows stay bitwise
+independent of block grouping.
 """
 
 from __future__ import annotations
