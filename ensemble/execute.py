@@ -174,9 +174,9 @@ def record_until(plan: Plan, batches: int) -> dict:
     intervals = statistic_intervals(ds, until["statistic"])
     known = all(np.isfinite(i["high"] - i["low"]) and (i["high"] - i["low"]) / 2 <= until["half_width"]
                 for i in intervals)
-    state.update(members=int(ds.sizes["member"]), intervals=intervals,
-                 stopped=bool(known or batches * until["batch"] >= per_point),
-                 reason="known" if known else "max_members" if batches * until["batch"] >= per_point else "")
+    full = batches * until["batch"] >= per_point
+    state.update(members=int(ds.sizes["member"]), intervals=intervals, stopped=known or full,
+                 reason="known" if known else "max_members" if full else "")
     RunStore(spec.store).set_attribute("until", json.dumps(state))
     return state
 

@@ -641,12 +641,11 @@ def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides
 def _check_until(spec: Spec) -> None:
     """The rule's statistic must be measured by the run, and its batches must tile every sweep point's members."""
     until = spec.until
-    needs = STATISTICS[until["statistic"]][1]
-    measured = {"lyapunov": spec.lyapunov is not None, "megno_final": spec.megno is not None,
-                "energy": "energy" in spec.variables}[needs]
+    measured, where = {"lyapunov": (spec.lyapunov is not None, "[analysis] lyapunov"),
+                       "megno_final": (spec.megno is not None, "[analysis] megno"),
+                       "energy": ("energy" in spec.variables, "energy in [output] variables")}[
+        STATISTICS[until["statistic"]][1]]
     if not measured:
-        where = {"lyapunov": "[analysis] lyapunov", "megno_final": "[analysis] megno",
-                 "energy": "energy in [output] variables"}[needs]
         raise InvalidInput("ensemble.until.statistic", f"{until['statistic']} needs {where}, which this spec does "
                            "not configure")
     if spec.cluster.get("kind") == "slurm":

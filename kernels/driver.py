@@ -14,7 +14,7 @@ in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and relea
 import numpy as np
 
 from .lanes import add_power, constraint_errors_into, lane_function
-from .lyapunov import record_sphere_indicators, tile_lanes_2d, tile_lanes_3d, write_shadow_sums
+from .lyapunov import record_sphere_indicators, tile_lanes_2d, tile_lanes_3d, write_final_shadows
 from .status import NON_FINITE, OK
 
 
@@ -165,22 +165,6 @@ def write_final_state(q, omega, closest, first, members, lane_status, lane_faile
 
 
 @lane_function
-def write_final_shadow(shadow_q, shadow_omega, log_growth, reference, indicators, first, members,
-                       shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end):
-    """Per-member shadows after the last step (the restart point of the next segment): shadow j of
-    lane l from shadow lane j·L + l."""
-    write_shadow_sums(log_growth, reference, indicators, first, members, log_growth_end, reference_end,
-                      indicators_end)
-    lanes = indicators.shape[1]
-    for l in range(min(lanes, members - first)):
-        for j in range(shadow_q.shape[2] // lanes):
-            for i in range(shadow_q.shape[0]):
-                for c in range(3):
-                    shadow_q_end[first + l, j, i, c] = shadow_q[i, c, j * lanes + l]
-                    shadow_omega_end[first + l, j, i, c] = shadow_omega[i, c, j * lanes + l]
-
-
-@lane_function
 def lane_bookkeeping(first, members, lanes):
     """Per-lane status, failing step, max iterations, this step's iterations and code, and whether the
     lane is a member (lanes past the last member pad the block): the fixed-step drivers' bookkeeping."""
@@ -294,8 +278,13 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             for b in range(min(lanes, members - first)):
                 carried[first + b, work_column] = done_work[b]
         if tracking:
-            write_final_shadow(shadow_q, shadow_omega, log_growth, reference, indicators, first, members,
-                               shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end)
+            ends = shadow_q_end.shape[0]
+            write_final_shadows(shadow_q.reshape(3 * n, count * lanes), log_growth, reference, indicators, first,
+                                members, shadow_q_end.reshape(ends, count, 3 * n), log_growth_end, reference_end,
+                                indicators_end)
+            write_final_shadows(shadow_omega.reshape(3 * n, count * lanes), log_growth[:0], reference[:0],
+                                indicators[:0], first, members, shadow_omega_end.reshape(ends, count, 3 * n),
+                                log_growth_end, reference_end, indicators_end)
 
 
 @lane_function

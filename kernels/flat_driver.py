@@ -20,7 +20,7 @@ import numpy as np
 from .driver import lane_bookkeeping, record_lane_failures
 from .lanes import lane_function
 from .lyapunov import (accumulate_indicators, displacement_norms, forget_failed_shadows, orthogonalise,
-                       record_indicators, tile_active, tile_lanes_2d, write_shadow_sums)
+                       record_indicators, tile_active, tile_lanes_2d, write_final_shadows)
 from .status import OK
 
 
@@ -70,19 +70,6 @@ def write_flat_final(x, h, first, members, lane_status, lane_failed, lane_iterat
         ok = lane_status[b] == OK
         for r in range(x.shape[0]):
             x_end[m, r] = x[r, b] if ok else np.nan
-
-
-@lane_function
-def write_flat_shadow(shadow, log_growth, reference, indicators, first, members, shadow_end, log_growth_end,
-                      reference_end, indicators_end):
-    """Per-member shadows after the last step: shadow j of lane l from shadow lane j·L + l."""
-    write_shadow_sums(log_growth, reference, indicators, first, members, log_growth_end, reference_end,
-                      indicators_end)
-    lanes = indicators.shape[1]
-    for l in range(min(lanes, members - first)):
-        for j in range(shadow.shape[1] // lanes):
-            for r in range(shadow.shape[0]):
-                shadow_end[first + l, j, r] = shadow[r, j * lanes + l]
 
 
 def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status, save_state, state_out, energy,
@@ -169,8 +156,8 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         write_flat_final(x, np.full(lanes, h), first, members, lane_status, lane_failed, lane_iterations, status,
                          failed_step, iterations, x_end, carried)
         if tracking:
-            write_flat_shadow(shadow, log_growth, reference, indicators, first, members, shadow_end, log_growth_end,
-                              reference_end, indicators_end)
+            write_final_shadows(shadow, log_growth, reference, indicators, first, members, shadow_end, log_growth_end,
+                                reference_end, indicators_end)
 
 
 # Shadow stages of the flat driver (bound as ``shadow_begin`` / ``shadow_step``).

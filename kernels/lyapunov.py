@@ -343,17 +343,21 @@ def forget_failed_shadows(shadow_code, log_growth):
 
 
 @lane_function
-def write_shadow_sums(log_growth, reference, indicators, first, members, log_growth_end, reference_end,
-                      indicators_end):
-    """Per member after the last step: each shadow's log growth and reference (shadow j of lane l from
-    shadow lane j·L + l) and the indicators' state (the restart point of the next segment)."""
+def write_final_shadows(shadow, log_growth, reference, indicators, first, members, shadow_end, log_growth_end,
+                        reference_end, indicators_end):
+    """Per member after the last step (the restart point of the next segment): its k shadows' states
+    ``shadow`` (rows, k·L) into ``shadow_end`` (members, k, rows) (shadow j of lane l from shadow lane
+    j·L + l; an (S²)ⁿ kernel passes q and ω one after the other, flattened to 3n rows), each shadow's log
+    growth and reference, and the indicators' state.  Called with empty ``log_growth`` and ``indicators``
+    rows it writes the state alone."""
     lanes = indicators.shape[1]
-    for l in range(lanes):
+    for l in range(min(lanes, members - first)):
         m = first + l
-        if m >= members:
-            break
         for r in range(indicators.shape[0]):
             indicators_end[m, r] = indicators[r, l]
+        for j in range(shadow.shape[1] // lanes):
+            for r in range(shadow.shape[0]):
+                shadow_end[m, j, r] = shadow[r, j * lanes + l]
         for j in range(log_growth.shape[0] // lanes):
             log_growth_end[m, j] = log_growth[j * lanes + l]
             reference_end[m, j] = reference[j * lanes + l]
