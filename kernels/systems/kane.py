@@ -25,10 +25,12 @@ speed (the quaternion's norm rate, 0) gets u̇ = 0 from a unit entry on M's diag
 A one-degree-of-freedom joint's variable is θ_k = q_k − q_{r(k)} for a joint "measured from" coordinate
 r(k) (absolute angles of a planar chain, as in sympy's ``n_link_pendulum_on_cart``), else θ_k = q_k; its
 columns then go to q_k with +1 and to q_{r(k)} with −1.  Its loads are generalised forces on θ_k: a
-constant F_k, a periodic A_k sin(ν_k t + φ_k), a spring −K_k (θ_k − θ_rest,k) and a damper −D_k θ̇_k.  u̇ = M⁻¹(f − h) by a Cholesky
-factorisation in lanes.  The same code runs on complex numbers (complex-step derivatives for the Jacobian
-of the implicit ``midpoint``: every operation is analytic).  Cost per evaluation O(n³) per member (n bodies
-× n² entries of M), fine for n ≤ 20.
+constant F_k, a periodic A_k sin(ν_k t + φ_k), a spring −K_k (θ_k − θ_rest,k) and a damper −D_k θ̇_k.  The
+same code runs on complex numbers (complex-step derivatives for the Jacobian of the implicit ``midpoint``:
+every operation is analytic).  Cost per evaluation O(n³) per member (n bodies × n² entries of M): the
+vector field of trees of revolute and prismatic joints takes the O(n) articulated-body algorithm instead
+(:mod:`kernels.systems.articulated`); trees with spherical or free joints or loops solve u̇ = M⁻¹(f − h)
+there by a Cholesky factorisation in lanes.
 
 Coefficient rows (per member): g times the direction of gravity (3, m/s², base frame), then JOINT_ROWS per
 joint j: its axis (unit, in the parent's frame; one-degree-of-freedom joints), its origin (the joint point
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lanes import cholesky_solve_in_lanes, cross3, lane_function, solve_pivoted_in_lanes
+from ..lanes import cross3, lane_function, solve_pivoted_in_lanes
 from ..spaces.generalised import quaternion_error_lanes
 
 REVOLUTE, PRISMATIC, SPHERICAL, FREE = 0, 1, 2, 3
@@ -113,12 +115,6 @@ def quaternion_rotation(x, y, z, w):
     return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y),
             2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x),
             2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y))
-
-
-@lane_function
-def kane_field_work(rows, n, lanes):
-    """The vector field's work: kane_work in float64, allocated once per block by the methods."""
-    return kane_work(n, lanes, 0.0)
 
 
 @lane_function
@@ -412,13 +408,20 @@ def kane_terms(x, n, coef, topology, t, work, forces):
                 continue
             k = joint_row(j)
             for b in range(lanes):
-                tau = (coef[k + FORCE, b] - coef[k + STIFFNESS, b] * (joint[0, first, b] - coef[k + REST, b])
-                       - coef[k + DAMPING, b] * joint[1, first, b])
-                if coef[k + AMPLITUDE, b] != 0.0:
-                    tau += coef[k + AMPLITUDE, b] * np.sin(coef[k + FREQUENCY, b] * t + coef[k + PHASE, b])
+                tau = joint_load(coef, k, joint[0, first, b], joint[1, first, b], t, b)
                 rhs[first, b] += tau
                 if reference >= 0:
                     rhs[reference, b] -= tau
+
+
+@lane_function
+def joint_load(coef, k, theta, theta_dot, t, b):
+    """The generalised force on a one-degree-of-freedom joint's variable θ (N or N·m; rows from k) at θ, θ̇ and
+    time t (s): F − K (θ − θ_rest) − D θ̇ + A sin(ν t + φ)."""
+    tau = coef[k + FORCE, b] - coef[k + STIFFNESS, b] * (theta - coef[k + REST, b]) - coef[k + DAMPING, b] * theta_dot
+    if coef[k + AMPLITUDE, b] != 0.0:
+        tau += coef[k + AMPLITUDE, b] * np.sin(coef[k + FREQUENCY, b] * t + coef[k + PHASE, b])
+    return tau
 
 
 @lane_function
@@ -713,22 +716,6 @@ def kane_energy(x, n, coef, topology, out):
                 row += mass[a, c, b] * x[n + c, b]
             kinetic += x[n + a, b] * row
         out[b] += 0.5 * kinetic
-
-
-def kane_vector_field(x, n, coef, topology, t, dx, work):
-    """dx = (B(q) u, M⁻¹(f − h)) at time t (s): Kane's equations (34) solved for the accelerations (``work``:
-    kane_field_work's)."""
-    kane_terms(x, n, coef, topology, t, work, ACCELERATING_FORCE)
-    rhs = work[6]
-    start, closures, rows = closure_header(topology)
-    if closures == 0:
-        cholesky_solve_in_lanes(work[5], rhs)
-    else:
-        closed_loop_accelerations(x, n, coef, topology, work, rows)
-    coordinate_rates_into(x, n, topology, dx)
-    for a in range(n):
-        for b in range(x.shape[1]):
-            dx[n + a, b] = rhs[a, b]
 
 
 @lane_function

@@ -1,6 +1,7 @@
 """System ``multibody``: a tree of rigid bodies joined by revolute, prismatic, spherical and free joints,
 stepped through Kane's equations in joint coordinates (:mod:`kernels.systems.kane`; Parsa, digest_003) on
-the ``generalised`` space.
+the ``generalised`` space; the explicit methods' vector field of trees of 8 or more revolute and prismatic
+joints takes the articulated-body algorithm instead (:mod:`kernels.systems.articulated`, O(n) per member).
 
 Two models describe the tree (``model``):
 
@@ -45,8 +46,8 @@ from .kane import (ACCELERATING_FORCE, AMPLITUDE, AXIS, CANONICAL_FORCE, CLOSURE
                    FREQUENCY, GRAVITY_ROWS, INERTIA, JOINT_COORDINATES, JOINT_ROWS, JOINT_SPEEDS, JOINT_TYPES, MASS,
                    ORIGIN, PHASE, PRISMATIC, REST, REVOLUTE, SPHERICAL, STIFFNESS, closure_header, closure_terms,
                    closure_work, coordinate_rates_into, kane_canonical_force_into, kane_constrain, kane_energy,
-                   kane_field_work, kane_mass_into, kane_terms, kane_vector_field, kane_work, tree_diagnostics,
-                   tree_kinematics, tree_potential_into)
+                   kane_mass_into, kane_terms, kane_work, tree_diagnostics, tree_kinematics, tree_potential_into)
+from .articulated import articulated_body_into, articulated_work, one_degree_tree, tree_field_work, tree_vector_field
 
 MODELS = ("tree", "n_link_pendulum_on_cart")
 
@@ -393,7 +394,8 @@ class MultibodyDefinition(FlatSystemDefinition):
 
     topology: Callable[[dict, int], np.ndarray]
     space: StateSpace = GENERALISED
-    #: Kane's vector field (the Runge–Kutta methods) and M(q) with ṗ = f + ∂T/∂q (the canonical midpoint)
+    #: the vector field (the Runge–Kutta methods; articulated-body or Kane's) and Kane's M(q) with ṗ = f + ∂T/∂q
+    #: (the canonical midpoint)
     provides: frozenset = frozenset({"vector_field", "canonical"})
     momentum_doc: str = ("free-floating trees (one root, on a free joint): the linear momentum across gravity and "
                          "the angular momentum about the base origin along it")
@@ -432,11 +434,11 @@ class MultibodyDefinition(FlatSystemDefinition):
     def lane_functions(self) -> dict:
         return {"system_work": kane_work, "system_mass_into": kane_mass_into,
                 "system_canonical_force_into": kane_canonical_force_into, "space_diagnostics": tree_diagnostics,
-                "system_constrain": kane_constrain, "vector_field_work": kane_field_work}
+                "system_constrain": kane_constrain, "vector_field_work": tree_field_work}
 
     @property
     def lane_templates(self) -> tuple:
-        return (("system_energy", kane_energy), ("vector_field", kane_vector_field))
+        return (("system_energy", kane_energy), ("vector_field", tree_vector_field))
 
 
 def _every_joint(name, shape, unit, doc, default, check="finite"):
@@ -446,8 +448,9 @@ def _every_joint(name, shape, unit, doc, default, check="finite"):
 
 DEFINITION = MultibodyDefinition(
     name="multibody",
+    revision=2,  # 2: the vector field of trees of ≥ 8 one-degree-of-freedom joints by the articulated-body algorithm
     summary="a tree of rigid bodies on revolute, prismatic, spherical and free joints, by Kane's equations in joint "
-            "coordinates",
+            "coordinates (the explicit methods: by the articulated-body algorithm from 8 revolute and prismatic joints)",
     parameters=(
         Parameter("model", SCALAR, "1", f"how the tree is described: {', '.join(MODELS)}", default="tree",
                   check="structural", parse=_model),
@@ -548,3 +551,15 @@ def tree_terms(system, state: dict, canonical: bool = False, t: float = 0.0) -> 
             "rotation": np.moveaxis(rotation[:bodies], -1, 0).reshape(members, bodies, 3, 3),
             "omega": np.moveaxis(frames[2, :bodies], -1, 0), "com": np.moveaxis(frames[3, :bodies], -1, 0),
             "jacobians": np.moveaxis(jacobians[:, :bodies], -1, 0)}
+
+
+def tree_accelerations(system, state: dict, t: float = 0.0) -> np.ndarray:
+    """u̇ (members, n) of the explicit methods' vector field at states {"q", "u"} (members, n) and time ``t``
+    (s) of a tree of revolute and prismatic joints: the articulated-body algorithm's."""
+    members, n = np.shape(state["q"])
+    x, n, coef, topology, bodies = _lane_inputs(state, system.broadcast(members, n))
+    if not one_degree_tree(topology):
+        raise InvalidInput("joints", "the articulated-body algorithm steps trees of revolute and prismatic joints only")
+    dx = np.zeros_like(x)
+    articulated_body_into(x, n, coef, topology, t, articulated_work(n), dx)
+    return dx[n:].T.copy()
