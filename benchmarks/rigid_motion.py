@@ -97,6 +97,8 @@ def main():
     add_comparison_arguments(parser)
     parser.add_argument("--no-mujoco", action="store_true")
     args = parser.parse_args()
+    if args.repeats < 3:
+        parser.error("--repeats must be at least 3: this VM's speed drifts, only the fastest of several counts")
     threads = args.threads or default_threads()
     start = run_start()
 
@@ -144,7 +146,12 @@ def main():
         print(f"{case:<28}{max(rates):>16.3e}{ratio:>14}{max(rates) / kirchhoff_rate:>17.3g}"
               f"{errors[0]:>38.1e}{errors[1]:>12.1e}")
     print()
-    print(lgvi_targets(max(rows[0][1]), reference_rate, LGVI_TARGET, MUJOCO_FACTOR_TARGET, why_not, 1))
+    lgvi_rate = max(rows[0][1])
+    mujoco_text = (f"{reference_rate:.3e}: {lgvi_rate / reference_rate:.1f}x" if reference_rate
+                   else f"not measured ({why_not})")
+    print(f"lgvi {lgvi_rate:.3e} member-steps/s, MuJoCo RK4 rollout {mujoco_text} (each the fastest of "
+          f"{args.repeats}, {threads} threads)")
+    print(lgvi_targets(lgvi_rate, reference_rate, LGVI_TARGET, MUJOCO_FACTOR_TARGET, why_not, 1))
     print(run_conditions(start))
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
+
+from .llvm_options import DEFAULT_MEMORY_CHECKS
+from .llvm_options import memory_checks as codegen_memory_checks
 
 #: members per SIMD block for the fixed-step kernels, widest first: an ensemble uses the widest that
 #: still gives two blocks.  Every lane loop pays a fixed set-up (its runtime overlap checks), which
@@ -42,16 +46,23 @@ def default_threads() -> int:
 
 
 def run_in_threads(kernel, blocks: dict, shared: tuple, keep_state: bool, outputs: list, lanes: int, members: int,
-                   threads: int):
-    """Run ``kernel`` on disjoint, contiguous ranges of blocks, one per thread (kernels release the GIL)."""
+                   threads: int, memory_checks: int = DEFAULT_MEMORY_CHECKS):
+    """Run ``kernel`` on disjoint, contiguous ranges of blocks, one per thread (kernels release the GIL), after
+    compiling it (or loading it from the cache) here, with up to ``memory_checks`` runtime overlap checks per
+    vectorised loop (:mod:`kernels.llvm_options`)."""
     n_blocks = next(iter(blocks.values())).shape[0]
     bounds = np.linspace(0, n_blocks, min(threads, n_blocks) + 1).astype(int)
 
-    def run(start: int, stop: int) -> None:
+    def arguments(start: int, stop: int) -> tuple:
         first, last = start * lanes, min(stop * lanes, members)
-        kernel(*(array[start:stop] for array in blocks.values()), *shared, last - first, keep_state,
-               *(array[first:last] for array in outputs))
+        return (*(array[start:stop] for array in blocks.values()), *shared, last - first, keep_state,
+                *(array[first:last] for array in outputs))
 
+    def run(start: int, stop: int) -> None:
+        kernel(*arguments(start, stop))
+
+    with codegen_memory_checks(memory_checks):
+        kernel.compile(tuple(numba.typeof(value) for value in arguments(0, n_blocks)))
     if len(bounds) == 2:
         run(0, n_blocks)
         return

@@ -56,7 +56,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         kernel, blocks, (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
         outputs + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "carried")]
         + [growth, indicator_out] + [shadow_end[name] for name in ("state", "log_growth", "reference", "indicators")],
-        lanes, members, threads)
+        lanes, members, threads, space.memory_checks)
     if shadow is not None:
         end_state = space.unflatten(shadow_end["state"].reshape(members * count, rows), n)
         result.update(shadow_results(shadow, {name: value.reshape((members, count) + value.shape[1:])

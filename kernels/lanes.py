@@ -137,7 +137,7 @@ def solve_pivoted_in_lanes(a, x):
             x[k, b] *= a[k, k, b]
 
 
-@lane_function
+@inline_lane_function
 def cross3(a0, a1, a2, b0, b1, b2):
     """a × b of two 3-vectors given as scalars."""
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
@@ -272,7 +272,7 @@ def fused_multiply_add(typingctx, a, b, c):
     return signature, codegen
 
 
-@lane_function
+@inline_lane_function
 def accumulate_product(total, error, a, z):
     """One step of Ogita–Rump–Oishi's Dot2: (total + a·z, error + the rounding errors of the product
     (from an FMA) and of the sum (Knuth's TwoSum))."""
@@ -282,7 +282,7 @@ def accumulate_product(total, error, a, z):
     return partial, error + (((total - (partial - back)) + (product - back)) + fused_multiply_add(a, z, -product))
 
 
-@lane_function
+@inline_lane_function
 def compensated_dot6(start, a0, a1, a2, a3, a4, a5, z0, z1, z2, z3, z4, z5):
     """start + a·z as if summed in twice the working precision and rounded once (Ogita, Rump & Oishi,
     "Accurate sum and dot product", SIAM J. Sci. Comput. 26 (2005), Algorithm Dot2)."""

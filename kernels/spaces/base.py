@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InvalidInput
+from ..llvm_options import DEFAULT_MEMORY_CHECKS
 
 #: tolerance within which an initial state is silently put back on its manifold; beyond it, refused
 STATE_TOLERANCE = 1e-6
@@ -79,6 +80,9 @@ class StateSpace:
     #: a state variable of shape (2,) that is a point moving in a plane (m): the report draws a few members'
     #: paths (the rolling ball's contact point); None: none
     path: str | None = None
+    #: the most runtime overlap checks LLVM may emit to vectorise one lane loop of this space's kernels
+    #: (:mod:`kernels.llvm_options`): more than the default where a loop reads many coefficient rows per lane
+    memory_checks: int = DEFAULT_MEMORY_CHECKS
 
     # ------------------------------------------------------------------ names, shapes, flat layout
     @property

@@ -176,4 +176,8 @@ RIGID_MOTION = RigidMotionSpace(
     },
     layout="flat",
     lane={"diagnostics": orthogonality_lanes, "pull_back": pull_back_lanes},
+    # lgvi's chord iterations and Kirchhoff's equations read 𝕄 or 𝕄⁻¹ (36 coefficient rows) per lane: their
+    # loops need some 400 overlap checks to run as SIMD (lgvi 3.9e6 member-steps/s on one thread against
+    # 1.6e6 scalar, issue 34), and compile no slower
+    memory_checks=1000,
 )

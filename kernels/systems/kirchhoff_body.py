@@ -346,6 +346,7 @@ DEFINITION = RigidBodyDefinition(
     momentum_doc="spatial impulse (R P, R K + x × R P); with gravity its horizontal linear and vertical angular parts",
     check=_check,
     space=RIGID_MOTION,
+    revision=2,  # 2: lgvi's (f, t) by chord iterations (frozen matrix 𝕄 diag(2, 2, 2, 1, 1, 1)), not Newton's
     provides=frozenset({"potential", "torque", "inertia6", "vector_field"}),
     templates=(("system_energy", kirchhoff_energy), ("vector_field", kirchhoff_vector_field)),
 )

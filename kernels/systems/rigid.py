@@ -115,7 +115,7 @@ def motion_header(matrices: np.ndarray) -> np.ndarray:
                           axis=2).reshape(members, -1)
 
 
-@lane_function
+@inline_lane_function
 def matrix6_times(coef, k, b, z0, z1, z2, z3, z4, z5):
     """The 6×6 matrix at coefficient rows k … k + 35 (row-major) times z, lane b (six scalars: no array is
     allocated in the vector field's inner loop)."""
@@ -124,14 +124,14 @@ def matrix6_times(coef, k, b, z0, z1, z2, z3, z4, z5):
             matrix6_row(coef, k + 24, b, z0, z1, z2, z3, z4, z5), matrix6_row(coef, k + 30, b, z0, z1, z2, z3, z4, z5))
 
 
-@lane_function
+@inline_lane_function
 def matrix6_row(coef, row, b, z0, z1, z2, z3, z4, z5):
     """One row (coefficient rows row … row + 5) of a 6×6 matrix times z, lane b."""
     return (coef[row, b] * z0 + coef[row + 1, b] * z1 + coef[row + 2, b] * z2 + coef[row + 3, b] * z3
             + coef[row + 4, b] * z4 + coef[row + 5, b] * z5)
 
 
-@lane_function
+@inline_lane_function
 def kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, t0, t1, t2, f0, f1, f2):
     """(K × Ω + P × V + τ, P × Ω + F), (K, P) = 𝕄(Ω, V): the right side of Kirchhoff's equations 𝕄 ż = … for
     the body whose header starts at coefficient row k, lane b."""
@@ -141,7 +141,7 @@ def kirchhoff_forces(coef, k, b, w0, w1, w2, v0, v1, v2, t0, t1, t2, f0, f1, f2)
             p1 * w2 - p2 * w1 + f0, p2 * w0 - p0 * w2 + f1, p0 * w1 - p1 * w0 + f2)
 
 
-@lane_function
+@inline_lane_function
 def kirchhoff_rates(coef, k, b, w0, w1, w2, v0, v1, v2, loads, i):
     """(Ω̇, V̇) = 𝕄⁻¹ of :func:`kirchhoff_forces` for body i (header at coefficient row k), lane b, with the
     loads' rows 6i … 6i + 5 of ``loads``: Kirchhoff's equations solved for the accelerations."""
@@ -150,7 +150,7 @@ def kirchhoff_rates(coef, k, b, w0, w1, w2, v0, v1, v2, loads, i):
     return matrix6_times(coef, k + INVERSE6, b, g[0], g[1], g[2], g[3], g[4], g[5])
 
 
-@lane_function
+@inline_lane_function
 def body_loads(work, i, b):
     """(τ, F) of body i, lane b, from the loads' rows 6i … 6i + 5."""
     return (work[6 * i, b], work[6 * i + 1, b], work[6 * i + 2, b], work[6 * i + 3, b], work[6 * i + 4, b],
@@ -254,7 +254,7 @@ def no_torque(x, n, coef, topology, out):
             out[r, b] = 0.0
 
 
-@lane_function
+@inline_lane_function
 def compensated_matrix6_row(coef, row, b, start, z0, z1, z2, z3, z4, z5):
     """start + one row (coefficient rows row … row + 5) of a 6×6 matrix times z, lane b, as if computed in
     twice the working precision and rounded once (lanes.compensated_dot6)."""
@@ -262,7 +262,7 @@ def compensated_matrix6_row(coef, row, b, start, z0, z1, z2, z3, z4, z5):
                             coef[row + 4, b], coef[row + 5, b], z0, z1, z2, z3, z4, z5)
 
 
-@lane_function
+@inline_lane_function
 def compensated_matrix6_times(coef, k, b, s0, s1, s2, s3, s4, s5, z0, z1, z2, z3, z4, z5):
     """s + 𝕄z for the 6×6 matrix at coefficient rows k … k + 35, lane b, each component rounded once from
     twice the working precision: with s = −𝕄y an exact residual for iterative refinement."""
