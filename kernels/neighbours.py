@@ -90,7 +90,8 @@ def build_rows(q, ids, list_range_squared, per_axis, particle_cell, cell_start, 
     :func:`sort_by_cell` leaves them), so that the three cells (x, y, z−1 … z+1) of each of the nine
     (x, y) columns are one contiguous run of storage indices: the scan reads positions in sequence,
     with no cell-membership lookup.  Candidates are appended branch-free (the slot is always
-    written, the count advances only for a neighbour) to a scratch buffer, and each goes to its
+    written, the count advances only for a neighbour) to a scratch buffer (their ids are looked up
+    after the scan, for the kept ones only: 10 % off the build at N = 10⁵), and each goes to its
     rank among the row's keys (the count of smaller ones; ids are unique), a branch-free count that
     LLVM vectorises: a build at N = 10⁵ took 51 instead of 70 ms of CPU with insertion sort.
 
@@ -100,8 +101,8 @@ def build_rows(q, ids, list_range_squared, per_axis, particle_cell, cell_start, 
     n = q.shape[0]
     capacity = neighbours.shape[1]
     for chunk in prange(REDUCTION_CHUNKS):
-        keys = np.empty(capacity + 1, np.int64)  # slot ``capacity`` takes the candidates of a full row
-        slots = np.empty(capacity + 1, np.int32)
+        keys = np.empty(capacity, np.int64)
+        slots = np.empty(capacity + 1, np.int32)  # slot ``capacity`` takes the candidates of a full row
         for i in range(chunk * n // REDUCTION_CHUNKS, (chunk + 1) * n // REDUCTION_CHUNKS):
             cell = particle_cell[i]
             iz = cell % per_axis
@@ -119,11 +120,12 @@ def build_rows(q, ids, list_range_squared, per_axis, particle_cell, cell_start, 
                         d1 = x1 - q[j, 1, 0]
                         d2 = x2 - q[j, 2, 0]
                         slot = min(count, capacity)
-                        keys[slot] = ids[j]
                         slots[slot] = j
                         count += (d0 * d0 + d1 * d1 + d2 * d2 < list_range_squared) & (j != i)
             counts[i] = count
             kept = min(count, capacity)
+            for a in range(kept):  # keys of the kept candidates only: no ids[j] load for the ~2/3 rejected
+                keys[a] = ids[slots[a]]
             for a in range(kept):
                 key = keys[a]
                 rank = 0
@@ -138,6 +140,21 @@ def build_rows(q, ids, list_range_squared, per_axis, particle_cell, cell_start, 
     return longest
 
 
+@_serial
+def displacement_squared(q, reference, i):
+    """‖q_i − q_i(at the last build)‖² (m²)."""
+    d0 = q[i, 0, 0] - reference[i, 0]
+    d1 = q[i, 1, 0] - reference[i, 1]
+    d2 = q[i, 2, 0] - reference[i, 2]
+    return d0 * d0 + d1 * d1 + d2 * d2
+
+
+@_serial
+def beyond_half_skin(largest_displacement_squared, skin):
+    """The rebuild criterion: the largest displacement² (m²) since the last build exceeds (skin/2)²."""
+    return largest_displacement_squared > 0.25 * skin * skin
+
+
 @_parallel
 def max_displacement_squared(q, reference, chunk_max):
     """max_i ‖q_i − q_i(at the last build)‖² (m²)."""
@@ -146,24 +163,12 @@ def max_displacement_squared(q, reference, chunk_max):
     for c in prange(chunks):
         largest = 0.0
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            d0 = q[i, 0, 0] - reference[i, 0]
-            d1 = q[i, 1, 0] - reference[i, 1]
-            d2 = q[i, 2, 0] - reference[i, 2]
-            largest = max(largest, d0 * d0 + d1 * d1 + d2 * d2)
+            largest = max(largest, displacement_squared(q, reference, i))
         chunk_max[c] = largest
     result = 0.0
     for c in range(chunks):
         result = max(result, chunk_max[c])
     return result
-
-
-@_parallel
-def permute(a, order, buffer):
-    """a ← a[order] along the first axis (``buffer``: scratch of a's shape)."""
-    for s in prange(a.shape[0]):
-        buffer[s] = a[order[s]]
-    for s in prange(a.shape[0]):
-        a[s] = buffer[s]
 
 
 @_serial
@@ -179,7 +184,7 @@ def sort_by_cell(q, per_axis, lists):
 @_serial
 def needs_rebuild(q, reference, skin, chunk_max):
     """True when some particle has moved more than skin/2 (chord, m) since the last build."""
-    return max_displacement_squared(q, reference, chunk_max) > 0.25 * skin * skin
+    return beyond_half_skin(max_displacement_squared(q, reference, chunk_max), skin)
 
 
 @_serial

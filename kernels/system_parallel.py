@@ -36,38 +36,44 @@ SYSTEM_PARALLEL_MIN_BODIES = 1000
 STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
 
 
-def drift_template(q, omega, grad, half_h_over_mass, h, q_next, margin):
-    """First stage of a step for every body (vi: half kick and drift, eqs. (29)–(30))."""
-    for i in prange(q.shape[0]):
-        margin[i] = integrator_drift(q, omega, grad, half_h_over_mass, h, q_next, i, 0)  # noqa: F821
+def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, reference, kick, drift, chunk_margin,
+                     chunk_moved):
+    """The per-body stages between two gradients, one parallel loop (one fork and join per step instead
+    of one per stage: each costs a wake-up of the other threads, milliseconds on a loaded machine).
 
-
-def kick_template(q_next, omega, grad, half_h_over_mass, q):
-    """Last stage of a step for every body (vi: second half kick of (30)); q ← q_{k+1}."""
-    for i in prange(q.shape[0]):
-        integrator_kick(q_next, omega, grad, half_h_over_mass, q, i, 0)  # noqa: F821
-
-
-def failure_template(margin, q, omega, chunk):
-    """Status of the step just taken: VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or
-    inf appeared in q or ω, else OK (the codes and precedence of the ensemble driver)."""
+    ``kick``: the last stage of step k for every body (vi: second half kick of eq. (30)), q ← q_{k+1}, and
+    the status of step k: VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or inf appeared
+    in q or ω, else OK (the codes and precedence of the ensemble driver).  ``drift``: then the first stage
+    of step k + 1 (vi: half kick and drift, eqs. (29)–(30)), its margins 1 − ‖a_i‖², and the largest
+    displacement² since the last list build (m²).  Each body's stages only read its own rows (and the
+    gradient, complete before the loop), so fusing them changes no bit.  Returns (status, displacement²).
+    """
     n = q.shape[0]
-    chunks = chunk.shape[0]
+    chunks = chunk_margin.shape[0]
     for c in prange(chunks):
         smallest = 1.0
         poison = 0.0
+        moved = 0.0
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            smallest = min(smallest, margin[i])
-            for k in range(3):
-                poison += q[i, k, 0] * 0.0 + omega[i, k, 0] * 0.0  # NaN iff some entry is NaN or inf
-        chunk[c] = smallest if poison == poison else np.nan
+            if kick:
+                integrator_kick(q_next, omega, grad, half_h_over_mass, q, i, 0)  # noqa: F821
+                smallest = min(smallest, margin[i])
+                for k in range(3):
+                    poison += q[i, k, 0] * 0.0 + omega[i, k, 0] * 0.0  # NaN iff some entry is NaN or inf
+            if drift:
+                margin[i] = integrator_drift(q, omega, grad, half_h_over_mass, h, q_next, i, 0)  # noqa: F821
+                moved = max(moved, nb.displacement_squared(q_next, reference, i))
+        chunk_margin[c] = smallest if poison == poison else np.nan
+        chunk_moved[c] = moved
     code = OK
+    largest = 0.0
     for c in range(chunks):
-        if chunk[c] < 0.0:
-            return VI_STEP_INFEASIBLE
-        if chunk[c] != chunk[c]:
+        largest = max(largest, chunk_moved[c])
+        if chunk_margin[c] < 0.0:
+            code = VI_STEP_INFEASIBLE
+        elif chunk_margin[c] != chunk_margin[c] and code == OK:
             code = NON_FINITE
-    return code
+    return code, largest
 
 
 def record_template(sample, q, omega, mass_diag, ids, coef, neighbours, counts, per_particle, by_id, scratch,
@@ -97,18 +103,34 @@ def record_template(sample, q, omega, mass_diag, ids, coef, neighbours, counts, 
                 omega_out[sample, ids[s], k] = omega[s, k, 0]
 
 
+@njit(parallel=True, error_model="numpy", nogil=True)
+def permute_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids, buffers):
+    """Every per-particle array a ← a[order] along its first axis, all in one gather loop into ``buffers``
+    (arrays of their shapes) and one copy back: two forks and joins per list build, not two per array."""
+    q_buffer, omega_buffer, mass_buffer, half_buffer, margin_buffer, ids_buffer = buffers
+    for s in prange(q.shape[0]):
+        source = order[s]
+        q_buffer[s] = q[source]
+        omega_buffer[s] = omega[source]
+        mass_buffer[s] = mass_diag[source]
+        half_buffer[s] = half_h_over_mass[source]
+        margin_buffer[s] = margin[source]
+        ids_buffer[s] = ids[source]
+    for s in prange(q.shape[0]):
+        q[s] = q_buffer[s]
+        omega[s] = omega_buffer[s]
+        mass_diag[s] = mass_buffer[s]
+        half_h_over_mass[s] = half_buffer[s]
+        margin[s] = margin_buffer[s]
+        ids[s] = ids_buffer[s]
+
+
 @njit(error_model="numpy", nogil=True)
 def sort_and_rebuild(q, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis, lists, buffers):
     """Put the particles in cell order (every per-particle array is permuted alike; ``ids`` keeps the
     original indices), then build the Verlet rows at q (see :mod:`kernels.neighbours`)."""
     order = nb.sort_by_cell(q, per_axis, lists)
-    vectors, scalars, column, indices = buffers
-    nb.permute(q, order, vectors)
-    nb.permute(omega, order, vectors)
-    nb.permute(mass_diag, order, column)
-    nb.permute(half_h_over_mass, order, column)
-    nb.permute(margin, order, scalars)
-    nb.permute(ids, order, indices)
+    permute_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids, buffers)
     return nb.rebuild(q, ids, list_range, per_axis, lists)
 
 
@@ -133,7 +155,8 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     per_particle = np.empty(n)
     by_id = np.empty((2, n))
     scratch = np.empty((2, 1))
-    buffers = (np.empty_like(q_start), np.empty(n), np.empty((n, 1)), np.empty(n, np.int64))
+    buffers = (np.empty_like(q), np.empty_like(omega), np.empty_like(mass_diag), np.empty_like(half_h_over_mass),
+               np.empty_like(margin), np.empty_like(ids))
     lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
                              nb.allocate(n, per_axis, capacity), buffers)
     rebuilds = 1
@@ -141,24 +164,31 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     pair_gradient(q, coef, lists[3], lists[4], grad)  # noqa: F821
     record_system_sample(0, q, omega, mass_diag, ids, coef, lists[3], lists[4], per_particle, by_id,  # noqa: F821
                          scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error)
-    status = OK
+    chunk_margin = np.empty(nb.REDUCTION_CHUNKS)
+    chunk_moved = np.empty(nb.REDUCTION_CHUNKS)
+    status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists[5], False,  # noqa: F821
+                                   n_steps > 0, chunk_margin, chunk_moved)
     failed = -1
     for k in range(1, n_steps + 1):
-        drift_bodies(q, omega, grad, half_h_over_mass, h, q_next, margin)  # noqa: F821
-        if nb.needs_rebuild(q_next, lists[5], skin, lists[6]):
+        if nb.beyond_half_skin(moved, skin):
             lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
                                      lists, buffers)
             rebuilds += 1
         pair_gradient(q_next, coef, lists[3], lists[4], grad)  # noqa: F821
-        kick_bodies(q_next, omega, grad, half_h_over_mass, q)  # noqa: F821
-        status = step_failure(margin, q, omega, lists[6])  # noqa: F821
+        saved = k % save_every == 0
+        # the next step's drift joins this kick unless a sample (the state between them) is recorded first
+        status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
+                                       lists[5], True, k < n_steps and not saved, chunk_margin, chunk_moved)
         if status != OK:
             failed = k
             break
-        if k % save_every == 0:
+        if saved:
             record_system_sample(k // save_every, q, omega, mass_diag, ids, coef, lists[3], lists[4],  # noqa: F821
                                  per_particle, by_id, scratch, save_state, q_out, omega_out, energy, temperature,
                                  unit_error, tangency_error)
+            if k < n_steps:
+                status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
+                                               lists[5], False, True, chunk_margin, chunk_moved)
     for s in range(n):
         for c in range(3):
             q_end[ids[s], c] = q[s, c, 0]
@@ -169,8 +199,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     info[CAPACITY] = lists[3].shape[1]
 
 
-PARALLEL_HELPERS = (("drift_bodies", drift_template), ("kick_bodies", kick_template),
-                    ("step_failure", failure_template))
+PARALLEL_HELPERS = (("advance_bodies", advance_template),)
 SERIAL_HELPERS = (("record_system_sample", record_template),)
 #: bound for every system-parallel kernel (diagonal M only)
 FIXED_BINDINGS = {}
