@@ -61,7 +61,7 @@ def scipy_rate(system, q, omega, dt, steps, members=4):
     return members * steps / (time.perf_counter() - start)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def plain_gradient(x, gamma, grad):
     """∂V/∂q of the γ-potential on the sphere, −γ Σ_j (q_j − c q_i)/‖q_i × q_j‖³ (kernels/systems/sphere_nbody.py)."""
     n = x.shape[0]
@@ -79,7 +79,7 @@ def plain_gradient(x, gamma, grad):
                 grad[j, k] -= f * (x[i, k] - c * x[j, k])
 
 
-@numba.njit(cache=True)
+@numba.njit
 def plain_half_kick(x, w, grad, half_h_over_mass):
     """ω_i ← ω_i − (h/2M_ii) q_i × ∂V/∂q_i: a half kick of Lee–Leok–McClamroch eq. (30)."""
     for i in range(x.shape[0]):
@@ -89,7 +89,7 @@ def plain_half_kick(x, w, grad, half_h_over_mass):
         w[i, 2] -= c * (x[i, 0] * grad[i, 1] - x[i, 1] * grad[i, 0])
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True)
 def plain_explicit_vi(q, omega, mass, gamma, h, steps):
     """The explicit vi of Example 2 as a careful user would write it in Numba: one member per iteration
     of a ``prange`` loop (state ``(members, n, 3)``, scalars, no allocation inside the step),
