@@ -12,6 +12,7 @@ import types as python_types
 
 import numpy as np
 from numba import njit, types
+from numba.core import config
 from numba.extending import intrinsic
 
 from . import llvm_options  # noqa: F401  (process-wide codegen settings, before any kernel compiles)
@@ -21,8 +22,10 @@ from . import llvm_options  # noqa: F401  (process-wide codegen settings, before
 #: divergence per member) instead of raising, and no fast-math so results are reproducible.
 lane_function = njit(error_model="numpy", nogil=True)
 #: the same for small helpers called inside lane loops: inlined in Numba's IR, so that LLVM sees one loop body it
-#: can vectorise (a call it keeps out of line stops the loop vectoriser)
-inline_lane_function = njit(error_model="numpy", nogil=True, inline="always")
+#: can vectorise (a call it keeps out of line stops the loop vectoriser).  Below -O2 (the test suite's -O1, chosen
+#: for compile time) they stay out of line: Numba types an inlined helper again at every call site, which made
+#: the SE(3) lgvi kernel compile 1.5x longer, and inlining changes no bit (no fast-math: the same IEEE operations).
+inline_lane_function = njit(error_model="numpy", nogil=True, inline="always" if config.OPT >= 2 else "never")
 
 
 def bind_template(template, name: str, bindings: dict):
