@@ -81,6 +81,8 @@ def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
     work = plan.work
     progress = Progress(int(sum(work[c, j] for c, j in mine)), 0, stream)
     try:
+        if mine and plan.mode == "ensemble":
+            load_kernel(plan, stream)
         for c, j in mine:
             if stop:
                 return False
@@ -111,9 +113,7 @@ def execute(plan: Plan, stream) -> None:
     if pending == 0:
         return
     if plan.spec.cluster["kind"] == "local" and plan.mode == "ensemble":
-        print(f"armillary: loading the {plan.spec.method} kernel for {plan.spec.system} (the first run of a "
-              "method and system compiles it, about 30 s)", file=stream, flush=True)
-        load_kernel(plan)
+        load_kernel(plan, stream)
     run_id = uuid.uuid4().hex[:8]
     with dask_client(plan.spec.cluster, kernel_threads(plan)) as client:
         print(f"armillary: dashboard {client.dashboard_link}", file=stream, flush=True)

@@ -9,9 +9,12 @@ variables, the method's carried solver state and the shadows are whatever the ke
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -37,13 +40,36 @@ def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: i
                      shadow=shadow, mode=plan.mode, carry=carry, start_step=start_step, **spec.options)
 
 
-def load_kernel(plan: Plan) -> None:
+def load_kernel(plan: Plan, stream) -> None:
     """Compile ``plan``'s kernel in this process, or load it from Numba's disk cache, by stepping its
     first member once.  Called before local workers start, so that they all load the cached kernel
-    instead of each compiling the same one at once (on a fresh machine: one compile, not one per core)."""
+    instead of each compiling the same one at once (on a fresh machine: one compile, not one per core),
+    and by each SLURM array task before its first segment.  Processes that share the cache directory (the
+    array tasks of one node, two runs at once) take turns per kernel: the first compiles, the others wait
+    for it and load what it wrote (:func:`kernel_lock`)."""
+    print(f"armillary: loading the {plan.spec.method} kernel for {plan.spec.system} (the first run of a "
+          "method and system compiles it, about 30 s)", file=stream, flush=True)
     state = plan.initial_state(0, 1)
     shadow = plan.initial_shadow(0, 1, state) if plan.spec.shadows else None
-    integrate_members(plan, 0, 1, state, 1, 1, shadow=shadow)
+    with kernel_lock(f"{plan.spec.system}-{plan.spec.method}"):
+        integrate_members(plan, 0, 1, state, 1, 1, shadow=shadow)
+
+
+@contextmanager
+def kernel_lock(name: str):
+    """An exclusive lock on ``armillary-compile-<name>.lock`` in Numba's cache directory (NUMBA_CACHE_DIR, else
+    the temporary directory: where a compile's result becomes visible to the other processes).  A directory
+    where no lock file can be made leaves each process to compile on its own, as without the lock."""
+    directory = os.environ.get("NUMBA_CACHE_DIR") or tempfile.gettempdir()
+    try:
+        os.makedirs(directory, exist_ok=True)
+        handle = open(os.path.join(directory, f"armillary-compile-{name}.lock"), "a")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, or the process dies
+        yield
 
 
 #: a fault-injection point for tests/test_faults.py: with ARMILLARY_PAUSE_BEFORE_RECORD = "PATH:SECONDS", the first

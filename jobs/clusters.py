@@ -62,14 +62,16 @@ def slurm_cluster(cluster: dict):
     """A dask-jobqueue SLURMCluster for a spec's ``[cluster]`` (kind = "slurm"): one single-threaded
     worker process per job, adapting between minimum_jobs and maximum_jobs.  Workers retire (with a
     stagger) before their walltime so the scheduler moves their work elsewhere instead of losing it
-    (dask-jobqueue #691), and compile into node-local NUMBA_CACHE_DIR (numba #7952)."""
+    (dask-jobqueue #691), and compile into node-local NUMBA_CACHE_DIR (numba #7952) unless the submitting
+    environment sets one."""
     from dask_jobqueue import SLURMCluster  # only SLURM runs need it
 
     site = site_for_cluster(cluster)
     walltime = seconds(site.time)
     lifetime = max(60, walltime - max(120, walltime // 10))
     stagger = max(1, min(300, lifetime // 10))
-    prologue = list(site.setup) + ['export NUMBA_CACHE_DIR="${TMPDIR:-/tmp}/armillary-numba-$(id -un)${NUMBA_OPT:+-O$NUMBA_OPT}"',
+    prologue = list(site.setup) + ['export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-${TMPDIR:-/tmp}/armillary-numba-$(id -un)'
+                                   '${NUMBA_OPT:+-O$NUMBA_OPT}}"',
                                    "export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1"]
     jobs = SLURMCluster(
         cores=site.cores, processes=site.cores, memory=site.memory, walltime=site.time, queue=site.partition,

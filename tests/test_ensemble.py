@@ -202,3 +202,23 @@ def test_perturbed_members_lie_on_the_spheres_at_the_spec_scale_whatever_the_chu
     assert abs(normals.mean()) < 0.01 and abs(normals.std() - 1) < 0.005
     part = perturbed_members(q, omega, np.arange(700, 900), scale, 5)
     assert np.array_equal(part[0], moved[700:900]) and np.array_equal(part[1], moved_omega[700:900])
+
+
+def test_kernel_lock_holds_off_other_holders_until_released(tmp_path, monkeypatch):
+    """The per-kernel compile lock in NUMBA_CACHE_DIR: while one process compiles (holds it), another's
+    attempt blocks; released, it is free; a cache path where no lock file can be made runs unlocked."""
+    import fcntl
+
+    from armillary.ensemble.segment import kernel_lock
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "cache" / "armillary-compile-sphere_nbody-vi.lock"
+    with kernel_lock("sphere_nbody-vi"):
+        with open(path) as other, pytest.raises(BlockingIOError):  # another open file: another holder
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(path) as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    with kernel_lock("sphere_nbody-vi"):
+        assert not (tmp_path / "file" / "cache").exists()
