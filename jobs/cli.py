@@ -7,7 +7,6 @@ import sys
 import time
 
 from armillary import ensemble
-from armillary.ensemble.report import write_report
 from armillary.ensemble.store import DamagedStore, summary
 from armillary.ensemble.verify import repair
 from armillary.ensemble.verify import verify as verify_store
@@ -164,6 +163,8 @@ def report(args) -> int:
             print(f"armillary: warning: {store}: {len(found)} damaged chunks read as NaN: "
                   + "; ".join(str(d) for d in found), file=sys.stderr)
         damaged[store] = found
+    from armillary.ensemble.report import write_report  # matplotlib: 0.4 s of every other command's start-up
+
     table, _ = write_report(args.stores, args.out, damaged, args.burn_in)
     print(table)
     print(f"armillary: wrote {os.path.join(args.out, 'report.md')} and its figures")
