@@ -31,8 +31,11 @@ run: $(VENV)/.installed
 # vectoriser 1.3x faster again (at -O1 the vectorised lane loops are no faster: measured equal or slower).  The
 # bits are -O3's (no fast-math: LLVM keeps every IEEE operation at any level, and a lane's operations are the
 # same in scalar and SIMD form), which the legacy-store tests check against stores written at -O3;
-# `make run` and `make bench` keep -O3, the vectoriser and their own cache.
-TEST_NUMBA := NUMBA_OPT=1 NUMBA_LOOP_VECTORIZE=0 NUMBA_CACHE_DIR=$(CURDIR)/.numba-test-cache
+# `make run` and `make bench` keep -O3, the vectoriser and their own cache.  Numba's workqueue threading layer
+# (the same bits: a kernel's reductions have a fixed order whatever runs its threads) lets an in-process run
+# fork its local workers after a system-parallel test launched the layer in the same pytest worker; with
+# GNU OpenMP they must be spawned, each importing everything again (~3 s; tests/test_md.py tests that path).
+TEST_NUMBA := NUMBA_OPT=1 NUMBA_LOOP_VECTORIZE=0 NUMBA_THREADING_LAYER=workqueue NUMBA_CACHE_DIR=$(CURDIR)/.numba-test-cache
 test: $(VENV)/.installed-test
 	$(TEST_NUMBA) $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=40 -m "not site" tests
 
