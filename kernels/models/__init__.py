@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import os
 import pathlib
@@ -20,7 +21,7 @@ import re
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -28,19 +29,29 @@ from ..compile import SOURCE_HASH
 from ..errors import InvalidInput
 from ..systems import MODELS
 from ..systems.base import LIST, SCALAR, TABLE, Parameter, Preset
-from . import generalised, rigid_motion, rotation, sphere_product
-from .codegen import HEADER, cache_directory, load_generated, source_hash
-from .loader import FIELD, ModelFile, Parameters, model_call, read_model
 
-#: the space builders: derive(model, p, rows) → (text, meta) and assemble(model, module, meta, common)
-BUILDERS = {"sphere_product": sphere_product, "rotation": rotation, "rigid_motion": rigid_motion,
-            "generalised": generalised}
+if TYPE_CHECKING:
+    from .loader import ModelFile
+
+#: the spec key a model file's errors name
+FIELD = "system.model"
+
+
+def builder(space: str):
+    """The module of this package that builds models of ``space`` (:data:`.loader.SPACE_FUNCTIONS` lists them):
+    derive(model, p, rows) → (text, meta) and assemble(model, module, meta, common).  Imported on first use, as
+    the loader and the code generator are: they import sympy, 0.4 s of the start-up of every process without a model."""
+    return importlib.import_module(f"{__name__}.{space}")
+
+
 #: model parameter shapes by number of axes (a list's length is the file's own)
 MODEL_SHAPES = {0: SCALAR, 1: LIST, 2: TABLE}
 
 
 def model_name(path: str, source: str) -> str:
     """The registered name: the file's stem and a hash of its text (an edited file is another system)."""
+    from .codegen import source_hash
+
     stem = re.sub(r"\W", "_", pathlib.Path(path).stem) or "model"
     return f"{stem}_{source_hash(source)[:8]}"
 
@@ -48,6 +59,9 @@ def model_name(path: str, source: str) -> str:
 def _derived(model: ModelFile) -> tuple[str, dict, float]:
     """(generated module text, builder meta, seconds spent deriving): from the derivation cache when this
     model text was derived before by this code, else derived now and cached."""
+    from .codegen import HEADER, cache_directory
+    from .loader import Parameters
+
     key = hashlib.sha256((SOURCE_HASH + "\0" + model.space + "\0" + model.source).encode()).hexdigest()[:24]
     directory = cache_directory()
     path = os.path.join(directory, f"derived-{key}.json")
@@ -59,7 +73,7 @@ def _derived(model: ModelFile) -> tuple[str, dict, float]:
         pass
     start = time.perf_counter()
     values, rows = model.layout.symbols()
-    text, meta = BUILDERS[model.space].derive(model, Parameters(values, model.path), rows)
+    text, meta = builder(model.space).derive(model, Parameters(values, model.path), rows)
     text = HEADER + text
     seconds = time.perf_counter() - start
     os.makedirs(directory, exist_ok=True)
@@ -89,6 +103,8 @@ def _presets(model: ModelFile, space) -> dict:
 def initial_state(model: ModelFile, space, params: dict) -> dict:
     """``initial_state(p)`` of the file evaluated with numbers (a per-member value: its first member's): the
     space's variables by name."""
+    from .loader import Parameters, model_call
+
     first = {name: np.asarray(value)[0] if np.ndim(value) > model.layout.defaults[name].ndim else value
              for name, value in params.items() if name in model.layout.defaults}
     p = Parameters(model.layout.numbers(first), model.path)
@@ -104,17 +120,20 @@ def initial_state(model: ModelFile, space, params: dict) -> dict:
 
 @functools.cache
 def _build(source: str, path: str):
+    from .codegen import load_generated
+    from .loader import read_model
+
     model = read_model(source, path)
     start = time.perf_counter()
     text, meta, derive_seconds = _derived(model)
     module = load_generated(text)
     name = model_name(path, source)
-    builder = BUILDERS[model.space]
+    space_builder = builder(model.space)
     common = dict(name=name, summary=model.doc or f"model {path}", parameters=_parameters(model),
-                  presets=_presets(model, builder.SPACE), bodies=lambda params: model.bodies,
+                  presets=_presets(model, space_builder.SPACE), bodies=lambda params: model.bodies,
                   coefficients=lambda params, n: model.layout.coefficients(params, _members(params)))
-    definition = builder.assemble(model, module, meta, common)
-    state = (lambda params: initial_state(model, builder.SPACE, params)) if model.has("initial_state") else None
+    definition = space_builder.assemble(model, module, meta, common)
+    state = (lambda params: initial_state(model, space_builder.SPACE, params)) if model.has("initial_state") else None
     # a definition is frozen; what the model adds is set once here, before anyone holds the definition
     object.__setattr__(definition, "model", ModelInfo(path=path, source=source, text=text, initial_state=state,
                                                       derive_seconds=derive_seconds,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInput
-from .loader import FIELD
+from . import FIELD, builder
 
 #: central-difference step (relative to the coordinate scale 1) and the agreement asked of ∂V/∂q: the
 #: truncation error of a central difference is O(h²) ≈ 1e-10 and its rounding O(ε|V|/h) ≈ 1e-11·|V|
@@ -21,9 +21,7 @@ MAX_DIFFERENCED = 48
 
 
 def _builder(system):
-    from . import BUILDERS  # the registry imports this module's users
-
-    return BUILDERS[system.definition.space.name]
+    return builder(system.definition.space.name)
 
 
 def check_states(system, state: dict, where: str = "the initial state") -> None:

@@ -17,9 +17,9 @@ import numpy as np
 import sympy
 
 from ..errors import InvalidInput
+from . import FIELD
 from .symbolic import Matrix, Vector
 
-FIELD = "system.model"
 #: the spaces a model may declare, and the functions each needs (beyond ``potential``) and may add
 SPACE_FUNCTIONS = {
     "sphere_product": {"required": ("inertia",), "optional": ("force", "initial_state"),
