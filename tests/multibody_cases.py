@@ -3,8 +3,13 @@ Pinocchio model."""
 
 import numpy as np
 import pinocchio
+import pytest
 
 from armillary.kernels import get_system
+
+#: the mark of every test that compiles the multibody system's kernels (rk4, midpoint, rk45: 20–40 s each from a
+#: fresh cache): they run on one pytest worker, which compiles each once
+MULTIBODY_KERNELS = pytest.mark.xdist_group("multibody")
 
 
 def random_tree(rng, kinds, parents):

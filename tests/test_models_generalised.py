@@ -14,8 +14,9 @@ from armillary.kernels.models import build_model
 from armillary.kernels.models.checks import check_states, gradient_error
 
 from ensemble_cases import runner_spec
+from multibody_cases import MULTIBODY_KERNELS
 
-pytestmark = pytest.mark.xdist_group("models_generalised")
+pytestmark = MULTIBODY_KERNELS  # the cart-pendulum model is compared with the built-in multibody kernels
 
 CART = Path(__file__).resolve().parent.parent / "examples" / "models" / "cart_pendulum.py"
 

@@ -14,7 +14,9 @@ from scipy.integrate import solve_ivp
 from armillary.kernels import InvalidInput, get_system, integrate
 from armillary.kernels.systems.multibody import tree_accelerations, tree_terms
 
-from multibody_cases import random_tree
+from multibody_cases import MULTIBODY_KERNELS, random_tree
+
+pytestmark = MULTIBODY_KERNELS
 
 
 @functools.cache

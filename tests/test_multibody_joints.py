@@ -8,7 +8,9 @@ import pytest
 from armillary.kernels import InvalidInput, get_system, integrate
 from armillary.kernels.systems.multibody import GYROSCOPE, tree_terms
 
-from multibody_cases import random_tree
+from multibody_cases import MULTIBODY_KERNELS, random_tree
+
+pytestmark = MULTIBODY_KERNELS
 
 
 def rotation_of(quaternion):

@@ -8,6 +8,10 @@ import pytest
 from armillary.kernels import InvalidInput, get_system, integrate
 from armillary.kernels.systems.multibody import FOUR_BAR, four_bar_closure, tree_terms
 
+from multibody_cases import MULTIBODY_KERNELS
+
+pytestmark = MULTIBODY_KERNELS
+
 LINKS = (FOUR_BAR["crank"], FOUR_BAR["coupler"], FOUR_BAR["rocker"], FOUR_BAR["ground"])
 
 

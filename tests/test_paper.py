@@ -33,6 +33,11 @@ def test_second_order_on_example1_implicit():
     assert ratio == pytest.approx(4.0, rel=0.10)
 
 
+#: the tests that compile vi's implicit (full-inertia) kernels run on one pytest worker, which compiles each once
+IMPLICIT_KERNELS = pytest.mark.xdist_group("implicit_vi")
+
+
+@IMPLICIT_KERNELS
 def test_implicit_path_equals_explicit_for_diagonal_inertia():
     system, q, omega = case("sphere_nbody")
     qs, ws = ensemble(q, omega, 4)
@@ -58,6 +63,7 @@ def test_newton_needs_at_most_eight_iterations_on_example1():
     ("sphere_lj", False, 1e-12), ("sphere_lj", True, 1e-10),
     ("spherical_chain", True, 1e-10),
 ])
+@IMPLICIT_KERNELS
 def test_vi_conserves_the_momentum_of_the_symmetry(name, implicit, tolerance):
     system, q, omega = case(name)
     if name == "sphere_lj":  # keep the implicit 126×126 Newton system affordable
