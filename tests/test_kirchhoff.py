@@ -432,12 +432,12 @@ def test_formulation_refusals_on_se3():
 
 
 def test_kill_9_and_resume_of_a_falling_plate_run_is_bitwise(tmp_path):
-    """plate by lgvi, 800 members over 2 workers, 40 segment records: kill -9 of `armillary run` after 8 of
+    """plate by lgvi, 400 members over 2 workers, 40 segment records: kill -9 of `armillary run` after 8 of
     them and a resume give the uninterrupted run's bits."""
     from ensemble_cases import kill_9_and_resume_match, runner_spec
 
-    spec = runner_spec(str(tmp_path), "plate.toml", PLATE, ["x", "energy"], method="lgvi", segment=500, chunk=200,
-                       workers=2, t_end=50.0, members=800)
+    spec = runner_spec(str(tmp_path), "plate.toml", PLATE, ["x", "energy"], method="lgvi", segment=500, chunk=100,
+                       workers=2, t_end=50.0, members=400)
     kill_9_and_resume_match(spec, str(tmp_path), ("x", "energy", "R0", "V0", "status"))
 
 

@@ -1,4 +1,4 @@
-"""Process faults on the real LocalCluster: ``kill -9`` of ``armillary run`` (once, and at five
+"""Process faults on the real LocalCluster: ``kill -9`` of ``armillary run`` (once, and at three
 random moments of one run), of one Dask worker mid-run and of one exactly between its data and its
 completion record; two runs of one store at once; Ctrl-C.  Every time the finished store is
 bitwise identical to an uninterrupted run."""
