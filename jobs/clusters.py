@@ -71,7 +71,7 @@ def slurm_cluster(cluster: dict):
     lifetime = max(60, walltime - max(120, walltime // 10))
     stagger = max(1, min(300, lifetime // 10))
     prologue = list(site.setup) + ['export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-${TMPDIR:-/tmp}/armillary-numba-$(id -un)'
-                                   '${NUMBA_OPT:+-O$NUMBA_OPT}}"',
+                                   '${NUMBA_OPT:+-O$NUMBA_OPT}${NUMBA_LOOP_VECTORIZE:+-V$NUMBA_LOOP_VECTORIZE}}"',
                                    "export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1"]
     jobs = SLURMCluster(
         cores=site.cores, processes=site.cores, memory=site.memory, walltime=site.time, queue=site.partition,
