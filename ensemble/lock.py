@@ -1,10 +1,13 @@
-"""The lock of a store: one run at a time per store, taken over when its holder died on this host."""
+"""The lock of a store: one run at a time per store, taken over when its holder died on this host; and the lock
+under which processes sharing a kernel cache take turns compiling one kernel."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
+import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
@@ -79,3 +82,20 @@ def read_lock(url: str) -> dict | None:
     except (OSError, ValueError):
         return None
     return {**holder, "stale": _lock_is_stale(holder)}
+
+
+@contextmanager
+def kernel_lock(name: str):
+    """An exclusive lock on ``armillary-compile-<name>.lock`` in Numba's cache directory (NUMBA_CACHE_DIR, else
+    the temporary directory: where a compile's result becomes visible to the other processes).  A directory
+    where no lock file can be made leaves each process to compile on its own, as without the lock."""
+    directory = os.environ.get("NUMBA_CACHE_DIR") or tempfile.gettempdir()
+    try:
+        os.makedirs(directory, exist_ok=True)
+        handle = open(os.path.join(directory, f"armillary-compile-{name}.lock"), "a")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, or the process dies
+        yield

@@ -9,12 +9,9 @@ variables, the method's carried solver state and the shadows are whatever the ke
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -23,6 +20,7 @@ from armillary.kernels import carried_names, integrate
 from armillary.kernels.lyapunov import Shadow, initial_indicators
 from armillary.kernels.status import OK
 
+from .lock import kernel_lock
 from .plan import Plan
 from .store import RunStore, checkpoint_names, indicator_variables, shadow_slot_shapes
 
@@ -46,30 +44,13 @@ def load_kernel(plan: Plan, stream) -> None:
     instead of each compiling the same one at once (on a fresh machine: one compile, not one per core),
     and by each SLURM array task before its first segment.  Processes that share the cache directory (the
     array tasks of one node, two runs at once) take turns per kernel: the first compiles, the others wait
-    for it and load what it wrote (:func:`kernel_lock`)."""
+    for it and load what it wrote (:func:`.lock.kernel_lock`)."""
     print(f"armillary: loading the {plan.spec.method} kernel for {plan.spec.system} (the first run of a "
           "method and system compiles it, about 30 s)", file=stream, flush=True)
     state = plan.initial_state(0, 1)
     shadow = plan.initial_shadow(0, 1, state) if plan.spec.shadows else None
     with kernel_lock(f"{plan.spec.system}-{plan.spec.method}"):
         integrate_members(plan, 0, 1, state, 1, 1, shadow=shadow)
-
-
-@contextmanager
-def kernel_lock(name: str):
-    """An exclusive lock on ``armillary-compile-<name>.lock`` in Numba's cache directory (NUMBA_CACHE_DIR, else
-    the temporary directory: where a compile's result becomes visible to the other processes).  A directory
-    where no lock file can be made leaves each process to compile on its own, as without the lock."""
-    directory = os.environ.get("NUMBA_CACHE_DIR") or tempfile.gettempdir()
-    try:
-        os.makedirs(directory, exist_ok=True)
-        handle = open(os.path.join(directory, f"armillary-compile-{name}.lock"), "a")
-    except OSError:
-        yield
-        return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, or the process dies
-        yield
 
 
 #: a fault-injection point for tests/test_faults.py: with ARMILLARY_PAUSE_BEFORE_RECORD = "PATH:SECONDS", the first

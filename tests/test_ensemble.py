@@ -209,7 +209,7 @@ def test_kernel_lock_holds_off_other_holders_until_released(tmp_path, monkeypatc
     attempt blocks; released, it is free; a cache path where no lock file can be made runs unlocked."""
     import fcntl
 
-    from armillary.ensemble.segment import kernel_lock
+    from armillary.ensemble.lock import kernel_lock
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "cache" / "armillary-compile-sphere_nbody-vi.lock"
