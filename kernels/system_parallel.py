@@ -22,7 +22,7 @@ import numba
 from numba import njit, prange
 
 from . import neighbours as nb
-from .compile import KERNEL_FLAGS, SOURCE_HASH
+from .compile import KERNEL_FLAGS, SOURCE_HASH, TEMPLATE_FLAGS
 from .systems import system_definition
 from .errors import InvalidInput
 from .integrators import KERNEL_METHODS
@@ -339,6 +339,6 @@ def compiled_system_kernel(method: str, system: str):
     for name, template in PARALLEL_HELPERS:
         bindings[name] = njit(parallel=True, **KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     for name, template in SERIAL_HELPERS:
-        bindings[name] = njit(**KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
+        bindings[name] = njit(**TEMPLATE_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     driver = drive_system_parallel
     return njit(cache=True, **KERNEL_FLAGS)(bind_template(driver, f"{driver.__name__}__{tag}", bindings))
