@@ -54,7 +54,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
     tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}{SOURCE_HASH}"
     if inertia_kind == FLAT:
-        bindings = {**definition.kernel_bindings, **recipe.constants}
+        bindings = {**definition.kernel_bindings, **recipe.constants, "SHADOWS": shadows}
         templates = definition.lane_templates + recipe.helpers + FLAT_SHADOW_STAGES[shadows]
     else:
         bindings = {
@@ -67,6 +67,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
             "system_inertia": definition.configuration_inertia or no_configuration_inertia,
             "system_inertia_gradient": definition.configuration_inertia_gradient or no_configuration_inertia,
             "VARIABLE_INERTIA": definition.configuration_inertia is not None,
+            "SHADOWS": shadows,
             "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
             **recipe.constants,
         }

@@ -4,7 +4,7 @@ These are plain Python functions, specialised per (integrator, system) by :mod:`
 which binds the free names ``integrator_allocate``, ``integrator_begin``, ``integrator_step``,
 ``record_sample``, ``track_separation``, ``system_potential``, ``system_encounter``, ``system_force``,
 ``system_force_damping``, ``kinetic_energy``, ``system_inertia``, ``system_inertia_gradient`` and the
-constants ``FORCED`` and ``VARIABLE_INERTIA`` before jitting.  Every step
+constants ``FORCED``, ``VARIABLE_INERTIA`` and ``SHADOWS`` before jitting.  Every step
 gets the time t (s) at its start, (step_offset + k − 1)·h, computed from the global step index so a
 resumed segment sees the same bits.  Members are processed
 in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and release the GIL;
@@ -188,7 +188,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     step by the method's ``integrator_work`` (the trapezoidal rule, or the method's own quadrature).
 
     ``step_offset`` is the global index of the step before the call's first: step k starts at time
-    (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 each member's k shadows (see
+    (step_offset + k − 1)·h.  In kernels compiled with ``SHADOWS`` (called with ``renormalise_every`` ≥ 1, the
+    others with 0) each member's k shadows (see
     :mod:`kernels.lyapunov`; blocks (n, 3, k·L), shadow j of lane l in lane j·L + l) are stepped alongside
     it and renormalised together to distance ``d0`` at every global step (``step_offset`` + k) divisible by
     ``renormalise_every``, their exponents' numerators going to ``log_growth_out`` (members, samples, k)
@@ -198,7 +199,7 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     compiled without shadows (a second inlined step would double a kernel's code and compile time).
     """
     n_blocks, n, _, lanes = q_blocks.shape
-    tracking = renormalise_every > 0
+    tracking = SHADOWS  # noqa: F821 (bound at specialisation: a constant, so kernels without shadows compile none of it)
     for blk in range(n_blocks):
         first = blk * lanes
         q = q_blocks[blk].copy()

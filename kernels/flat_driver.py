@@ -11,7 +11,7 @@ their layout from), ``system_constrain(x, n, coef, topology, moved)`` (the syste
 own constraints after every step, setting moved[b] = 1 for each lane it changed; a no-op for most),
 ``system_admissible(x, n, coef, topology, code)`` (after it: the system's status for lanes whose state left
 its model, a ball lifting off; a no-op for most), ``shadow_begin``/``shadow_step`` (the stages below, or
-nothing).  Only +, −, ×, ÷, √ (and the scalar
+nothing) and the constant ``SHADOWS``.  Only +, −, ×, ÷, √ (and the scalar
 log of Benettin's sum) per member, so results are bitwise independent of block grouping.
 """
 
@@ -97,12 +97,13 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
                      n, h, n_steps, save_every, options, d0, renormalise_every, step_offset, members, save_state,
                      state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried, log_growth_out,
                      indicator_out, shadow_end, log_growth_end, reference_end, indicators_end):
-    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
-    ``renormalise_every`` > 0 each member's k shadows (blocks (rows, k·L), shadow j of lane l in lane
-    j·L + l) are stepped alongside and renormalised together to distance ``d0`` at every global step
-    (``step_offset`` + k) divisible by it (see :mod:`kernels.lyapunov` for the indicators recorded)."""
+    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; in kernels
+    compiled with ``SHADOWS`` (called with ``renormalise_every`` ≥ 1) each member's k shadows (blocks
+    (rows, k·L), shadow j of lane l in lane j·L + l) are stepped alongside and renormalised together to
+    distance ``d0`` at every global step (``step_offset`` + k) divisible by ``renormalise_every`` (see
+    :mod:`kernels.lyapunov` for the indicators recorded)."""
     n_blocks, rows, lanes = x_blocks.shape
-    tracking = renormalise_every > 0
+    tracking = SHADOWS  # noqa: F821 (bound at specialisation, as in :func:`kernels.driver.drive_fixed_step`)
     for blk in range(n_blocks):
         first = blk * lanes
         x = x_blocks[blk].copy()
