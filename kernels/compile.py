@@ -9,6 +9,7 @@ called functions are globals caches reliably (``cache=True``, honouring NUMBA_CA
 carries a hash of the kernels' source, so editing any kernel file never replays a stale kernel.
 """
 
+import dis
 import functools
 import hashlib
 import pathlib
@@ -26,11 +27,14 @@ from .lyapunov import SHADOW_STAGES
 from .systems import system_definition
 
 KERNEL_FLAGS = {"error_model": "numpy", "nogil": True}
-#: the templates bound into a kernel: below -O2 (the test suite's -O1, chosen for compile time) inlined into the
-#: driver in Numba's IR.  A template jitted as a function of its own is optimised and turned into machine code
-#: once on its own, with Python and C wrappers nothing calls, and again inside the driver; inlined, only the
+#: the templates bound into a kernel: below -O2 (the test suite's -O1, chosen for compile time) inlined into
+#: their callers in Numba's IR.  A template jitted as a function of its own is optimised and turned into machine
+#: code once on its own, with Python and C wrappers nothing calls, and again inside the driver; inlined, only the
 #: driver is (12 kernels of 6 systems: 159 → 129 s to compile at -O1, bit for bit the same results, run times
-#: equal or shorter).  At -O2 and above they stay functions, as the benchmarks measured them.
+#: equal or shorter).  Except the method's stages in a shadows kernel, which steps the members and again their
+#: shadows: inlined twice, the step would be typed, lowered and optimised twice (Example 1's vi with shadows:
+#: 20–24 s to compile as a function, 31–35 s inlined).  At -O2 and above every template stays a function, as
+#: the benchmarks measured them.
 TEMPLATE_FLAGS = {**KERNEL_FLAGS, "inline": "always" if config.OPT < 2 else "never"}
 
 
@@ -44,6 +48,12 @@ def _source_hash() -> str:
 SOURCE_HASH = _source_hash()
 
 
+def references(functions, name: str) -> bool:
+    """Whether the code of one of ``functions`` loads the global ``name``."""
+    return any(instruction.opname == "LOAD_GLOBAL" and instruction.argval == name
+               for function in functions for instruction in dis.get_instructions(function))
+
+
 @functools.cache
 def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool = False, forced: bool = False):
     """The jitted driver of ``method`` for ``system`` (cached in memory and on disk); with ``shadows``
@@ -55,7 +65,8 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}{SOURCE_HASH}"
     if inertia_kind == FLAT:
         bindings = {**definition.kernel_bindings, **recipe.constants, "SHADOWS": shadows}
-        templates = definition.lane_templates + recipe.helpers + FLAT_SHADOW_STAGES[shadows]
+        shadow_stages = FLAT_SHADOW_STAGES[shadows]
+        templates = definition.lane_templates + recipe.helpers + shadow_stages
     else:
         bindings = {
             "system_gradient": definition.gradient,
@@ -71,13 +82,14 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
             "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
             **recipe.constants,
         }
-        if definition.configuration_inertia is not None:
-            bindings["kinetic_energy"] = njit(**TEMPLATE_FLAGS)(bind_template(
-                kinetic_energy_configuration_template, f"kinetic_energy_configuration__{tag}", bindings))
-        # force_power first: templates are bound in order, and the methods' helpers may call it
-        templates = ((("force_power", force_power_template),) + recipe.helpers + SHADOW_STAGES[shadows]
-                     + (("track_separation", track_separation_template),))
+        shadow_stages = SHADOW_STAGES[shadows]
+        # kinetic_energy and force_power first: templates are bound in order, and the others may call them
+        templates = ((("kinetic_energy", kinetic_energy_configuration_template),)
+                     if definition.configuration_inertia is not None else ())
+        templates += ((("force_power", force_power_template),) + recipe.helpers + shadow_stages
+                      + (("track_separation", track_separation_template),))
     for name, template in templates:
-        bindings[name] = njit(**TEMPLATE_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
+        flags = KERNEL_FLAGS if references([stage for _, stage in shadow_stages], name) else TEMPLATE_FLAGS
+        bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     driver = bind_template(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)
     return njit(cache=True, **KERNEL_FLAGS)(driver)
