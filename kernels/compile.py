@@ -48,6 +48,15 @@ def _source_hash() -> str:
 SOURCE_HASH = _source_hash()
 
 
+def may_track(shadows: bool) -> bool:
+    """The drivers' constant ``SHADOWS``: whether a kernel may step shadows (when called with
+    ``renormalise_every`` > 0).  Below -O2 only shadows kernels may, and Numba prunes the shadows' bookkeeping
+    from the others (Example 1's first kernel in a process compiles in 12–14 s instead of 19 s at -O1, each
+    further one ~1 s sooner); at -O2 and above every driver decides at run time, the code the benchmarks
+    measured."""
+    return shadows or config.OPT >= 2
+
+
 def references(functions, name: str) -> bool:
     """Whether the code of one of ``functions`` loads the global ``name``."""
     return any(instruction.opname == "LOAD_GLOBAL" and instruction.argval == name
@@ -64,7 +73,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
     tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}{SOURCE_HASH}"
     if inertia_kind == FLAT:
-        bindings = {**definition.kernel_bindings, **recipe.constants, "SHADOWS": shadows}
+        bindings = {**definition.kernel_bindings, **recipe.constants, "SHADOWS": may_track(shadows)}
         shadow_stages = FLAT_SHADOW_STAGES[shadows]
         templates = definition.lane_templates + recipe.helpers + shadow_stages
     else:
@@ -78,7 +87,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
             "system_inertia": definition.configuration_inertia or no_configuration_inertia,
             "system_inertia_gradient": definition.configuration_inertia_gradient or no_configuration_inertia,
             "VARIABLE_INERTIA": definition.configuration_inertia is not None,
-            "SHADOWS": shadows,
+            "SHADOWS": may_track(shadows),
             "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
             **recipe.constants,
         }

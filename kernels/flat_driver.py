@@ -97,13 +97,13 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
                      n, h, n_steps, save_every, options, d0, renormalise_every, step_offset, members, save_state,
                      state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried, log_growth_out,
                      indicator_out, shadow_end, log_growth_end, reference_end, indicators_end):
-    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; in kernels
-    compiled with ``SHADOWS`` (called with ``renormalise_every`` ≥ 1) each member's k shadows (blocks
+    """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
+    ``renormalise_every`` > 0 (and ``SHADOWS``, see :mod:`kernels.compile`) each member's k shadows (blocks
     (rows, k·L), shadow j of lane l in lane j·L + l) are stepped alongside and renormalised together to
     distance ``d0`` at every global step (``step_offset`` + k) divisible by ``renormalise_every`` (see
     :mod:`kernels.lyapunov` for the indicators recorded)."""
     n_blocks, rows, lanes = x_blocks.shape
-    tracking = SHADOWS  # noqa: F821 (bound at specialisation, as in :func:`kernels.driver.drive_fixed_step`)
+    tracking = SHADOWS and renormalise_every > 0  # noqa: F821 (bound at specialisation, see kernels.compile)
     for blk in range(n_blocks):
         first = blk * lanes
         x = x_blocks[blk].copy()
