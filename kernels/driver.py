@@ -188,15 +188,15 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     step by the method's ``integrator_work`` (the trapezoidal rule, or the method's own quadrature).
 
     ``step_offset`` is the global index of the step before the call's first: step k starts at time
-    (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 (and ``SHADOWS``, see :mod:`kernels.compile`) each
-    member's k shadows (see
-    :mod:`kernels.lyapunov`; blocks (n, 3, k·L), shadow j of lane l in lane j·L + l) are stepped alongside
-    it and renormalised together to distance ``d0`` at every global step (``step_offset`` + k) divisible by
-    ``renormalise_every``, their exponents' numerators going to ``log_growth_out`` (members, samples, k)
-    and MEGNO, SALI and GALI_k to ``indicator_out`` (members, samples, 3); otherwise the shadow arrays
-    have no lanes and are ignored.  The member's own arithmetic is the same either way.  ``shadow_begin``
-    and ``shadow_step`` are bound at specialisation to the shadow's stages, or to nothing in kernels
-    compiled without shadows (a second inlined step would double a kernel's code and compile time).
+    (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 (and ``SHADOWS``, see :mod:`kernels.compile`)
+    each member's k shadows (see :mod:`kernels.lyapunov`; blocks (n, 3, k·L), shadow j of lane l in lane
+    j·L + l) are stepped alongside it and renormalised together to distance ``d0`` at every global step
+    (``step_offset`` + k) divisible by ``renormalise_every``, their exponents' numerators going to
+    ``log_growth_out`` (members, samples, k) and MEGNO, SALI and GALI_k to ``indicator_out`` (members,
+    samples, 3); otherwise the shadow arrays have no lanes and are ignored.  The member's own arithmetic
+    is the same either way.  ``shadow_begin`` and ``shadow_step`` are bound at specialisation to the
+    shadow's stages, or to nothing in kernels compiled without shadows (a second inlined step would double
+    a kernel's code and compile time).
     """
     n_blocks, n, _, lanes = q_blocks.shape
     tracking = SHADOWS and renormalise_every > 0  # noqa: F821 (SHADOWS: a constant bound at specialisation)
