@@ -57,10 +57,10 @@ def may_track(shadows: bool) -> bool:
     return shadows or config.OPT >= 2
 
 
-def references(functions, name: str) -> bool:
-    """Whether the code of one of ``functions`` loads the global ``name``."""
-    return any(instruction.opname == "LOAD_GLOBAL" and instruction.argval == name
-               for function in functions for instruction in dis.get_instructions(function))
+def global_names(functions) -> set:
+    """The global names the code of ``functions`` loads."""
+    return {instruction.argval for function in functions for instruction in dis.get_instructions(function)
+            if instruction.opname == "LOAD_GLOBAL"}
 
 
 @functools.cache
@@ -73,7 +73,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
     tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}{SOURCE_HASH}"
     if inertia_kind == FLAT:
-        bindings = {**definition.kernel_bindings, **recipe.constants, "SHADOWS": may_track(shadows)}
+        bindings = {**definition.kernel_bindings, **recipe.constants}
         shadow_stages = FLAT_SHADOW_STAGES[shadows]
         templates = definition.lane_templates + recipe.helpers + shadow_stages
     else:
@@ -87,7 +87,6 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
             "system_inertia": definition.configuration_inertia or no_configuration_inertia,
             "system_inertia_gradient": definition.configuration_inertia_gradient or no_configuration_inertia,
             "VARIABLE_INERTIA": definition.configuration_inertia is not None,
-            "SHADOWS": may_track(shadows),
             "kinetic_energy": kinetic_energy_full if inertia_kind == FULL else kinetic_energy_diagonal,
             **recipe.constants,
         }
@@ -97,8 +96,10 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
                      if definition.configuration_inertia is not None else ())
         templates += ((("force_power", force_power_template),) + recipe.helpers + shadow_stages
                       + (("track_separation", track_separation_template),))
+    bindings["SHADOWS"] = may_track(shadows)
+    called_twice = global_names(stage for _, stage in shadow_stages)  # by the members' step and the shadows'
     for name, template in templates:
-        flags = KERNEL_FLAGS if references([stage for _, stage in shadow_stages], name) else TEMPLATE_FLAGS
+        flags = KERNEL_FLAGS if name in called_twice else TEMPLATE_FLAGS
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     driver = bind_template(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)
     return njit(cache=True, **KERNEL_FLAGS)(driver)
