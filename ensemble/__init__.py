@@ -9,6 +9,7 @@ import sys
 import xarray as xr
 
 from armillary.kernels import InvalidInput, get_system
+from armillary.kernels.caches import kernel_cache_directory
 from armillary.kernels.systems import system_definition
 
 from . import accessor  # noqa: F401 (registers the ds.armillary accessor)
@@ -34,6 +35,7 @@ def load_model(path, **params):
 def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
     """Validate everything that can be checked before touching the store; returns the plan and
     whether the store must be (re)created.  Raises InvalidInput naming the field."""
+    kernel_cache_directory()  # a kernel cache another user could write is refused before anything loads from it
     plan = Plan(spec)
     try:
         plan.validate()
@@ -100,6 +102,7 @@ def run_array_task(spec: Spec, index: int, size: int, stream=None) -> bool:
             raise InvalidInput(name, f"must be given with the other and be >= {int(name == 'array-size')}, got {value!r}")
     if index >= size:
         raise InvalidInput("array-index", f"must be < array-size = {size}, got {index}")
+    kernel_cache_directory()
     plan = Plan(spec)
     try:
         identity = existing_identity(spec.store)

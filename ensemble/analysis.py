@@ -351,6 +351,8 @@ def momentum_error(ds: xr.Dataset) -> xr.DataArray | None:
     if "spec" not in ds.attrs or state_of(ds) is None:
         return None
     plan = store_plan(ds)
+    if not plan.has_system:  # a store's model, not run here (models declare no momentum map)
+        return None
     if plan.system.definition.momentum_map(plan.system.params) is None or plan.system.forced:
         return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import signal
 import sys
 import threading
@@ -69,29 +70,71 @@ def worker_start_method() -> str:
     return "fork" if layer in ("workqueue", "tbb") else "spawn"
 
 
+def run_security():
+    """TLS credentials made for one run (distributed's ``Security.temporary()``: a fresh key and self-signed
+    certificate, in memory): the run's scheduler and workers accept only peers that present them, so a
+    ``Client(address)`` of anyone else, on any of the run's ports, is refused during the handshake."""
+    from distributed.security import Security
+
+    return Security.temporary()
+
+
+def run_security_files(directory: str):
+    """:func:`run_security` written into ``directory`` (``ca.pem``, ``cert.pem`` and ``key.pem``, mode 0600), for
+    workers that start elsewhere and read them there: the Security of the run's scheduler, workers and client,
+    all naming those files."""
+    from distributed.security import Security
+
+    made = run_security()
+    paths = {}
+    for name, text in (("ca", made.tls_ca_file), ("cert", made.tls_worker_cert), ("key", made.tls_worker_key)):
+        paths[name] = os.path.join(directory, f"{name}.pem")
+        with open(os.open(paths[name], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600), "w") as handle:
+            handle.write(text)
+    roles = {f"tls_{role}_{part}": paths[part] for role in ("scheduler", "worker", "client") for part in ("cert", "key")}
+    return Security(tls_ca_file=paths["ca"], require_encryption=True, **roles)
+
+
+def address_security(cluster: dict):
+    """The user's own TLS credentials for ``kind = "address"`` (the spec's tls_* keys, else Dask's
+    configuration ``distributed.comm.tls.*``), encryption required."""
+    from distributed.security import Security
+
+    return Security(tls_ca_file=cluster.get("tls_ca_file"), tls_client_cert=cluster.get("tls_cert"),
+                    tls_client_key=cluster.get("tls_key"), require_encryption=True)
+
+
+#: where the embedded cluster's scheduler, workers and nannies listen: this machine only
+LOOPBACK = "127.0.0.1"
+
+
 @contextmanager
-def dask_client(cluster: dict, threads: int = 1):
+def dask_client(cluster: dict, threads: int = 1, shared_directory: str | None = None):
     """A client for the spec's ``[cluster]``: an embedded LocalCluster (worker processes with one
-    task thread each, whose kernels use ``threads`` threads), a running scheduler, or a client from
-    a registered factory (``jobs`` registers SLURM worker jobs through dask-jobqueue)."""
+    task thread each, whose kernels use ``threads`` threads) on this machine's loopback, with TLS
+    credentials made for the run and its dashboard on ``cluster["dashboard"]``; a running scheduler,
+    over TLS with the user's credentials; or a client from a registered factory (``jobs`` registers
+    SLURM worker jobs through dask-jobqueue) and is given ``shared_directory``, a directory of the user's
+    that the workers' nodes see (where the store is), for what the workers must read."""
     if cluster["kind"] in CLUSTER_FACTORIES:
-        with CLUSTER_FACTORIES[cluster["kind"]](cluster) as client:
+        with CLUSTER_FACTORIES[cluster["kind"]](cluster, shared_directory) as client:
             yield client
         return
     try:
         if cluster["kind"] == "address":
-            client = Client(cluster["scheduler"], timeout="30s")
+            client = Client(cluster["scheduler"], timeout="30s", security=address_security(cluster))
             local = None
         else:
             # Task errors are reported once by execute(); the workers' own log lines would repeat them.
             start_method = {"distributed.worker.multiprocessing-method": worker_start_method()}
             with dask.config.set(LOCAL_CLUSTER_CONFIG | start_method):
                 local = LocalCluster(n_workers=cluster["workers"], threads_per_worker=1, processes=True,
-                                     dashboard_address=":0", silence_logs=logging.CRITICAL,
-                                     env=worker_environment(threads))
+                                     host=LOOPBACK, protocol="tls://", security=run_security(),
+                                     dashboard_address=f"{cluster.get('dashboard', LOOPBACK)}:0",
+                                     silence_logs=logging.CRITICAL, env=worker_environment(threads))
             client = Client(local)
             client.register_plugin(LocalWorkerSignals())
-    except (OSError, RuntimeError, TimeoutError) as error:
+    except (OSError, RuntimeError, TimeoutError, ValueError) as error:
         where = cluster.get("scheduler", "a local cluster")
         raise RunFailed(f"could not start or reach the Dask cluster ({where}): {error}") from None
     try:

@@ -14,6 +14,7 @@ from distributed import as_completed
 
 from .analysis import open_store, statistic_intervals
 from .clusters import RunFailed, dask_client
+from .lock import is_local
 from .plan import Plan
 from .segment import load_kernel, run_segment
 from .store import RunStore
@@ -115,7 +116,8 @@ def execute(plan: Plan, stream) -> None:
     if plan.spec.cluster["kind"] == "local" and plan.mode == "ensemble":
         load_kernel(plan, stream)
     run_id = uuid.uuid4().hex[:8]
-    with dask_client(plan.spec.cluster, kernel_threads(plan)) as client:
+    shared = os.path.dirname(plan.spec.store) if is_local(plan.spec.store) else os.path.expanduser("~")
+    with dask_client(plan.spec.cluster, kernel_threads(plan), shared) as client:
         print(f"armillary: dashboard {client.dashboard_link}", file=stream, flush=True)
         if until is None:
             _run_chunks(client, plan, range(len(plan.chunks)), done, run_id, Progress(int(work.sum()),

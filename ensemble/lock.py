@@ -7,9 +7,10 @@ import fcntl
 import json
 import os
 import socket
-import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
+
+from armillary.kernels.caches import lock_directory
 
 LOCK_SUFFIX = ".lock"  # the lock sits next to the store (inside, Zarr would take it for a broken node)
 
@@ -86,13 +87,12 @@ def read_lock(url: str) -> dict | None:
 
 @contextmanager
 def kernel_lock(name: str):
-    """An exclusive lock on ``armillary-compile-<name>.lock`` in Numba's cache directory (NUMBA_CACHE_DIR, else
-    the temporary directory: where a compile's result becomes visible to the other processes).  A directory
-    where no lock file can be made leaves each process to compile on its own, as without the lock."""
-    directory = os.environ.get("NUMBA_CACHE_DIR") or tempfile.gettempdir()
+    """An exclusive lock on ``armillary-compile-<name>.lock`` in Numba's cache directory (NUMBA_CACHE_DIR, where a
+    compile's result becomes visible to the other processes), else in the user's own cache directory; both
+    private to the user (:mod:`armillary.kernels.caches`), so no other user can hold it.  A directory where no
+    lock file can be made leaves each process to compile on its own, as without the lock."""
     try:
-        os.makedirs(directory, exist_ok=True)
-        handle = open(os.path.join(directory, f"armillary-compile-{name}.lock"), "a")
+        handle = open(os.path.join(lock_directory(), f"armillary-compile-{name}.lock"), "a")
     except OSError:
         yield
         return

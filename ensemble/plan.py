@@ -13,9 +13,10 @@ import numpy as np
 
 from armillary.kernels import InvalidInput, carried_names, execution_mode, get_system, resolve_method
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
-from armillary.kernels.models import build_model
+from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.models.checks import check_states, gradient_error
 from armillary.kernels.system_parallel import cutoff_of
+from armillary.kernels.systems import MODELS
 
 from .initial import member_normals, shadow_directions, spectrum_directions
 from .spec import Spec
@@ -58,17 +59,31 @@ class Plan:
         # text there (its generated module cannot be unpickled by reference in a spawned process)
         return Plan, (self.spec,)
 
+    @property
+    def has_system(self) -> bool:
+        """Whether :attr:`system` is at hand: always, but for a store's model that this process has not built
+        (a store's model code runs only when the store is run or resumed, never to read it back)."""
+        return self.spec.model_source is None or not self.spec.stored or self.spec.system in MODELS
+
     @cached_property
     def system(self):
         """The system with the spec's preset and fixed parameters (sweeps applied per chunk); a model's is built
-        from the model's text the spec carries (once per process)."""
+        from the model's text the spec carries (once per process), but for a spec read back from a store, whose
+        model is used only if this process built it (by running the store, or :func:`armillary.load_model`)."""
+        if not self.has_system:
+            raise InvalidInput("system.model", f"{self.spec.model}: needs the model's own functions, and a store's model "
+                               "code runs only when the store is run or resumed; build the model in this process "
+                               "first (armillary.load_model(path) on the same text)")
         if self.spec.model_source is not None:
             build_model(self.spec.model_source, self.spec.model)
         return get_system(self.spec.system, self.spec.preset, **self.spec.params)
 
     @property
     def space(self):
-        """The state space of the system (its variables, samplers, retraction)."""
+        """The state space of the system (its variables, samplers, retraction); for a store's model, the one its
+        text declares."""
+        if not self.has_system:
+            return declared_model(self.spec.model_source, self.spec.model).space
         return self.system.space
 
     @cached_property

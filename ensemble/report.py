@@ -183,7 +183,8 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
         if "spec" in ds.attrs and store_plan(ds).space.path in ds:
             figures.append(path_figure(ds, store_plan(ds).space.path, label, out))
     for label, ds in zip(labels, datasets):  # particle systems (a pair potential), with their state kept
-        if "spec" in ds.attrs and getattr(store_plan(ds).system.definition, "pair", None) is not None \
+        if "spec" in ds.attrs and store_plan(ds).has_system \
+                and getattr(store_plan(ds).system.definition, "pair", None) is not None \
                 and all(name in ds for name in store_plan(ds).space.names):
             figures += particle_figures(ds, label, out)
 

@@ -9,17 +9,19 @@ registered by the layer that provides them (``jobs`` registers ``slurm``).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import os
 import re
+import stat
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
 from typing import Callable
 
 from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
-from armillary.kernels.models import build_model
+from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.systems import system_definition
 from armillary.kernels.spaces import SPACES
 from armillary.kernels.systems.base import SCALAR
@@ -120,6 +122,9 @@ class Spec:
     #: runs (stored specs, SLURM array tasks and Dask workers carry the text, never read the file)
     model: str | None = None
     model_source: str | None = None
+    #: read back from a store (``parse_spec(stored=True)``): its model, if any, is known by what its text
+    #: declares and never run (:attr:`armillary.ensemble.plan.Plan.system`)
+    stored: bool = False
 
     @property
     def sampler(self) -> dict:
@@ -144,7 +149,7 @@ class Spec:
         """Canonical JSON of everything that determines the store's contents (not where it lives or
         which cluster computes it): two specs with the same identity produce bitwise-equal stores."""
         fields = asdict(self)
-        for name in ("store", "cluster", "t_end", "model"):  # the model's text decides, not where the file is
+        for name in ("store", "cluster", "t_end", "model", "stored"):  # the model's text decides, not its file
             fields.pop(name)
         for name in OPTIONAL_FIELDS:  # absent when unused, so stores made before they existed still match
             if fields[name] is None:
@@ -299,9 +304,11 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _model_section(section: _Section, directory: str) -> tuple:
+def _model_section(section: _Section, directory: str, stored: bool) -> tuple:
     """The definition, path and text of ``[system] model`` (a path relative to the spec's ``directory``;
-    ``model_source``, which stored specs carry, replaces reading it)."""
+    ``model_source``, which stored specs carry, replaces reading it).  A store's own spec (``stored``) gives
+    the model as its text declares it (:func:`~armillary.kernels.models.declared_model`), never run: a store's
+    model code runs only when the store is run or resumed."""
     path, source = section.get("model", "str"), section.get("model_source", "str")
     for key, why in (("name", "a model file stands for the system's name"),
                      ("preset", "a model's initial state is its initial_state(p)")):
@@ -310,7 +317,7 @@ def _model_section(section: _Section, directory: str) -> tuple:
     path = os.path.normpath(os.path.join(directory, path))
     if source is None:
         return (*read_model_file(path), path)
-    return build_model(source, path), source, path
+    return (declared_model(source, path) if stored else build_model(source, path)), source, path
 
 
 def read_model_file(path) -> tuple:
@@ -329,11 +336,12 @@ def _read_text(path: str, field: str) -> str:
         raise InvalidInput(field, f"cannot read {path!r}: {error.strerror}") from None
 
 
-def _system_section(section: _Section, directory: str) -> tuple:
+def _system_section(section: _Section, directory: str, stored: bool) -> tuple:
     """Name, preset, fixed parameters and sweeps of ``[system]``, and the model's path and text (None for a
-    built-in system)."""
+    built-in system).  In a store's own spec, a model's parameters are taken as written (checked when the
+    store was made; the model is not run to list them)."""
     if "model" in section.table:
-        definition, source, path = _model_section(section, directory)
+        definition, source, path = _model_section(section, directory, stored)
         name, preset = definition.name, ("initial" if "initial" in definition.presets else None)
     else:
         if "model_source" in section.table:
@@ -344,6 +352,7 @@ def _system_section(section: _Section, directory: str) -> tuple:
     params = section.get("params", "table", {})
     section.finish()
     fixed, sweeps = {}, []
+    declared = None if stored and source is not None else {p.name: p for p in definition.parameters}
     for key, value in params.items():
         where = f"system.params.{key}"
         component = COMPONENT_KEY.fullmatch(key)
@@ -351,14 +360,14 @@ def _system_section(section: _Section, directory: str) -> tuple:
             raise InvalidInput(where, 'must be a parameter name, or name[k] to sweep its component k (0-based, a '
                                'whole number without leading zeros), e.g. "phase[1]"')
         parameter = component[1] if component else key
-        if parameter not in {p.name for p in definition.parameters}:
-            allowed = ", ".join(p.name for p in definition.parameters) or "none"
+        if declared is not None and parameter not in declared:
+            allowed = ", ".join(declared) or "none"
             owner = f"the model file {path}" if path else name
             raise InvalidInput(where, f"unknown parameter of {owner}; allowed: {allowed}")
         if isinstance(value, dict):
-            if definition.parameter(parameter).structural:
+            if declared is not None and declared[parameter].structural:
                 raise InvalidInput(where, "is structural and cannot be swept")
-            if component and definition.parameter(parameter).shape == SCALAR:
+            if declared is not None and component and declared[parameter].shape == SCALAR:
                 raise InvalidInput(where, f"{parameter} is a scalar, it has no components; sweep it whole, "
                                    f"{parameter} = {{ values = [...] }}")
             sweeps.append(_sweep(key, value))
@@ -375,11 +384,11 @@ def _system_section(section: _Section, directory: str) -> tuple:
     return name, preset, fixed, tuple(sweeps), path, source
 
 
-def _integrator_section(section: _Section, system: str) -> dict:
+def _integrator_section(section: _Section, definition) -> dict:
+    """``[integrator]``; the method checked against the system's ``definition`` (None: a store's model, not run)."""
     method = section.choice("method", tuple(METHODS), required=True)
-    definition = system_definition(system)
-    if not METHODS[method].supports(definition):
-        raise InvalidInput("integrator.method", f"{method!r} does not support {system} (space "
+    if definition is not None and not METHODS[method].supports(definition):
+        raise InvalidInput("integrator.method", f"{method!r} does not support {definition.name} (space "
                            f"{definition.space.name}); allowed: {', '.join(methods_for(definition))}")
     dt = section.positive("dt", "float", required=True)
     t_end = section.positive("t_end", "float", required=True)
@@ -493,13 +502,14 @@ def _sampler_options(section: _Section, space, initial: str) -> dict | None:
     return options
 
 
-def _output_section(section: _Section, definition) -> dict:
-    space = definition.space
+def _output_section(section: _Section, space, definition) -> dict:
+    """``[output]``; the variables checked against the space and the system's ``definition`` (None: a store's
+    model, not run, whose variables were checked when the store was made)."""
     store = section.get("store", "str", required=True)
     allowed = output_variables(space, definition)
     variables = section.get("variables", "list", ["energy"] + [d.name for d in space.diagnostics])
     for name in variables:
-        if name not in allowed:
+        if name not in allowed and definition is not None:
             raise InvalidInput("output.variables", f"unknown variable {name!r} for {definition.name} (space {space.name}); allowed: "
                                f"{', '.join(allowed)}")
     if len(set(variables)) != len(variables):
@@ -512,7 +522,7 @@ def _output_section(section: _Section, definition) -> dict:
 INDICATORS = ("lyapunov", "lyapunov_spectrum", "megno", "sali")
 
 
-def _analysis_section(section: _Section, method: str, options: dict, system: str) -> dict:
+def _analysis_section(section: _Section, method: str, options: dict, definition) -> dict:
     """``lyapunov``, ``lyapunov_spectrum`` (with ``count``), ``megno`` and ``sali``, each ``{ d0,
     renormalise_every }``: the chaos indicators, computed from one set of shadows per member (fixed-step
     methods only: renormalisation happens at common steps), so the tables that are given must agree on d0
@@ -526,7 +536,7 @@ def _analysis_section(section: _Section, method: str, options: dict, system: str
             parsed[name] = None
             continue
         if METHODS[method].resolve(options).lanes == 1:
-            fixed = ", ".join(m for m in methods_for(system_definition(system)) if METHODS[m].lanes is None)
+            fixed = ", ".join(m for m in (methods_for(definition) if definition else METHODS) if METHODS[m].lanes is None)
             raise InvalidInput(f"analysis.{name}", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
         indicator = _Section(f"analysis.{name}", table)
         d0 = indicator.positive("d0", "float", 1e-8)
@@ -551,14 +561,57 @@ def _analysis_section(section: _Section, method: str, options: dict, system: str
 
 def _local_cluster(section: _Section) -> dict:
     return {"kind": "local",
-            "workers": section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False)}
+            "workers": section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False),
+            "dashboard": dashboard_address(section)}
+
+
+def dashboard_address(section: _Section) -> str:
+    """``dashboard``: the IP address the run's Dask dashboard listens on (default 127.0.0.1, this machine only)."""
+    address = section.get("dashboard", "str", "127.0.0.1")
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        raise InvalidInput(section.field("dashboard"), f"must be an IP address of this machine: 127.0.0.1 (the "
+                           f"default, this machine only), another of its addresses, or 0.0.0.0 (every interface); "
+                           f"got {address!r}") from None
+    return address
 
 
 def _address_cluster(section: _Section) -> dict:
+    """A running scheduler, reached over TLS with the user's own certificate files (the spec's keys, else Dask's
+    configuration), each checked now: readable, and the private key readable by its owner alone."""
     scheduler = section.get("scheduler", "str", required=True)
-    if "://" not in scheduler:
-        raise InvalidInput("cluster.scheduler", f"must be an address like tcp://host:8786, got {scheduler!r}")
-    return {"kind": "address", "scheduler": scheduler}
+    if not scheduler.startswith("tls://"):
+        raise InvalidInput("cluster.scheduler", f"must be a tls:// address (a scheduler started with --tls-ca-file, "
+                           f"--tls-cert and --tls-key; Armillary sends work only over authenticated, encrypted "
+                           f"connections), got {scheduler!r}")
+    cluster = {"kind": "address", "scheduler": scheduler}
+    for key, config in (("tls_ca_file", "distributed.comm.tls.ca-file"), ("tls_cert", "distributed.comm.tls.client.cert"),
+                        ("tls_key", "distributed.comm.tls.client.key")):
+        path = section.get(key, "str") or _dask_config(config)
+        if path is None:
+            if key != "tls_key":
+                raise InvalidInput(section.field(key), f"is required with a tls:// scheduler (or set {config} in "
+                                   "Dask's configuration)")
+            continue
+        path = os.path.abspath(os.path.expanduser(path))
+        try:
+            info = os.stat(path)
+            with open(path, "rb"):
+                pass
+        except OSError as error:
+            raise InvalidInput(section.field(key), f"cannot read {path!r}: {error.strerror}") from None
+        if key == "tls_key" and info.st_mode & 0o077:
+            raise InvalidInput(section.field(key), f"{path} is readable by other users (mode "
+                               f"{stat.S_IMODE(info.st_mode):04o}); chmod 600 it")
+        cluster[key] = path
+    return cluster
+
+
+def _dask_config(key: str) -> str | None:
+    import dask
+
+    return dask.config.get(key, None)
 
 
 #: cluster kind -> parser of its ``[cluster]`` keys (a _Section → the cluster dict, ``kind`` included)
@@ -607,17 +660,21 @@ def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides
         if required not in document:
             raise InvalidInput(required, f"section [{required}] is required")
     name, preset, params, sweeps, model, model_source = _system_section(_Section("system", document["system"]),
-                                                                        os.path.abspath(directory))
-    space = system_definition(name).space
-    integrator = _integrator_section(_Section("integrator", document["integrator"]), name)
+                                                                        os.path.abspath(directory), stored)
+    # a store's model is known by what its text declares (its code is not run); the checks that need the
+    # model's definition were made when the store was written
+    definition = None if stored and model_source is not None else system_definition(name)
+    space = declared_model(model_source, model).space if definition is None else definition.space
+    integrator = _integrator_section(_Section("integrator", document["integrator"]), definition)
     cluster = document.get("cluster", {})
     spec = Spec(
         system=name, preset=preset, params=params, sweeps=sweeps, **integrator, model=model, model_source=model_source,
         **_ensemble_section(_Section("ensemble", document["ensemble"]), space),
-        **_output_section(_Section("output", document["output"]), system_definition(name)),
+        **_output_section(_Section("output", document["output"]), space, definition),
         cluster=dict(cluster) if stored else _cluster_section(_Section("cluster", cluster)),
         **_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"],
-                            integrator["options"], name),
+                            integrator["options"], definition),
+        stored=stored,
     )
     if spec.store.startswith("file://"):  # a local directory however it is spelled
         spec = replace(spec, store=spec.store[len("file://"):])

@@ -79,7 +79,18 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "cluster.kind": SpecKey("string", "local", "", "local | address | slurm (registered by armillary.jobs)"),
     "cluster.workers": SpecKey("integer ≥ 1", "every CPU", "processes", "local: worker processes, one thread each"),
     "cluster.scheduler": SpecKey("string", "required with kind = \"address\"", "", "address: a running Dask "
-                                 "scheduler, tcp://host:port"),
+                                 "scheduler started with TLS, tls://host:port (Armillary sends work only over "
+                                 "connections that are encrypted and authenticated)"),
+    "cluster.tls_ca_file": SpecKey("string", "Dask's distributed.comm.tls.ca-file", "", "address: the certificate "
+                                   "authority (PEM file) the scheduler's certificate is signed by"),
+    "cluster.tls_cert": SpecKey("string", "Dask's distributed.comm.tls.client.cert", "", "address: this client's "
+                                "certificate (PEM file; may hold the key too)"),
+    "cluster.tls_key": SpecKey("string", "Dask's distributed.comm.tls.client.key (else in tls_cert)", "",
+                               "address: this client's private key (PEM file, readable by you alone)"),
+    "cluster.dashboard": SpecKey("string", "127.0.0.1", "", "local: the address the Dask dashboard listens on: "
+                                 "127.0.0.1 (this machine only; from elsewhere through an SSH tunnel), an address "
+                                 "of this machine, or 0.0.0.0 (every interface: anyone who reaches it sees the "
+                                 "run)"),
     "analysis.lyapunov": SpecKey("table", "none (no shadows)", "", "carry a Benettin shadow of every member "
                                  "(fixed-step methods): `{ d0, renormalise_every }`; stores `lyapunov` and "
                                  "`lyapunov_estimate`"),

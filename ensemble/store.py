@@ -230,12 +230,16 @@ def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
         "step": ("time", steps, {"long_name": "step number"}),
     }
     swept = plan.sweep_values(np.arange(members))
+    # what the system's definition adds (units, labels) is left out for a store's model, which is not run to
+    # read the store back: only a run writes the template, and verify --repair rewrites values alone
+    definition = plan.system.definition if plan.has_system else None
     for sweep in plan.spec.sweeps:  # named by the key as written: "phase", or "phase[1]" for one component
-        unit = plan.system.definition.parameter(sweep.parameter).unit
+        unit = definition.parameter(sweep.parameter).unit if definition else ""
         coords[sweep.name] = ("member", swept[sweep.name],
                               {"units": unit, "long_name": f"swept parameter {sweep.name}"})
     # labels a system gives its state's own dims, e.g. the name of each joint coordinate of a multibody tree
-    for dim, values in plan.system.definition.dimension_labels(plan.system.params, plan.n_bodies).items():
+    labels = definition.dimension_labels(plan.system.params, plan.n_bodies) if definition else {}
+    for dim, values in labels.items():
         coords[dim] = (dim, np.array(values, dtype=object), {"long_name": f"{dim} label"})  # UTF-8 strings
     sampler = plan.space.samplers.get(plan.spec.initial)
     if sampler is not None and sampler.coordinates is not None:

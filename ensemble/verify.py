@@ -240,6 +240,9 @@ def verify(url: str) -> Verification:
     arrays = _arrays(group)
     done, record_damage = _read_records(store, arrays[f"{PROGRESS}/done"], f"{PROGRESS}/done")
     layout = _Layout(plan, done)
+    # a dimension's own labels are coordinates too (read from the store: a model store's system is not built)
+    layout.coordinates |= {name for name, array in arrays.items()
+                           if tuple(array.metadata.dimension_names or ()) == (name,)}
     checks, unvouched = [], set()
     for name, array in arrays.items():
         dims = tuple(array.metadata.dimension_names or ())
@@ -312,7 +315,7 @@ def _mark_for_recomputation(verification: Verification) -> dict[int, list[int]]:
     store = RunStore(verification.url)
     store.write_all([(f"{PROGRESS}/{name}", (c, j), np.nan) for c, segments in redo.items() for j in segments
                      for name in RECORDS])
-    values = coordinates(verification.plan)
-    rewrite = sorted({d.variable for d in verification.damaged if d.owner == TEMPLATE})
+    values = coordinates(verification.plan)  # a model store's labels need its model: they stay reported damaged
+    rewrite = sorted({d.variable for d in verification.damaged if d.owner == TEMPLATE and d.variable in values})
     store.write_all([(name, slice(None), values[name][1]) for name in rewrite])
     return redo

@@ -4,17 +4,19 @@ Importing ``jobs`` registers both with :mod:`ensemble`."""
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from contextlib import contextmanager
 
 from distributed import Client
 
-from armillary.ensemble.clusters import RunFailed, register_cluster_factory
-from armillary.ensemble.spec import register_cluster_kind
+from armillary.ensemble.clusters import LOOPBACK, RunFailed, register_cluster_factory, run_security_files
+from armillary.ensemble.spec import dashboard_address, register_cluster_kind
 from armillary.ensemble.spec_keys import SpecKey
 from armillary.kernels import InvalidInput
 
-from .slurm import seconds, site_for_cluster
+from .slurm import NUMBA_CACHE_LINES, seconds, site_for_cluster
 
 #: spec keys of a `kind = "slurm"` cluster, declared (:mod:`armillary.ensemble.spec_keys`)
 _SITE = "the site file's, else armillary's"
@@ -34,6 +36,11 @@ SLURM_KEY_DOCS = {
     "minimum_jobs": SpecKey("integer", _SITE + " (1)", "jobs", "slurm: the adaptive scaling's lower bound"),
     "maximum_jobs": SpecKey("integer", _SITE + " (4)", "jobs", "slurm: the adaptive scaling's upper bound"),
     "worker_timeout": SpecKey("number > 0", "300", "s", "slurm: how long to wait for the first worker to join"),
+    "interface": SpecKey("string", "none (the scheduler listens on every interface)", "", "slurm: the network "
+                         "interface the scheduler and the workers listen on, e.g. \"ib0\" (\"lo\" for a one-node "
+                         "cluster); every connection is TLS with credentials made for the run"),
+    "dashboard": SpecKey("string", "127.0.0.1", "", "slurm: the address the Dask dashboard listens on (as for "
+                         "kind = \"local\"); workers' diagnostics pages listen on their node's 127.0.0.1"),
 }
 #: the same keys with the TOML type the reader checks
 SLURM_CLUSTER_KEYS = {key: {"string": "str", "integer": "int", "number": "float"}[declared.kind.split()[0]]
@@ -43,8 +50,10 @@ SLURM_CLUSTER_KEYS = {key: {"string": "str", "integer": "int", "number": "float"
 def parse_slurm_cluster(section) -> dict:
     """The spec's dask-jobqueue keys, checked now (with the site file they name) so that a bad
     partition or time limit is refused before anything runs."""
-    cluster = {"kind": "slurm"}
+    cluster = {"kind": "slurm", "dashboard": dashboard_address(section)}
     for key, kind in SLURM_CLUSTER_KEYS.items():
+        if key == "dashboard":
+            continue
         value = section.get(key, kind)
         if value is not None:
             cluster[key] = value
@@ -58,35 +67,41 @@ def parse_slurm_cluster(section) -> dict:
     return cluster
 
 
-def slurm_cluster(cluster: dict):
+def slurm_cluster(cluster: dict, credentials: str):
     """A dask-jobqueue SLURMCluster for a spec's ``[cluster]`` (kind = "slurm"): one single-threaded
-    worker process per job, adapting between minimum_jobs and maximum_jobs.  Workers retire (with a
+    worker process per job, adapting between minimum_jobs and maximum_jobs.  Every connection is TLS with
+    credentials made for the run, which the workers read from ``credentials`` (a directory of mode 0700 that
+    the nodes see, files of mode 0600; the job scripts name the files, never hold the key); the dashboard listens on
+    ``cluster["dashboard"]``, each worker's diagnostics pages on its node's loopback.  Workers retire (with a
     stagger) before their walltime so the scheduler moves their work elsewhere instead of losing it
-    (dask-jobqueue #691), and compile into node-local NUMBA_CACHE_DIR (numba #7952) unless the submitting
-    environment sets one."""
+    (dask-jobqueue #691), and compile into a node-local, private NUMBA_CACHE_DIR (numba #7952;
+    :data:`.slurm.NUMBA_CACHE_LINES`) unless the submitting environment sets one."""
     from dask_jobqueue import SLURMCluster  # only SLURM runs need it
 
     site = site_for_cluster(cluster)
     walltime = seconds(site.time)
     lifetime = max(60, walltime - max(120, walltime // 10))
     stagger = max(1, min(300, lifetime // 10))
-    prologue = list(site.setup) + ['export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-${TMPDIR:-/tmp}/armillary-numba-$(id -un)'
-                                   '${NUMBA_OPT:+-O$NUMBA_OPT}${NUMBA_LOOP_VECTORIZE:+-V$NUMBA_LOOP_VECTORIZE}}"',
-                                   "export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1"]
+    prologue = list(site.setup) + NUMBA_CACHE_LINES + ["export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1"]
     jobs = SLURMCluster(
         cores=site.cores, processes=site.cores, memory=site.memory, walltime=site.time, queue=site.partition,
         account=site.account, job_extra_directives=list(site.directives), job_script_prologue=prologue,
-        python=sys.executable, worker_extra_args=["--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{stagger}s"],
+        python=sys.executable, interface=cluster.get("interface"), security=run_security_files(credentials),
+        scheduler_options={"dashboard_address": f"{cluster.get('dashboard', LOOPBACK)}:0"},
+        worker_extra_args=["--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{stagger}s",
+                           "--dashboard-address", f"{LOOPBACK}:0"],
         silence_logs="error")
     jobs.adapt(minimum_jobs=site.minimum_jobs, maximum_jobs=site.maximum_jobs)
     return jobs
 
 
-
 @contextmanager
-def slurm_client(cluster: dict):
-    """A client of SLURM worker jobs; RunFailed when none joins within ``worker_timeout`` s."""
-    with slurm_cluster(cluster) as jobs, Client(jobs) as client:
+def slurm_client(cluster: dict, shared_directory: str | None):
+    """A client of SLURM worker jobs; RunFailed when none joins within ``worker_timeout`` s.  The workers'
+    credentials go into a fresh private directory in ``shared_directory`` (the store's), removed after."""
+    shared = shared_directory or os.path.expanduser("~")
+    with tempfile.TemporaryDirectory(dir=shared, prefix=".armillary-dask-") as credentials, \
+            slurm_cluster(cluster, credentials) as jobs, Client(jobs) as client:
         timeout = cluster.get("worker_timeout", 300.0)
         try:
             client.wait_for_workers(1, timeout=timeout)

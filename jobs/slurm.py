@@ -133,6 +133,27 @@ def job_directory(store: str) -> str:
     return store.rstrip("/") + ".slurm"
 
 
+#: the job-script lines that choose Numba's kernel cache on a compute node, unless the submitting environment
+#: names one: node-local (Numba's cache races on shared file systems, numba #7952), one directory per
+#: optimisation level and vectoriser setting (Numba's cache does not tell those apart), and private: the
+#: default path is guessable, so a directory there that is not the user's own (another user made it first, it
+#: is a link, or others may write it) is passed over for a fresh one of mode 0700 (``mktemp -d``).  Armillary
+#: checks the directory again before loading anything from it (:mod:`armillary.kernels.caches`).
+NUMBA_CACHE_LINES = [
+    'if [ -z "${NUMBA_CACHE_DIR:-}" ]; then',
+    '    NUMBA_CACHE_DIR="${SLURM_TMPDIR:-${TMPDIR:-/tmp}}/armillary-numba-$(id -un)${NUMBA_OPT:+-O$NUMBA_OPT}'
+    '${NUMBA_LOOP_VECTORIZE:+-V$NUMBA_LOOP_VECTORIZE}"',
+    '    mkdir -p -m 700 "$NUMBA_CACHE_DIR" 2>/dev/null',
+    '    if [ -L "$NUMBA_CACHE_DIR" ] || [ ! -d "$NUMBA_CACHE_DIR" ] || [ ! -O "$NUMBA_CACHE_DIR" ] '
+    '|| [ -n "$(find "$NUMBA_CACHE_DIR" -maxdepth 0 -perm /022)" ]; then',
+    '        echo "armillary: $NUMBA_CACHE_DIR is not a private directory of yours; compiling into a fresh one" >&2',
+    '        NUMBA_CACHE_DIR=$(mktemp -d)',
+    '    fi',
+    'fi',
+    'export NUMBA_CACHE_DIR',
+]
+
+
 def render(spec_file: str, spec: Spec, site: Site, array_size: int) -> tuple[str, str]:
     """The array and report sbatch scripts for ``spec`` (the templates of ``slurm/``, filled in)."""
     jobs = job_directory(spec.store)
@@ -145,7 +166,7 @@ def render(spec_file: str, spec: Spec, site: Site, array_size: int) -> tuple[str
         "time": site.time, "cpus_per_task": site.cpus_per_task, "mem": site.mem, "log_dir": jobs,
         "site_directives": "\n".join(directives), "setup": "\n".join(site.setup),
         "armillary": armillary_command(), "spec": spec_file, "store": spec.store,
-        "report_dir": os.path.join(jobs, "report"),
+        "report_dir": os.path.join(jobs, "report"), "numba_cache": "\n".join(NUMBA_CACHE_LINES),
     }
     scripts = []
     for name in ("array.sbatch", "report.sbatch"):

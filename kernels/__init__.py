@@ -2,7 +2,10 @@
 classical integrators, in-kernel diagnostics.  No I/O, no Dask.  The way in: :func:`get_system` and
 :func:`integrate`."""
 
+from .caches import create_kernel_cache
 from .errors import InvalidInput
+
+create_kernel_cache()  # before the modules below, whose cached functions make Numba create it
 from .integrate import Trajectory, carried_names, execution_mode, integrate, resolve_method
 from .integrators import METHODS, methods_for
 from .spaces import SPACES

@@ -17,6 +17,7 @@ import pathlib
 from numba import njit
 from numba.core import config
 
+from .caches import kernel_cache_directory
 from .driver import (force_power_template, no_configuration_inertia, no_encounter, no_force, no_force_damping,
                      track_separation_template)
 from .flat_driver import FLAT_SHADOW_STAGES
@@ -68,6 +69,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     """The jitted driver of ``method`` for ``system`` (cached in memory and on disk); with ``shadows``
     it steps Benettin shadows too (:mod:`kernels.lyapunov`), a separate kernel so that the common one
     keeps its size; with ``forced`` the system's forces act (unforced kernels are compiled without them)."""
+    kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
     definition = system_definition(system)
     space = definition.space
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)

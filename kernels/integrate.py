@@ -8,6 +8,7 @@ import numpy as np
 
 from . import flat_runner, sphere_runner, system_parallel
 from .blocks import default_threads
+from .caches import kernel_cache_directory
 from .errors import InvalidInput
 from .integrators import FORMULATIONS_OF, METHODS, Method, methods_for
 from .lyapunov import Shadow, indicator_rows
@@ -258,6 +259,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     """
     if not isinstance(system, System):
         raise InvalidInput("system", f"must come from armillary.get_system, got {type(system).__name__}")
+    kernel_cache_directory()  # before any cached kernel, the space's helpers included, is loaded
     if method not in METHODS:
         raise InvalidInput("method", f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
     space = system.space

@@ -22,6 +22,7 @@ import numba
 from numba import njit, prange
 
 from . import neighbours as nb
+from .caches import kernel_cache_directory
 from .compile import KERNEL_FLAGS, SOURCE_HASH, TEMPLATE_FLAGS
 from .systems import system_definition
 from .errors import InvalidInput
@@ -332,6 +333,7 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
 @functools.cache
 def compiled_system_kernel(method: str, system: str):
     """The jitted system-parallel driver (:mod:`kernels.system_parallel`) of ``method`` for ``system``."""
+    kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
     drift, kick = KERNEL_METHODS[method].system_stages
     tag = f"{method}__{system}__system__{SOURCE_HASH}"
     bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,

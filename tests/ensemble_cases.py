@@ -163,3 +163,44 @@ def wait_for_marker(path, timeout=300.0) -> dict:
         except (FileNotFoundError, ValueError):  # not yet there, or being written
             time.sleep(0.1)
     raise TimeoutError(f"no task paused before its record in {timeout} s")
+
+
+def listening(processes) -> dict[int, str]:
+    """Port → address of every TCP socket the processes (and their children) listen on."""
+    import psutil
+
+    found = {}
+    for process in processes:
+        for child in [process] + process.children(recursive=True):
+            try:
+                connections = child.net_connections(kind="inet")
+            except psutil.NoSuchProcess:
+                continue
+            found.update({c.laddr.port: c.laddr.ip for c in connections if c.status == psutil.CONN_LISTEN})
+    return found
+
+
+def assert_strangers_refused(ports) -> None:
+    """On every port, what a ``Client(address)`` does first, its identity request, fails: over plain TCP, and over
+    TLS with credentials of the client's own (the request unanswered within a second counts as failed: the
+    diagnostics pages' HTTP servers wait for a request line that never comes)."""
+    import asyncio
+
+    import pytest
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def identity(address, security):
+        arguments = security.get_connection_args("client") if security else {}
+        comm = await connect(address, timeout=1, **arguments)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    for port in ports:
+        for address, security in ((f"tcp://127.0.0.1:{port}", None),
+                                  (f"tls://127.0.0.1:{port}", Security.temporary())):
+            with pytest.raises((OSError, TimeoutError)):
+                asyncio.run(asyncio.wait_for(identity(address, security), 1))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from armillary.ensemble import load_spec
+from armillary.ensemble.clusters import run_security_files
 from armillary.ensemble.store import COMMON_ATTRS, INDICATOR_ATTRS
 from armillary.ensemble.spec import READ_FIELDS, _Section, declared_fields
 from armillary.jobs.cli import EXIT_CODES, build_parser
@@ -33,7 +34,10 @@ members = 2
 store = "{store}"
 [cluster]
 kind = "address"
-scheduler = "tcp://127.0.0.1:8786"
+scheduler = "tls://127.0.0.1:8786"
+tls_ca_file = "{tls}/ca.pem"
+tls_cert = "{tls}/cert.pem"
+tls_key = "{tls}/key.pem"
 '''
 
 
@@ -50,7 +54,8 @@ def test_every_spec_key_is_declared_documented_and_read(tmp_path):
     for path in sorted((ROOT / "examples").glob("*.toml")):
         load_spec(path, store=str(tmp_path / "x.zarr"))
     extra = tmp_path / "extra.toml"
-    extra.write_text(EXTRA_SPEC.format(store=tmp_path / "y.zarr"))
+    run_security_files(str(tmp_path))
+    extra.write_text(EXTRA_SPEC.format(store=tmp_path / "y.zarr", tls=tmp_path))
     load_spec(extra)
     try:
         parse_slurm_cluster(_Section("cluster", {}))

@@ -10,7 +10,7 @@ import xarray as xr
 
 from armillary import ensemble
 from armillary.ensemble.plan import Plan
-from armillary.kernels import get_system, integrate
+from armillary.kernels import InvalidInput, get_system, integrate
 from armillary.kernels.status import OK, VI_STEP_INFEASIBLE
 
 from ensemble_cases import arrays, assert_bitwise_equal, write_spec
@@ -145,15 +145,29 @@ def test_xarray_opens_store_without_arguments(tmp_path):
 
 
 def test_running_scheduler_by_address_gives_the_same_store(tmp_path, capsys):
+    """A scheduler the user started with their own TLS certificate, reached with the files Dask's configuration
+    names; without them, or by tcp://, the run is refused before anything is written."""
+    import dask
     from distributed import LocalCluster
 
+    from armillary.ensemble.clusters import run_security_files
     from armillary.jobs.cli import main
 
     local = write_spec(tmp_path, "local.toml")
     run_quietly(local)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        assert main(["run", local, "--scheduler", cluster.scheduler_address,
-                     "--store", str(tmp_path / "remote.zarr")]) == 0
+    tls = run_security_files(str(tmp_path))  # as the user's own certificate authority, certificate and key
+    remote = ["--store", str(tmp_path / "remote.zarr")]
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
+                      host="127.0.0.1", protocol="tls://", security=tls) as cluster:
+        address = cluster.scheduler_address
+        assert main(["run", local, "--scheduler", address, *remote]) == 2
+        assert "cluster.tls_ca_file: is required with a tls:// scheduler" in capsys.readouterr().err
+        assert main(["run", local, "--scheduler", address.replace("tls://", "tcp://"), *remote]) == 2
+        assert "cluster.scheduler: must be a tls:// address" in capsys.readouterr().err
+        assert not (tmp_path / "remote.zarr").exists()
+        with dask.config.set({"distributed.comm.tls.ca-file": tls.tls_ca_file, "distributed.comm.tls.client.cert":
+                              tls.tls_client_cert, "distributed.comm.tls.client.key": tls.tls_client_key}):
+            assert main(["run", local, "--scheduler", address, *remote]) == 0
     assert_bitwise_equal(arrays(tmp_path / "remote.zarr"), arrays(tmp_path / "local.zarr"))
     assert main(["status", str(tmp_path / "remote.zarr")]) == 0
     out = capsys.readouterr().out
@@ -206,7 +220,7 @@ def test_perturbed_members_lie_on_the_spheres_at_the_spec_scale_whatever_the_chu
 
 def test_kernel_lock_holds_off_other_holders_until_released(tmp_path, monkeypatch):
     """The per-kernel compile lock in NUMBA_CACHE_DIR: while one process compiles (holds it), another's
-    attempt blocks; released, it is free; a cache path where no lock file can be made runs unlocked."""
+    attempt blocks; released, it is free; a cache path that cannot be made is refused, naming it."""
     import fcntl
 
     from armillary.ensemble.lock import kernel_lock
@@ -220,5 +234,6 @@ def test_kernel_lock_holds_off_other_holders_until_released(tmp_path, monkeypatc
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "file" / "cache"))
-    with kernel_lock("sphere_nbody-vi"):
-        assert not (tmp_path / "file" / "cache").exists()
+    with pytest.raises(InvalidInput, match="NUMBA_CACHE_DIR: cannot create .*file/cache: Not a directory"):
+        with kernel_lock("sphere_nbody-vi"):
+            pass

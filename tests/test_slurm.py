@@ -16,7 +16,8 @@ from armillary import ensemble
 from armillary.ensemble.segment import PAUSE_BEFORE_RECORD
 from armillary.jobs.cli import main
 
-from ensemble_cases import arrays, assert_bitwise_equal, wait_for_marker, write_spec
+from ensemble_cases import (armillary, arrays, assert_bitwise_equal, assert_strangers_refused, listening, wait_for_marker,
+                            write_spec)
 
 
 def slurm_available() -> str | None:
@@ -137,13 +138,28 @@ def test_bad_submit_options_are_refused_before_submitting(tmp_path, capsys, args
     assert not (tmp_path / "spec.zarr").exists() and not (tmp_path / "spec.zarr.slurm").exists()
 
 
-def test_dask_jobqueue_cluster_on_slurm_equals_the_local_run(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # the worker jobs write their slurm-<job>.out logs into the submit directory
+def test_dask_jobqueue_cluster_on_slurm_equals_the_local_run(tmp_path):
+    """Worker jobs of a `kind = "slurm"` cluster: while the run works (one task paused), every port of the
+    scheduler and of the workers refuses clients without the run's credentials and, with interface = "lo",
+    listens on loopback only; the store equals a local run's."""
+    import psutil
+
     text = open(write_spec(tmp_path, "local.toml", workers=2)).read().replace(
         'kind = "local"\nworkers = 2', 'kind = "slurm"\npartition = "debug"\nwalltime = "00:20:00"\nmemory = "1GB"\n'
-        'maximum_jobs = 2\nworker_timeout = 120')
+        'maximum_jobs = 2\nworker_timeout = 120\ninterface = "lo"')
     spec = write_spec(tmp_path, "slurm.toml", text=text.replace("local.zarr", "slurm.zarr"))
-    ensemble.run(spec, stream=io.StringIO())
+    pause = tmp_path / "paused.json"
+    # the worker jobs inherit the environment (sbatch --export=ALL), the pause included; they write their
+    # slurm-<job>.out logs into the submit directory
+    run = armillary("run", spec, cwd=tmp_path, env={**os.environ, "ARMILLARY_PAUSE_BEFORE_RECORD": f"{pause}:20"})
+    wait_for_marker(pause)
+    workers = [p for p in psutil.process_iter(["cmdline"]) if "distributed.cli.dask_worker" in " ".join(p.info["cmdline"] or ())
+               and str(tmp_path) in os.path.realpath(p.cwd())]
+    ports = listening([psutil.Process(run.pid), *workers])
+    assert workers and set(ports.values()) == {"127.0.0.1"}, ports
+    assert_strangers_refused(ports)
+    out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, err
     assert_bitwise_equal(arrays(str(tmp_path / "slurm.zarr")), local_reference(spec, tmp_path))
 
 

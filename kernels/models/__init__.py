@@ -11,6 +11,7 @@ package's code, and Numba's kernels, keyed by a hash of the generated text (the 
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib
@@ -18,13 +19,13 @@ import json
 import os
 import pathlib
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from ..caches import model_cache_directory, read_file, signature, signed_by_this_cache, write_file
 from ..compile import SOURCE_HASH
 from ..errors import InvalidInput
 from ..systems import MODELS
@@ -56,32 +57,69 @@ def model_name(path: str, source: str) -> str:
     return f"{stem}_{source_hash(source)[:8]}"
 
 
+@dataclass(frozen=True)
+class DeclaredModel:
+    """What a model file's text declares, read without running it (its syntax tree only): the registered name,
+    the state space (its top-level ``space = "..."``) and its presets (``initial`` if it defines ``initial_state``).  Enough to read
+    a store of the model (its variables, its spec's identity) where the model's code must not run."""
+
+    name: str
+    space: object
+    presets: tuple[str, ...]
+
+
+def declared_model(source: str, path: str) -> DeclaredModel:
+    """The :class:`DeclaredModel` of a model file's ``source``; InvalidInput if its space is not a literal name
+    of a space models are built on."""
+    from ..spaces import SPACES
+
+    bound = {}
+    try:
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Assign):
+                bound.update((target.id, node.value) for target in node.targets if isinstance(target, ast.Name))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound[node.name] = node
+    except SyntaxError:
+        pass
+    space = bound.get("space")
+    name = space.value if isinstance(space, ast.Constant) else None
+    if name not in SPACES:
+        raise InvalidInput(FIELD, f"{path}: the stored model's space cannot be read without running it (a top-level "
+                           "space = \"...\" naming a space)")
+    return DeclaredModel(model_name(path, source), SPACES[name], ("initial",) if "initial_state" in bound else ())
+
+
 def _derived(model: ModelFile) -> tuple[str, dict, float]:
     """(generated module text, builder meta, seconds spent deriving): from the derivation cache when this
-    model text was derived before by this code, else derived now and cached."""
-    from .codegen import HEADER, cache_directory
+    model text was derived before by this code and the entry carries this cache's signature of it (an entry
+    written or changed by anyone else is derived again and replaced), else derived now and cached."""
+    from .codegen import HEADER
     from .loader import Parameters
 
     key = hashlib.sha256((SOURCE_HASH + "\0" + model.space + "\0" + model.source).encode()).hexdigest()[:24]
-    directory = cache_directory()
-    path = os.path.join(directory, f"derived-{key}.json")
+    directory = model_cache_directory()
+    name = f"derived-{key}.json"
     try:
-        with open(path) as handle:
-            cached = json.load(handle)
-        return cached["text"], cached["meta"], 0.0
-    except (OSError, ValueError, KeyError):
+        cached = json.loads(read_file(os.path.join(directory, name)) or "")
+        if signed_by_this_cache(directory, _signed_text(key, cached["text"], cached["meta"]), cached["mac"]):
+            return cached["text"], cached["meta"], 0.0
+    except (ValueError, KeyError, TypeError):
         pass
     start = time.perf_counter()
     values, rows = model.layout.symbols()
     text, meta = builder(model.space).derive(model, Parameters(values, model.path), rows)
     text = HEADER + text
     seconds = time.perf_counter() - start
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(handle, "w") as stream:
-        json.dump({"text": text, "meta": meta, "seconds": seconds}, stream)
-    os.replace(temporary, path)
+    mac = signature(directory, _signed_text(key, text, meta))
+    write_file(directory, name, json.dumps({"text": text, "meta": meta, "seconds": seconds, "mac": mac}))
     return text, meta, seconds
+
+
+def _signed_text(key: str, text: str, meta: dict) -> str:
+    """What a derivation entry's signature covers: the key it is filed under (so an entry cannot be moved to
+    another model's name), the generated text and the builder's meta."""
+    return json.dumps([key, text, meta], sort_keys=True)
 
 
 def _parameters(model: ModelFile) -> tuple[Parameter, ...]:
@@ -166,4 +204,4 @@ def build_model(source: str, path: str = "<model>"):
     return _build(source, path)
 
 
-__all__ = ["build_model", "model_name", "ModelInfo"]
+__all__ = ["build_model", "model_name", "ModelInfo", "declared_model", "DeclaredModel"]

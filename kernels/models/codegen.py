@@ -5,19 +5,20 @@ registers and vectorises across members.
 Printing keeps to the operations that round the same in scalar and SIMD form: +, −, ×, ÷ and √; whole
 powers are multiplications (x⁴ = (x·x)·(x·x)), half-integer powers use √, other powers and the
 transcendental functions a model names (sin, exp, …) call NumPy's, lane by lane.  A generated module is
-written once under a name carrying the hash of its text and imported from there, so Numba's on-disk cache
-serves every later process (:func:`load_generated`).
+written once under a name carrying the hash of its text, so Numba's on-disk cache serves every later
+process, and run from the text derived now, never from what the file holds (:func:`load_generated`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import sys
-import tempfile
+import types
 
 import sympy
+
+from ..caches import model_cache_directory, read_file, write_file
 
 #: how a function of sympy prints in a kernel
 FUNCTIONS = {sympy.sin: "np.sin", sympy.cos: "np.cos", sympy.tan: "np.tan", sympy.exp: "np.exp",
@@ -173,38 +174,25 @@ from armillary.kernels.lanes import lane_function
 '''
 
 
-def cache_directory() -> str:
-    """Where generated modules live: ``$ARMILLARY_MODEL_CACHE``, else ``armillary-models`` under
-    ``$NUMBA_CACHE_DIR`` (node-local on clusters), else under the user's cache directory."""
-    if os.environ.get("ARMILLARY_MODEL_CACHE"):
-        return os.environ["ARMILLARY_MODEL_CACHE"]
-    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                                             os.path.expanduser("~/.cache"), "armillary")
-    return os.path.join(base, "armillary-models")
-
-
 def source_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def load_generated(source: str):
-    """Import generated module text (written under its hash once; later processes import the same file,
-    so Numba's cache keyed by that file serves them)."""
+    """Import generated module text.  It is kept in the model cache under the hash of its text, so that later
+    processes find the same file and Numba's cache keyed by that file serves them; but what runs is ``source``
+    itself, compiled here, once the file was checked to hold exactly it (a file another hand changed is
+    rewritten first, which also retires the kernels Numba cached for the old file)."""
     digest = source_hash(source)
     module_name = f"armillary_model_{digest}"
     if module_name in sys.modules:
         return sys.modules[module_name]
-    directory = cache_directory()
-    os.makedirs(directory, exist_ok=True)
+    directory = model_cache_directory()
     path = os.path.join(directory, module_name + ".py")
-    if not os.path.exists(path):
-        # write then rename: concurrent workers never import a half-written file
-        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(handle, "w") as stream:
-            stream.write(source)
-        os.replace(temporary, path)
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
+    if read_file(path) != source:
+        write_file(directory, module_name + ".py", source)
+    module = types.ModuleType(module_name)
+    module.__file__ = path
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - the text derived now, not the file's
     return module
