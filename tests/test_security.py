@@ -11,6 +11,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -67,9 +68,12 @@ def other_user() -> str:
     """The second Unix user (made with useradd when the tests run as root), or skip saying why not."""
     if os.geteuid() != 0:
         pytest.skip("needs root to act as a second Unix user (CI runs as root)")
-    if subprocess.run(["id", "-u", OTHER_USER], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--system", "--no-create-home", OTHER_USER], check=True)
-    return OTHER_USER
+    for _ in range(20):  # tests on other workers may be making it at the same moment (useradd locks /etc/passwd)
+        if subprocess.run(["id", "-u", OTHER_USER], capture_output=True).returncode == 0:
+            return OTHER_USER
+        subprocess.run(["useradd", "--system", "--no-create-home", OTHER_USER], capture_output=True)
+        time.sleep(0.2)
+    pytest.fail(f"could not create the user {OTHER_USER} with useradd")
 
 
 def as_other(user, *command):
