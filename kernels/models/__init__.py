@@ -68,6 +68,7 @@ class DeclaredModel:
     presets: tuple[str, ...]
 
 
+@functools.cache  # every Plan of a store reads it again; the text decides, so it is parsed once per process
 def declared_model(source: str, path: str) -> DeclaredModel:
     """The :class:`DeclaredModel` of a model file's ``source``; InvalidInput if its space is not a literal name
     of a space models are built on."""
