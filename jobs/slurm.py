@@ -45,7 +45,7 @@ class Site:
     maximum_jobs: int = 4
 
 
-def _check_site(site: Site) -> Site:
+def _check_site(site: Site, dry_run: bool = False) -> Site:
     if not TIME_FORMAT.match(site.time):
         raise InvalidInput("time", f"{site.time!r} is not a SLURM time limit; allowed: minutes, MM:SS, HH:MM:SS, "
                            "D-HH, D-HH:MM, D-HH:MM:SS")
@@ -59,15 +59,24 @@ def _check_site(site: Site) -> Site:
     if site.minimum_jobs > site.maximum_jobs:
         raise InvalidInput("minimum_jobs", f"must be <= maximum_jobs = {site.maximum_jobs}")
     if site.partition is not None:
-        available = partitions()
+        try:
+            available = partitions()
+        except InvalidInput as error:
+            if not dry_run:
+                raise
+            # a dry run only prints the scripts: it works where no controller answers (a laptop, a login node
+            # in maintenance), saying what it could not check
+            print(f"armillary: warning: partition {site.partition!r} not checked: {error.message}", file=sys.stderr)
+            return site
         if site.partition not in available:
             raise InvalidInput("partition", f"unknown partition {site.partition!r}; allowed: {', '.join(available)}")
     return site
 
 
-def load_site(path: str | None, **options) -> Site:
+def load_site(path: str | None, dry_run: bool = False, **options) -> Site:
     """Site settings from ``path`` (TOML; unknown keys are errors) with command-line ``options``
-    (partition, time) on top, validated (the partition against ``sinfo``)."""
+    (partition, time) on top, validated (the partition against ``sinfo``; for a ``dry_run``, only where a
+    controller answers, with a warning where none does)."""
     values: dict = {}
     if path is not None:
         try:
@@ -87,7 +96,7 @@ def load_site(path: str | None, **options) -> Site:
                 raise InvalidInput(f"site.{key}", "must be a list of strings")
             values[key] = tuple(values[key])
     values.update({k: v for k, v in options.items() if v is not None})
-    return _check_site(Site(**values))
+    return _check_site(Site(**values), dry_run)
 
 
 def site_for_cluster(cluster: dict) -> Site:
@@ -113,13 +122,21 @@ def seconds(time_limit: str) -> int:
     return (h * 60 + m) * 60 + s
 
 
+#: how long ``sinfo`` may take to list the partitions (a controller that answers does so in well under a second)
+SINFO_SECONDS = 20
+
+
 def partitions() -> list[str]:
     """Partition names SLURM reports (the default one without its ``*``)."""
     if shutil.which("sinfo") is None:
         raise InvalidInput("slurm", "sinfo not found: no SLURM here (slurm/local-cluster.sh start runs one locally)")
-    result = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True)
+    try:  # sinfo retries for up to a minute where it finds no configuration
+        result = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=SINFO_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise InvalidInput("slurm", f"sinfo did not answer within {SINFO_SECONDS} s: no SLURM controller reachable") from None
     if result.returncode != 0:
-        raise InvalidInput("slurm", f"sinfo failed: {result.stderr.strip() or result.stdout.strip()}")
+        said = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        raise InvalidInput("slurm", f"sinfo failed: {said[-1] if said else f'exit status {result.returncode}'}")
     return sorted({line.strip().rstrip("*") for line in result.stdout.split() if line.strip()})
 
 

@@ -16,6 +16,8 @@ import pytest
 from armillary.ensemble import load_spec
 from armillary.ensemble.spec import declared_fields
 
+from slurm_cases import require_slurm
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md"] + [path for path in (ROOT / "docs").rglob("*.md")
                                        if "_build" not in path.parts and "generated" not in path.parts
@@ -25,6 +27,9 @@ BLOCK = re.compile(r"(?:<!--\s*test:\s*(?P<test>.*?)\s*-->\s*\n)?^```(?P<languag
                    re.MULTILINE | re.DOTALL)
 #: seconds a page's blocks may take together (small sizes, kernels from the suite's cache)
 PAGE_SECONDS = 300
+#: a shell line that needs a SLURM controller: a SLURM client, the local test cluster's script, or a
+#: submission that is not a dry run (a dry run works without one)
+SLURM_LINE = re.compile(r"\b(sbatch|squeue|scancel|sinfo|scontrol|srun)\b|local-cluster\.sh|armillary submit(?!.*--dry-run)")
 
 
 def blocks(page: Path) -> list[tuple[str, str]]:
@@ -71,8 +76,20 @@ def run_shell(code: str, directory: Path) -> None:
     assert result.returncode == 0, f"shell block failed ({result.returncode}):\n{code}\n{result.stderr[-3000:]}"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(ROOT)) for page in PAGES])
+def needs_slurm(page: Path) -> bool:
+    return any(language in ("sh", "bash", "console") and SLURM_LINE.search(code) for language, code in blocks(page))
+
+
+#: pages that submit jobs skip on the condition tests/test_slurm.py skips on, and share its worker: the local
+#: test cluster has one node
+PAGE_CASES = [pytest.param(page, marks=[pytest.mark.xdist_group("slurm")] if needs_slurm(page) else [],
+                           id=str(page.relative_to(ROOT))) for page in PAGES]
+
+
+@pytest.mark.parametrize("page", PAGE_CASES)
 def test_every_code_block_of_the_page_runs(page, tmp_path):
+    if needs_slurm(page):
+        require_slurm()
     directory = scratch(tmp_path)
     python = []
     for language, code in blocks(page):

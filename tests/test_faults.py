@@ -3,7 +3,7 @@ a real tmpfs that fills up, real closed pipes): ``verify`` finds every damaged c
 refuses a damaged store, ``verify --repair`` then ``run`` restores the undamaged store bit for bit,
 a full disk stops the run cleanly and the resumed run matches, and every command ends quietly
 when its reader leaves.  (Process faults, kill -9 and Ctrl-C, are in test_resume.py; SLURM
-signals mid-write in test_slurm.py.)"""
+signals mid-write in test_slurm.py.)  A dry run works where no SLURM controller answers."""
 
 import os
 import shutil
@@ -184,3 +184,27 @@ def test_a_run_whose_reader_leaves_stops_keeps_its_work_and_resumes(tmp_path, re
     assert not os.path.exists(lock_path(store))
     assert main(["run", spec, "--store", store]) == 0
     assert_same_store(store, expected)
+
+
+def test_a_dry_run_where_no_slurm_controller_answers_prints_the_scripts_and_says_what_it_did_not_check(
+        tmp_path, monkeypatch, capsys):
+    """The partition of a site file is checked with sinfo; where sinfo cannot reach a controller a dry run still prints the scripts, with one line naming what it
+    could not check, and writes nothing; a real submission is refused in one line.  Where SLURM is
+    installed, its configuration with the controller's port moved to one nothing listens on; where it is
+    not, sinfo is not found."""
+    spec = write_spec(tmp_path, **SMALL)
+    site = tmp_path / "site.toml"
+    site.write_text('partition = "debug"\n')
+    installed = "/etc/slurm/slurm.conf"
+    if os.path.exists(installed):
+        lines = [line for line in open(installed).read().splitlines() if not line.startswith("SlurmctldPort=")]
+        (tmp_path / "dead.conf").write_text("\n".join(lines + ["SlurmctldPort=1"]) + "\n")
+        monkeypatch.setenv("SLURM_CONF", str(tmp_path / "dead.conf"))
+    assert main(["submit", spec, "--site", str(site), "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert "#SBATCH --partition=debug" in out, out
+    assert len(err.splitlines()) == 1 and err.startswith("armillary: warning: partition 'debug' not checked: "), err
+    assert main(["submit", spec, "--site", str(site)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("armillary: slurm: "), err
+    assert not list(tmp_path.glob("spec.zarr*"))

@@ -4,7 +4,6 @@ where no SLURM answers; under CI=true a skip is a failure."""
 
 import io
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -18,22 +17,14 @@ from armillary.jobs.cli import main
 
 from ensemble_cases import (armillary, arrays, assert_bitwise_equal, assert_strangers_refused, listening, wait_for_marker,
                             write_spec)
+from slurm_cases import require_slurm
+
+pytestmark = pytest.mark.xdist_group("slurm")
 
 
-def slurm_available() -> str | None:
-    """None if a SLURM controller answers, else why not."""
-    if shutil.which("sinfo") is None:
-        return "sinfo not installed (apt-get install slurm-wlm munge; slurm/local-cluster.sh start)"
-    result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
-    if result.returncode != 0 or not result.stdout.strip():
-        return f"no SLURM controller answers: {result.stderr.strip()} (slurm/local-cluster.sh start)"
-    return None
-
-
-REASON = slurm_available()
-if REASON and os.environ.get("CI") == "true":
-    pytest.fail(f"CI=true but SLURM is not reachable: {REASON}", pytrace=False)
-pytestmark = [pytest.mark.skipif(REASON is not None, reason=REASON or ""), pytest.mark.xdist_group("slurm")]
+@pytest.fixture(autouse=True)
+def slurm_answers():
+    require_slurm()
 
 
 def wait_for_jobs(job_ids, timeout=600.0):
