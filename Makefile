@@ -35,9 +35,10 @@ run: $(VENV)/.installed
 # (the same bits: a kernel's reductions have a fixed order whatever runs its threads) lets an in-process run
 # fork its local workers after a system-parallel test launched the layer in the same pytest worker; with
 # GNU OpenMP they must be spawned, each importing everything again (~3 s; tests/test_md.py tests that path).
+# -n auto: one pytest worker per physical core (pytest-xdist asks psutil), 2 on the CI machine.
 TEST_NUMBA := NUMBA_OPT=1 NUMBA_LOOP_VECTORIZE=0 NUMBA_THREADING_LAYER=workqueue NUMBA_CACHE_DIR=$(CURDIR)/.numba-test-cache
 test: $(VENV)/.installed-test
-	$(TEST_NUMBA) $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=40 -m "not site" tests
+	$(TEST_NUMBA) $(BIN)/python -m pytest -n auto --dist loadgroup --durations=40 -m "not site" tests
 
 # The docs site into docs/_build/html (warnings are errors; the gallery's scripts run), then the checks of
 # the built pages (figures load, links inside the site resolve, screenshots in headless Chromium).  The
