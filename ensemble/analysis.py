@@ -24,6 +24,8 @@ import zarr
 
 from armillary.kernels.errors import InvalidInput
 
+from .spec_keys import STATISTICS
+
 #: below this |E0| (J) the error is reported absolute, not relative
 ABSOLUTE_BELOW = 1e-12
 QUANTILES = (0.05, 0.5, 0.95)
@@ -409,15 +411,6 @@ def pair_distribution(points: np.ndarray, bins: int = 90, max_particles: int = 4
 
 #: the normal quantile of two-sided 95 % intervals
 Z_975 = 1.959963984540054
-#: what ``[ensemble] until`` can stop on: statistic → (the per-member quantity it is taken of, the store
-#: variable that quantity needs, its kind: the median of the values or the fraction of true flags)
-STATISTICS = {
-    "median_lyapunov": ("finite-time maximal Lyapunov exponent λ (1/s)", "lyapunov", "median"),
-    "chaotic_fraction": ("λ above the chaos threshold, 10 / t_end", "lyapunov", "fraction"),
-    "median_megno": ("MEGNO ⟨Y⟩ at the end of the run", "megno_final", "median"),
-    "median_drift": ("energy drift rate (1/s) after the burn-in, half the run", "energy", "median"),
-}
-
 
 def median_interval(values: np.ndarray) -> tuple[float, float, float]:
     """(median, low, high) of the finite ``values``: the distribution-free 95 % interval of the median

@@ -26,8 +26,7 @@ from armillary.kernels.systems import system_definition
 from armillary.kernels.spaces import SPACES
 from armillary.kernels.systems.base import SCALAR
 
-from .analysis import STATISTICS
-from .spec_keys import SPEC_KEYS, SpecKey
+from .spec_keys import SPEC_KEYS, STATISTICS, SpecKey
 
 #: initial conditions every space has; its samplers (``uniform``, …) come on top
 GENERIC_INITIAL = ("preset", "perturb", "file")

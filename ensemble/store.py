@@ -43,13 +43,9 @@ from armillary.kernels.lyapunov import indicator_rows
 
 from .lock import StoreError, is_local, read_lock
 from .plan import Plan
+from .progress import ATTEMPTS, PROGRESS, RECORDS
 from .spec import parse_spec
 
-PROGRESS = "_progress"
-#: per (member chunk, segment) completion records: ``done`` (Unix time; present = done), task and write seconds
-RECORDS = ("done", "seconds", "write_seconds")
-#: per (member chunk, segment): how many tasks started it (more than one: interrupted or repaired)
-ATTEMPTS = "attempts"
 #: the codecs after serialisation of every array a store holds: each chunk ends in a CRC-32C of its
 #: (compressed) bytes, checked on every read, so a flipped bit or a truncated chunk is refused, not
 #: read as other numbers.  Checkpoint slots and records are small and full-precision: checksum only.
@@ -424,27 +420,6 @@ class RunStore:
         where = (chunk, segment)
         self.write_all([(f"{PROGRESS}/seconds", where, seconds), (f"{PROGRESS}/write_seconds", where, write_seconds)])
         self.progress("done")[where] = time.time()
-
-
-def final_state(url: str, names: tuple[str, ...], first: int, stop: int, members: int) -> dict:
-    """Members [first, stop) of the end state (each of ``names``) of a finished store (for
-    ``initial = "file"``)."""
-    try:
-        group = zarr.open_group(url, mode="r")
-        done = group[f"{PROGRESS}/done"][:]
-    except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
-        raise InvalidInput("ensemble.path", f"{url!r} is not an armillary store") from None
-    if not np.all(np.isfinite(done)):
-        raise InvalidInput("ensemble.path", f"store {url!r} is not finished ({int(np.isfinite(done).sum())} of "
-                           f"{done.size} segments done)")
-    if group["member"].shape[0] != members:
-        raise InvalidInput("ensemble.path", f"store {url!r} has {group['member'].shape[0]} members, the spec {members}")
-    missing = [name for name in names if f"slot_{name}" not in group[PROGRESS]]
-    if missing:
-        raise InvalidInput("ensemble.path", f"store {url!r} holds no final {', '.join(missing)} (a store of another "
-                           "state space)")
-    slot = (done.shape[1] - 1) % 2
-    return {name: group[f"{PROGRESS}/slot_{name}"][slot, first:stop] for name in names}
 
 
 def summary(url: str) -> dict:
