@@ -1,0 +1,319 @@
+"""The one entry point every later layer uses: :func:`integrate`, for every state space."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import flat_runner, sphere_runner, system_parallel
+from .blocks import default_threads
+from .caches import kernel_cache_directory
+from .errors import InvalidInput
+from .integrators import FORMULATIONS_OF, METHODS, Method, methods_for
+from .lyapunov import Shadow, indicator_rows
+from .systems import SYSTEMS, System
+
+#: the kernels' runner of each space layout (see StateSpace.layout)
+RUNNERS = {"sphere": sphere_runner.run, "flat": flat_runner.run}
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Result of :func:`integrate`.  Sample 0 is the initial state; sample s is step s·save_every.
+
+    state: each state variable of the system's space by name, (members, samples, *shape) (0 samples
+    when not requested in ``outputs``); final: each variable after the last step, (members, *shape)
+    (the restart point); energy (J) and diagnostics (each of the space's constraint diagnostics by
+    name, plus ``temperature`` in the system-parallel mode): (members, samples); status (members; see
+    :mod:`kernels.status`) and failed_step (−1 if none); solver_iterations: max Newton iterations in
+    any step (implicit methods) or accepted steps (rk45, adaptive vi); carry: the method's per-member
+    solver state a later call continues from (rk45: ``step_size``, the step it would take next, s;
+    adaptive vi: ``step_density`` (1/s) and ``sample_lag`` (s)).
+    min_separation (members,): the least close-encounter separation over every step of this call,
+    when ``outputs`` lists it (systems that declare encounters; sphere_nbody: min over pairs of
+    ‖q_i × q_j‖ = √(1 − (q_i·q_j)²)), else None.
+    sample_lag (members, samples): adaptive vi only (else None): each sample is the first step at or
+    past its nominal time, and this is by how much (s).
+    work (members, samples): forced systems only (else None): W(t) = ∫ Σ_i g_i·ω_i dt (J), the work of
+    the forces since the first call (continued through ``carry["work"]``), by the trapezoidal rule over
+    the steps, so that E(t) − E(0) − W(t) is the integrator's energy error, not the forcing.
+    Failed members hold NaN from their failing step on.
+    With shadows (see :mod:`kernels.lyapunov`): log_growth (members, samples), ln of the first shadow's
+    accumulated separation growth; spectrum_growth (members, samples, k), every shadow's (the
+    exponents' numerators); megno (⟨Y⟩), sali and gali (GALI_k; NaN with one shadow) (members,
+    samples), as of the last renormalisation at or before each sample; and shadow_final, the shadows
+    after the last step; without: log_growth has 0 samples and the others are None.
+    Attribute access reads the dicts: ``run.q`` is ``run.state["q"]``, ``run.unit_error`` is
+    ``run.diagnostics["unit_error"]``, ``run.q_final`` is ``run.final["q"]``.
+    """
+
+    time: np.ndarray
+    state: dict
+    final: dict
+    energy: np.ndarray
+    diagnostics: dict
+    status: np.ndarray
+    failed_step: np.ndarray
+    solver_iterations: np.ndarray
+    carry: dict
+    method: str
+    implicit: bool
+    log_growth: np.ndarray
+    shadow_final: Shadow | None
+    #: "ensemble" (members in parallel) or "system" (one member, parallel inside each step)
+    mode: str = "ensemble"
+    #: system mode only: kinetic temperature T/n (J: k_B T with 2 degrees of freedom per body, k_B = 1),
+    #: (members, samples); and how many times the Verlet lists were built (members,)
+    temperature: np.ndarray | None = None
+    neighbour_rebuilds: np.ndarray | None = None
+    min_separation: np.ndarray | None = None
+    sample_lag: np.ndarray | None = None
+    spectrum_growth: np.ndarray | None = None
+    megno: np.ndarray | None = None
+    sali: np.ndarray | None = None
+    gali: np.ndarray | None = None
+    work: np.ndarray | None = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        fields = self.__dict__
+        for table in ("state", "diagnostics", "carry"):
+            if name in fields.get(table, {}):
+                return fields[table][name]
+        if name.endswith("_final") and name[:-6] in fields.get("final", {}):
+            return fields["final"][name[:-6]]
+        raise AttributeError(f"{type(self).__name__} has no attribute or variable {name!r}")
+
+    def spectrum(self, elapsed: np.ndarray | None = None) -> np.ndarray:
+        """The first k finite-time Lyapunov exponents (1/s) at each sample, (members, samples, k), as
+        :meth:`lyapunov` for each shadow."""
+        elapsed = self.time if elapsed is None else np.asarray(elapsed, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(elapsed[:, np.newaxis] > 0, self.spectrum_growth[:, :elapsed.size]
+                            / elapsed[:, np.newaxis], np.nan)
+
+    def lyapunov(self, elapsed: np.ndarray | None = None) -> np.ndarray:
+        """Finite-time maximal Lyapunov exponent (1/s) at each sample, (members, samples):
+        log_growth / t, with t the time since the shadows were displaced (``elapsed``: one per
+        leading sample, default this call's ``time``); NaN at t = 0."""
+        elapsed = self.time if elapsed is None else np.asarray(elapsed, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(elapsed > 0, self.log_growth[:, :elapsed.size] / elapsed, np.nan)
+
+
+def _positive_int(field: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidInput(field, f"must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tuple[Method, dict, np.ndarray]:
+    """The method that runs (a variant its options select), the merged options and the kernel's
+    option vector."""
+    spec = METHODS[method]
+    for name in options:
+        if name not in spec.options:
+            allowed = ", ".join(spec.options) or "none"
+            raise InvalidInput(name, f"unknown option of method {method!r}; allowed: {allowed}")
+    merged = {**spec.options, **options}
+    for name, allowed in spec.choices.items():
+        if merged[name] is not None and merged[name] not in allowed:
+            raise InvalidInput(name, f"unknown {name} {merged[name]!r} of method {method!r}; allowed: {', '.join(allowed)}")
+    for name in ("newton_tol", "rtol", "atol", "tolerance"):
+        if name in merged and not (np.isfinite(merged[name]) and merged[name] > 0):
+            raise InvalidInput(name, f"must be > 0, got {merged[name]!r}")
+    if "newton_max_iterations" in merged:
+        _positive_int("newton_max_iterations", merged["newton_max_iterations"])
+    if "max_steps" in merged:
+        merged["max_steps"] = _positive_int("max_steps", merged["max_steps"] if merged["max_steps"] is not None
+                                            else 100 * n_steps + 10_000)
+    if "max_step" in merged:
+        merged["max_step"] = dt if merged["max_step"] is None else merged["max_step"]
+        if not (isinstance(merged["max_step"], (int, float)) and np.isfinite(merged["max_step"])
+                and 0 < merged["max_step"] <= dt):
+            raise InvalidInput("max_step", f"must be in (0, dt = {dt!r}] (s), got {merged['max_step']!r}")
+    runs = spec.resolve(merged)
+    return runs, merged, np.array([merged[name] for name in runs.option_vector], dtype=np.float64)
+
+
+def _check_variant(definition, method: str, runs: Method, options: dict) -> None:
+    """Refuse a variant (adaptive vi, a formulation of a Runge–Kutta method) for a system it cannot step
+    (InvalidInput naming the option)."""
+    chosen = options.get("formulation")
+    if chosen is not None and "formulation" in METHODS[method].choices:
+        offered = FORMULATIONS_OF.get(definition.space.name)
+        if offered is None:
+            raise InvalidInput("formulation", f"{definition.name} is on {definition.space.name}, which has no "
+                               f"formulations to choose from: leave formulation unset")
+        if chosen not in offered:
+            raise InvalidInput("formulation", f"{chosen!r} is not a formulation of {definition.space.name}; "
+                               f"allowed: {', '.join(offered)}")
+        if not runs.supports(definition):
+            raise InvalidInput("formulation", f"the {chosen} formulation needs a system with "
+                               f"{', '.join(sorted(runs.spaces[definition.space.name][0]))}; {definition.name} "
+                               f"has {', '.join(sorted(definition.provides))}")
+    if runs is METHODS[method] or runs.formulation is not None:
+        return
+    if definition.encounter is None or not definition.diagonal_inertia or options.get("implicit"):
+        able = [name for name, d in SYSTEMS.items() if getattr(d, "encounter", None) is not None and d.diagonal_inertia]
+        raise InvalidInput("adaptive", f"adaptive vi steps the explicit (diagonal M, implicit = false) vi of systems "
+                           f"that declare close encounters, not {definition.name}; allowed systems: {', '.join(able)}")
+
+
+def resolve_method(definition, method: str, options: dict) -> Method:
+    """The kernel-level method that ``method`` with ``options`` runs for systems of ``definition``
+    (adaptive vi is a variant of vi with its own carried state and sampling), refusing a variant the
+    system cannot take.  For the layers above the kernels (store layout, checkpoints)."""
+    runs = METHODS[method].resolve(options)
+    _check_variant(definition, method, runs, options)
+    return runs
+
+
+def _checked_shadow(shadow: Shadow, system: System, method: str, runs: Method, state: dict) -> Shadow:
+    if not isinstance(shadow, Shadow):
+        raise InvalidInput("shadow", f"must be a kernels.lyapunov.Shadow, got {type(shadow).__name__}")
+    if runs.lanes == 1:
+        fixed = [m for m in methods_for(system.definition) if METHODS[m].lanes is None]
+        raise InvalidInput("shadow", f"Benettin shadows need a fixed-step method, not {method!r} ({runs.name}); "
+                           f"allowed: {', '.join(fixed)}")
+    members = next(iter(state.values())).shape[0]
+    count = np.shape(shadow.log_growth)[1] if np.ndim(shadow.log_growth) == 2 else 0
+    if count < 1:
+        raise InvalidInput("shadow.log_growth", f"must have shape ({members}, k) with k >= 1 shadows per member")
+    for name, value in state.items():
+        expected = (members, count) + value.shape[1:]
+        if np.shape(shadow.state.get(name)) != expected:
+            raise InvalidInput("shadow", f"the shadows' {name} must have shape {expected} (members, k, ...)")
+    for name, shape in (("log_growth", (members, count)), ("reference", (members, count)),
+                        ("indicators", (members, indicator_rows(count)))):
+        if np.shape(getattr(shadow, name)) != shape:
+            raise InvalidInput(f"shadow.{name}", f"must have shape {shape}")
+    if not (np.isfinite(shadow.d0) and shadow.d0 > 0):
+        raise InvalidInput("shadow.d0", f"must be > 0, got {shadow.d0!r}")
+    _positive_int("shadow.renormalise_every", shadow.renormalise_every)
+    if isinstance(shadow.step_offset, bool) or not isinstance(shadow.step_offset, (int, np.integer)) \
+            or shadow.step_offset < 0:
+        raise InvalidInput("shadow.step_offset", f"must be an integer >= 0, got {shadow.step_offset!r}")
+    return shadow
+
+
+def carried_names(runs: Method, system: System) -> tuple:
+    """What a call carries to the next, in column order: the method's solver state, then for a forced
+    system the work its forces have done (J), which the kernels keep in the last column."""
+    return runs.carry + (("work",) if system.forced else ())
+
+
+def _initial_carry(runs: Method, names: tuple, options: dict, carry: dict | None, dt: float,
+                   members: int) -> np.ndarray:
+    """The carried state, (members, C) in the order of ``names``: a later call's ``carry`` where
+    finite, else the start (rk45 ``step_size``: ``first_step``, else dt; adaptive vi: ``step_density``
+    NaN, i.e. the target density of the initial state, and ``sample_lag`` 0; ``work`` 0)."""
+    first = dt if options.get("first_step") is None else options["first_step"]
+    start = {"step_size": first, "step_density": np.nan, "sample_lag": 0.0, "work": 0.0}
+    carried = np.zeros((members, max(1, len(names))))
+    for column, name in enumerate(names):
+        carried[:, column] = np.broadcast_to(np.asarray(start[name], dtype=np.float64), (members,))
+    if carry:
+        unknown = set(carry) - set(names)
+        if unknown:
+            raise InvalidInput("carry", f"unknown {sorted(unknown)}; method {runs.name!r} carries "
+                               f"{', '.join(names) or 'nothing'} here")
+        for column, name in enumerate(names):
+            if name in carry:
+                given = np.asarray(carry[name], dtype=np.float64)
+                carried[:, column] = np.where(np.isfinite(given), given, carried[:, column])
+    if "step_size" in runs.carry and not np.all(np.isfinite(carried[:, 0]) & (carried[:, 0] > 0)):
+        raise InvalidInput("first_step", "must be > 0")
+    return carried
+
+
+def integrate(system: System, method: str, state0, dt: float, n_steps: int, save_every: int = 1, *,
+              outputs=None, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
+              mode: str | None = None, skin: float | None = None, carry: dict | None = None, start_step: int = 0,
+              **method_options) -> Trajectory:
+    """Integrate every member of an ensemble with one method, on the system's state space.
+
+    ``state0``: a mapping of the space's state variables, each with a leading member axis
+    ({"q", "omega"} (members, n, 3) on (S²)ⁿ; {"R": (members, n, 3, 3), "Omega": (members, n, 3)} on
+    SO(3)ⁿ); ``dt`` (s) the step (rk45: the first step and the unit of time of ``n_steps``);
+    ``save_every`` steps between saved samples.  Members run in parallel on ``threads`` Numba threads
+    (default: all).  ``outputs`` chooses which state variables keep samples (default: all; energy and
+    the constraint diagnostics are always computed; ``"min_separation"`` tracks close encounters of
+    systems that declare them).  ``restart=True`` takes ``state0`` bit for bit
+    as an earlier call's ``final`` (and ``carry`` its ``carry``), so that a run continued in segments
+    equals an uninterrupted one and methods that drift off the manifold are not silently projected
+    back; otherwise the state is put on the manifold within 1e-6 and refused beyond.
+    Method options: vi — implicit, newton_tol, newton_max_iterations, and adaptive (reversible adaptive
+    steps for systems with close encounters, see :mod:`kernels.integrators.adaptive_vi`) with
+    tolerance, max_step (default dt) and max_steps; lgvi — newton_tol,
+    newton_max_iterations; rk45 — rtol, atol, max_steps, first_step (scalar or per member).
+    ``shadow`` (fixed-step methods): Benettin shadows of the members (see :mod:`kernels.lyapunov`;
+    :func:`kernels.lyapunov.displaced_shadow` makes the first), stepped alongside them; returned in
+    ``shadow_final``.  ``mode`` and ``skin``: the (S²)ⁿ system-parallel mode (see
+    :mod:`kernels.system_parallel`).  ``start_step``: the global index of the step this call continues
+    after (time origin start_step·dt, what time-dependent forces see; with a shadow, its step_offset).
+    Bad input raises :class:`~kernels.errors.InvalidInput` before
+    any compute.
+    """
+    if not isinstance(system, System):
+        raise InvalidInput("system", f"must come from armillary.get_system, got {type(system).__name__}")
+    kernel_cache_directory()  # before any cached kernel, the space's helpers included, is loaded
+    if method not in METHODS:
+        raise InvalidInput("method", f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+    space = system.space
+    if not METHODS[method].supports(system.definition, system.provides):
+        allowed = [name for name in methods_for(system.definition)
+                   if METHODS[name].supports(system.definition, system.provides)]
+        raise InvalidInput("method", f"{method!r} does not support {system.name} (space {space.name}) with these "
+                           f"parameters; allowed: {', '.join(allowed)}")
+    if not (isinstance(dt, (int, float, np.floating)) and np.isfinite(dt) and dt > 0):
+        raise InvalidInput("dt", f"must be a finite number > 0 (s), got {dt!r}")
+    n_steps = _positive_int("n_steps", n_steps)
+    save_every = _positive_int("save_every", save_every)
+    outputs = space.names if outputs is None else tuple(outputs)
+    encounters = ("min_separation",) if getattr(system.definition, "encounter", None) is not None else ()
+    allowed = space.names + ("energy",) + tuple(d.name for d in space.diagnostics) + encounters
+    unknown = set(outputs) - set(allowed)
+    if unknown:
+        raise InvalidInput("outputs", f"unknown {sorted(unknown)}; allowed: {', '.join(allowed)}")
+    state = space.admit(state0, system.n_bodies, restart)
+    members = next(iter(state.values())).shape[0]
+    implied = system.member_count()
+    if implied not in (None, 1, members):
+        raise InvalidInput("params", f"per-member parameters are given for {implied} members, the state has {members}")
+    runs, options, option_vector = _method_options(method, method_options, n_steps, float(dt))
+    _check_variant(system.definition, method, runs, options)
+    if isinstance(start_step, bool) or not isinstance(start_step, (int, np.integer)) or start_step < 0:
+        raise InvalidInput("start_step", f"must be an integer >= 0, got {start_step!r}")
+    if shadow is not None:
+        shadow = _checked_shadow(shadow, system, method, runs, state)
+        if start_step not in (0, shadow.step_offset):
+            raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
+        start_step = shadow.step_offset
+    names = carried_names(runs, system)
+    carried = _initial_carry(runs, names, options, carry, float(dt), members)
+    threads = default_threads() if threads is None else _positive_int("threads", threads)
+    keep = [name for name in space.names if name in outputs]
+    result = RUNNERS[space.layout](system, runs.name, state, dt, n_steps, save_every, keep_state=bool(keep),
+                                   threads=threads, shadow=shadow, mode=mode, skin=skin, options=options,
+                                   option_vector=option_vector, carried=carried,
+                                   track_encounters="min_separation" in outputs, start_step=int(start_step))
+    carried = result.pop("carried")
+    result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
+    samples = n_steps // save_every + 1
+    return Trajectory(time=np.arange(samples) * (save_every * float(dt)), method=method,
+                      carry={name: carried[:, column].copy() for column, name in enumerate(names)}, **result)
+
+
+def execution_mode(system: System, method: str, members: int, n: int, shadows: bool, mode: str | None = None,
+                   **options) -> str:
+    """How :func:`integrate` would run: "system" (one member of an (S²)ⁿ pair system, parallel inside
+    each step; see :mod:`kernels.system_parallel`) or "ensemble" (members in parallel)."""
+    if system.space.layout != "sphere":
+        if mode == "system":
+            raise InvalidInput("mode", f"'system' runs (S²)ⁿ pair systems only; {system.name} is on {system.space.name}")
+        return "ensemble"
+    implicit = method == "vi" and (not system.definition.diagonal_inertia or bool(options.get("implicit")))
+    return system_parallel.choose_mode(mode, system, method, implicit, members, n, system.broadcast(1, n), shadows)
