@@ -15,12 +15,9 @@ The offset (the mean error over the window) is reported beside the rate, since a
 
 from __future__ import annotations
 
-import json
-
 import dask.array as da
 import numpy as np
 import xarray as xr
-import zarr
 
 from armillary.kernels.errors import InvalidInput
 
@@ -38,42 +35,6 @@ QUANTILE_BLOCK_BYTES = 64 * 2 ** 20
 #: about p ln(t)/t; a member counts as chaotic when λ exceeds CHAOS_THRESHOLD_FACTOR / t_end
 #: (0.01 1/s over 1000 s), which p ln(t) stays below for p up to about 1.4 at t = 1000 s
 CHAOS_THRESHOLD_FACTOR = 10.0
-
-
-def until_members(until: dict) -> np.ndarray:
-    """The members an ``[ensemble] until`` run holds after its ``batches`` batches: the first
-    batches·batch of each sweep point's block of ``per_point``."""
-    taken = until["batches"] * until["batch"]
-    return np.concatenate([p * until["per_point"] + np.arange(taken) for p in range(until["points"])])
-
-
-def open_store(url: str, damaged=(), until: dict | None = None) -> xr.Dataset:
-    """The store at ``url`` as a lazy Dataset.  ``damaged``: (variable, chunk index) pairs known to
-    fail their checksums (from :func:`ensemble.verify.verify`), read as NaN (−1 for integer
-    variables: an unknown status) instead of raising when a computation reaches them.  A run sized by
-    ``[ensemble] until`` is opened with the members of the batches its rule has evaluated (its attribute
-    ``until``, or ``until`` given), so it reads as a fixed-size run of those members."""
-    ds = xr.open_zarr(url)
-    bad: dict[str, set] = {}
-    for name, chunk in damaged:
-        bad.setdefault(name, set()).add(tuple(chunk))
-    for name, chunks in bad.items():
-        if name not in ds.data_vars:
-            continue
-        source = ds[name].data
-        array = zarr.open_array(url, path=name, mode="r")
-        fill = -1 if np.issubdtype(source.dtype, np.integer) else np.nan
-
-        def block(block_id=None, block_info=None, array=array, chunks=chunks, fill=fill, dtype=source.dtype):
-            where = tuple(slice(*bounds) for bounds in block_info[None]["array-location"])
-            if tuple(block_id) in chunks:
-                return np.full(tuple(s.stop - s.start for s in where), fill, dtype)
-            return array[where]
-
-        masked = da.map_blocks(block, chunks=source.chunks, dtype=source.dtype, meta=np.array((), source.dtype))
-        ds[name] = ds[name].copy(data=masked)
-    until = until or (json.loads(ds.attrs["until"]) if "until" in ds.attrs else None)
-    return ds if until is None else ds.isel(member=until_members(until))
 
 
 def relative_energy_error(ds: xr.Dataset) -> xr.DataArray:

@@ -31,9 +31,7 @@ import warnings
 from datetime import datetime, timezone
 from importlib.metadata import version
 
-import dask.array as da
 import numpy as np
-import xarray as xr
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync as zarr_sync
@@ -41,7 +39,8 @@ from zarr.core.sync import sync as zarr_sync
 from armillary.kernels import STATUS_MEANINGS, InvalidInput
 from armillary.kernels.lyapunov import indicator_rows
 
-from .lock import StoreError, is_local, read_lock
+from .errors import DamagedStore, StoreError
+from .lock import is_local, read_lock
 from .plan import Plan
 from .progress import ATTEMPTS, PROGRESS, RECORDS
 from .spec import parse_spec
@@ -248,6 +247,9 @@ def write_template(plan: Plan) -> None:
     """Create the store (the caller holds its lock and removed any previous one): coordinates, empty
     (NaN-filled) data arrays with the run's chunking, the progress group and the attributes.  Data
     chunks are never written here."""
+    import dask.array as da  # with xarray, 1 s of start-up that only writing a template needs
+    import xarray as xr
+
     spec, n, space = plan.spec, plan.n_bodies, plan.space
     members, samples, chunk = spec.members, plan.samples, spec.chunk
     # a run shorter than one segment has one time chunk of its own length, not a segment's worth of
@@ -320,10 +322,6 @@ def _json_params(plan: Plan) -> dict:
 
 
 # ----------------------------------------------------------------------------------- task-side I/O
-
-class DamagedStore(Exception):
-    """A chunk of the store fails its checksum (the message names the array and the chunk)."""
-
 
 def _chunk_index(array: zarr.Array, region) -> tuple[int, ...]:
     """The chunk a chunk-aligned region starts in."""

@@ -32,7 +32,8 @@ from zarr.core.sync import sync as zarr_sync
 
 from armillary.kernels import InvalidInput
 
-from .lock import StoreError, read_lock, run_lock
+from .errors import StoreError
+from .lock import read_lock, run_lock
 from .plan import Plan
 from .spec import parse_spec
 from .progress import PROGRESS, RECORDS

@@ -1,4 +1,8 @@
-"""The ``armillary`` command line; its exit codes are :data:`EXIT_CODES`."""
+"""The ``armillary`` command line; its exit codes are :data:`EXIT_CODES`.
+
+Each command imports what it uses when it runs (the store's readers, Numba's kernels, Dask, xarray, matplotlib),
+so that ``--help`` and the commands that only read a spec, the registries or a store start in well under a second.
+"""
 
 import argparse
 import os
@@ -7,13 +11,10 @@ import sys
 import time
 
 from armillary import ensemble
-from armillary.ensemble.store import DamagedStore, summary
-from armillary.ensemble.verify import repair
-from armillary.ensemble.verify import verify as verify_store
+from armillary.ensemble.errors import DamagedStore, RunFailed
 from armillary.jobs.slurm import load_site, queue_states
 from armillary.jobs.slurm import submit as submit_jobs
-from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, InvalidInput, methods_for
-from armillary.kernels.models.checks import GRADIENT_TOLERANCE
+from armillary.kernels import InvalidInput
 
 #: random admissible states ``armillary check`` differences a model's potential at
 MODEL_CHECK_STATES = 16
@@ -33,6 +34,8 @@ EXIT_CODES = {
 
 def run(args) -> int:
     """Run or resume the spec's ensemble into its store."""
+    from armillary.ensemble.store import summary
+
     overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
     spec = ensemble.load_spec(args.spec, **overrides)
     started = time.perf_counter()
@@ -46,7 +49,7 @@ def run(args) -> int:
         return STOPPED
     except BrokenPipeError:
         raise  # the reader of stdout left: see main
-    except (ensemble.RunFailed, OSError) as error:  # OSError: e.g. the disk is full
+    except (RunFailed, OSError) as error:  # OSError: e.g. the disk is full
         print(f"armillary: run failed: {error}; finished segments are kept, run the same command to resume",
               file=sys.stderr)
         return FAILED
@@ -59,6 +62,8 @@ def run(args) -> int:
 def check(args) -> int:
     """Validate a spec as ``run`` would (its system, method, options, sampler, store) and say what a
     run would do; writes nothing."""
+    from armillary.kernels.models.checks import GRADIENT_TOLERANCE
+
     overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
     spec = ensemble.load_spec(args.spec, **overrides)
     plan, create = ensemble.prepare(spec)
@@ -83,6 +88,9 @@ def check(args) -> int:
 def verify(args) -> int:
     """Check every chunk's checksum and every completion record of each store; ``--repair`` marks the
     segments that wrote damaged chunks not done, for ``run`` to recompute."""
+    from armillary.ensemble.verify import repair
+    from armillary.ensemble.verify import verify as verify_store
+
     worst = SUCCESS
     for store in args.stores:
         found = verify_store(store)
@@ -99,6 +107,9 @@ def verify(args) -> int:
 
 def status(args) -> int:
     """Progress of each store: segments, member-steps, failures, throughput, who is running it."""
+    from armillary.ensemble.store import summary
+    from armillary.kernels import STATUS_MEANINGS
+
     for store in args.stores:
         s = summary(store)
         until = s["until"]
@@ -149,6 +160,10 @@ def submit(args) -> int:
 
 def report(args) -> int:
     """report.md with tables and PNG figures of one or more stores; prints the headline table."""
+    from armillary.ensemble.report import write_report
+    from armillary.ensemble.store import summary
+    from armillary.ensemble.verify import verify as verify_store
+
     damaged = {}
     for store in args.stores:
         summary(store)  # refuses anything that is not an armillary store, naming it
@@ -163,8 +178,6 @@ def report(args) -> int:
             print(f"armillary: warning: {store}: {len(found)} damaged chunks read as NaN: "
                   + "; ".join(str(d) for d in found), file=sys.stderr)
         damaged[store] = found
-    from armillary.ensemble.report import write_report  # matplotlib: 0.4 s of every other command's start-up
-
     table, _ = write_report(args.stores, args.out, damaged, args.burn_in)
     print(table)
     print(f"armillary: wrote {os.path.join(args.out, 'report.md')} and its figures")
@@ -173,6 +186,8 @@ def report(args) -> int:
 
 def describe_system(definition) -> None:
     """One system as ``armillary systems`` lists it: name, space and variables, parameters, presets, methods."""
+    from armillary.kernels import methods_for
+
     space = definition.space
     print(f"{definition.name}: {definition.summary}")
     print(f"    space {space.name}: " + ", ".join(f"{v.name} ({', '.join(v.dims)}) [{v.unit}]" for v in space.variables))
@@ -189,6 +204,8 @@ def systems(args) -> int:
     """Names, state space and variables, parameters, presets and methods of every system; the spaces
     with their samplers; the methods; the status codes.  With ``--model FILE``: the system derived from
     a model file, and what deriving and compiling it cost."""
+    from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS
+
     if args.model is not None:
         started = time.perf_counter()
         definition = ensemble.load_model(args.model).definition

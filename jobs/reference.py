@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import functools
 
-from armillary.ensemble.spec import CLUSTER_KEYS, SPEC_KEYS, initial_kinds
+from armillary.ensemble.cluster_kinds import CLUSTER_KEYS
+from armillary.ensemble.spec import SPEC_KEYS, initial_kinds
 from armillary.ensemble.store import COMMON_ATTRS, INDICATOR_ATTRS, INDICATOR_VARIABLES
 from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, methods_for
 from armillary.kernels.integrators import OPTION_DOCS
