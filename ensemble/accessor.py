@@ -21,7 +21,7 @@ from armillary.kernels.errors import InvalidInput
 from armillary.kernels.spaces import SPHERE_PRODUCT
 
 from .analysis import (
-    GROWTH_BATCHES, QUANTILES, chaos_table, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
+    GROWTH_BATCHES, QUANTILES, chaos_table, drift_table, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
     lyapunov_summary, momentum_error, pair_distribution, particle_points, quantile_envelope, relative_energy_error,
     store_space, store_summary, sweep_coordinates,
 )
@@ -126,22 +126,9 @@ class ArmillaryAccessor:
 
     def drift_table(self, burn_in: float | None = None) -> xr.Dataset:
         """The members' energy statistics of :meth:`energy_drift` summarised per sweep point (over the whole
-        ensemble when nothing is swept), computed: each statistic's 5 %, 50 % (median) and 95 % quantiles over
-        the point's members on a ``quantile`` dimension (units those of the statistic: 1, or 1/s for the drift
-        rate and its standard error), and ``significant_drift_fraction`` (1), the fraction of members with a
-        finite drift rate whose drift is significant.  One dimension per sweep coordinate; the drift window and
-        ``absolute_members`` in the attributes."""
-        stats = self.energy_drift(burn_in).compute()
-        finite = np.isfinite(stats.drift_rate)
-        significant = stats.significant_drift.where(finite)
-        statistics = stats.drop_vars("significant_drift")
-        sweeps = sweep_coordinates(self._ds)
-        if sweeps:
-            statistics, significant = statistics.groupby(sweeps), significant.groupby(sweeps)
-        table = statistics.quantile(list(QUANTILES), dim="member", keep_attrs=True)
-        fraction = significant.mean("member").assign_attrs(
-            units="1", long_name="fraction of members with a finite drift rate whose drift is significant at 3σ")
-        return table.assign(significant_drift_fraction=fraction).assign_attrs(stats.attrs)
+        ensemble when nothing is swept), computed: quantiles of each statistic and the fraction of members whose
+        drift is significant.  :func:`.analysis.drift_table`."""
+        return drift_table(self._require("drift_table", ("energy",)), burn_in)
 
     def growth_law(self, batches: int = GROWTH_BATCHES) -> dict:
         """Fit of the ensemble RMS of ΔE/|E0| as ∝ t^α over the second half of the run: ``alpha`` (1) with its

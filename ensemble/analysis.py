@@ -269,6 +269,26 @@ def lyapunov_map(ds: xr.Dataset) -> xr.Dataset:
     return result
 
 
+def drift_table(ds: xr.Dataset, burn_in: float | None = None) -> xr.Dataset:
+    """The members' energy statistics of :func:`energy_drift` summarised per sweep point (over the whole
+    ensemble when nothing is swept), computed: each statistic's 5 %, 50 % (median) and 95 % quantiles over
+    the point's members on a ``quantile`` dimension (units those of the statistic: 1, or 1/s for the drift
+    rate and its standard error), and ``significant_drift_fraction`` (1), the fraction of members with a
+    finite drift rate whose drift is significant.  One dimension per sweep coordinate; the drift window and
+    ``absolute_members`` in the attributes."""
+    stats = energy_drift(ds, burn_in).compute()
+    finite = np.isfinite(stats.drift_rate)
+    significant = stats.significant_drift.where(finite)
+    statistics = stats.drop_vars("significant_drift")
+    sweeps = sweep_coordinates(ds)
+    if sweeps:
+        statistics, significant = statistics.groupby(sweeps), significant.groupby(sweeps)
+    table = statistics.quantile(list(QUANTILES), dim="member", keep_attrs=True)
+    fraction = significant.mean("member").assign_attrs(
+        units="1", long_name="fraction of members with a finite drift rate whose drift is significant at 3σ")
+    return table.assign(significant_drift_fraction=fraction).assign_attrs(stats.attrs)
+
+
 def store_summary(ds: xr.Dataset, burn_in: float | None = None) -> dict:
     """The headline numbers of one store: energy error (member statistics, drift after ``burn_in`` s,
     growth law), the maxima of the space's constraint diagnostics, the conserved momentum's error (NaN
