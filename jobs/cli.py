@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+from typing import NamedTuple
 
 from armillary import ensemble
 from armillary.ensemble.errors import DamagedStore, RunFailed
@@ -184,20 +185,43 @@ def report(args) -> int:
     return SUCCESS
 
 
-def describe_system(definition) -> None:
-    """One system as ``armillary systems`` lists it: name, space and variables, parameters, presets, methods."""
+class SystemDescription(NamedTuple):
+    """What ``armillary systems`` and the docs' systems page (:func:`.reference.systems_reference`) state of a
+    system, read from its declaration in one place."""
+
+    name: str
+    summary: str
+    space: str
+    variables: list[tuple[str, tuple[str, ...], str]]  # (name, dims, unit)
+    parameters: list[tuple[str, str, str, str, str]]  # (name, shape, unit, meaning, " = default" of a model's or "")
+    presets: list[tuple[str, str]]  # (name, meaning)
+    methods: list[str]
+
+
+def describe_system(definition) -> SystemDescription:
+    """A system's name, summary, space and its variables, parameters, presets and methods."""
     from armillary.kernels import methods_for
 
-    space = definition.space
-    print(f"{definition.name}: {definition.summary}")
-    print(f"    space {space.name}: " + ", ".join(f"{v.name} ({', '.join(v.dims)}) [{v.unit}]" for v in space.variables))
-    width = max((len(p.name) for p in definition.parameters), default=0)
-    for p in definition.parameters:
-        default = f" = {p.default}" if definition.model is not None else ""
-        print(f"    {p.name:<{width}} {p.shape:<8} [{p.unit}] {p.doc}{default}")
-    for name, preset in definition.presets.items():
-        print(f"    preset {name}: {preset().doc}")
-    print(f"    methods: {', '.join(methods_for(definition))}")
+    return SystemDescription(
+        definition.name, definition.summary, definition.space.name,
+        [(v.name, v.dims, v.unit) for v in definition.space.variables],
+        [(p.name, p.shape, p.unit, p.doc, f" = {p.default}" if definition.model is not None else "")
+         for p in definition.parameters],
+        [(name, preset().doc) for name, preset in definition.presets.items()], list(methods_for(definition)))
+
+
+def print_system(definition) -> None:
+    """One system as ``armillary systems`` lists it: name, space and variables, parameters, presets, methods."""
+    system = describe_system(definition)
+    print(f"{system.name}: {system.summary}")
+    print(f"    space {system.space}: " + ", ".join(f"{name} ({', '.join(dims)}) [{unit}]"
+                                                  for name, dims, unit in system.variables))
+    width = max((len(name) for name, *_ in system.parameters), default=0)
+    for name, shape, unit, doc, default in system.parameters:
+        print(f"    {name:<{width}} {shape:<8} [{unit}] {doc}{default}")
+    for name, doc in system.presets:
+        print(f"    preset {name}: {doc}")
+    print(f"    methods: {', '.join(system.methods)}")
 
 
 def systems(args) -> int:
@@ -209,14 +233,14 @@ def systems(args) -> int:
     if args.model is not None:
         started = time.perf_counter()
         definition = ensemble.load_model(args.model).definition
-        describe_system(definition)
+        print_system(definition)
         info = definition.model
         how = (f"derived in {info.derive_seconds:.2f} s" if info.derive_seconds else "derivation from the cache")
         print(f"    {how}; loaded in {time.perf_counter() - started:.2f} s; {len(info.text.splitlines())} lines of "
               f"generated kernel code, {definition.name}: the kernels compile on first use and are cached")
         return SUCCESS
     for definition in SYSTEMS.values():
-        describe_system(definition)
+        print_system(definition)
     for space in SPACES.values():
         print(f"space {space.name}: {space.summary}; diagnostics "
               + (", ".join(d.name for d in space.diagnostics) or "none") + "; initial = "
