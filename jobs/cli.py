@@ -1,8 +1,8 @@
-"""The ``armillary`` command line; its exit codes are :data:`EXIT_CODES`.
+"""The ``armillary`` command line; its exit codes are :data:`EXIT_CODES`."""
 
-Each command imports what it uses when it runs (the store's readers, Numba's kernels, Dask, xarray, matplotlib),
-so that ``--help`` and the commands that only read a spec, the registries or a store start in well under a second.
-"""
+# The docstring above is the parser's description.  Each command imports what it uses when it runs (the store's
+# readers, Numba's kernels, Dask, xarray, matplotlib), so that ``--help`` loads none of them and the commands that
+# only read a spec, the registries or a store load no more than they read (tests/test_startup.py).
 
 import argparse
 import os
