@@ -59,6 +59,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/rolling.py
 	$(BIN)/python benchmarks/models.py
 	$(BIN)/python benchmarks/chaos.py
+	$(BIN)/python benchmarks/startup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs

@@ -29,7 +29,7 @@ from armillary import ensemble  # noqa: E402
 from armillary.ensemble.plan import Plan  # noqa: E402
 from armillary.ensemble.store import summary  # noqa: E402
 from armillary.kernels import integrate  # noqa: E402
-from armillary.kernels.integrate import default_threads  # noqa: E402
+from armillary.kernels.integration import default_threads  # noqa: E402
 
 SPEC = """
 [system]

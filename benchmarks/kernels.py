@@ -32,7 +32,7 @@ sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
 from armillary.ensemble.initial import member_normals  # noqa: E402
 from armillary.kernels import get_system, integrate  # noqa: E402
-from armillary.kernels.integrate import default_threads  # noqa: E402
+from armillary.kernels.integration import default_threads  # noqa: E402
 from armillary.kernels.integrators.formulations import DEFAULT_FORMULATION, FORMULATIONS  # noqa: E402
 
 

@@ -158,7 +158,7 @@ def main():
         print(json.dumps(measure(args.one[0], int(args.one[1]), int(args.one[2]))))
         return
 
-    from armillary.kernels.integrate import default_threads
+    from armillary.kernels.integration import default_threads
 
     start = run_start()
     print(f"{default_threads()} threads; ρ* = {DENSITY}, r_c = {CUTOFF}σ, skin {SKIN}σ, T* = {TEMPERATURE}, "

@@ -36,7 +36,7 @@ from timing import MuJoCoRollout, armillary_rates
 # This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 from armillary.kernels import get_system, integrate  # noqa: E402
-from armillary.kernels.integrate import default_threads  # noqa: E402
+from armillary.kernels.integration import default_threads  # noqa: E402
 
 SYMPY_FACTOR_TARGET = 100.0
 MUJOCO_FACTOR_TARGET = 1.5

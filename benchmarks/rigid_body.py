@@ -50,7 +50,7 @@ from timing import (MuJoCoRollout, add_comparison_arguments, armillary_rates, co
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
 from armillary.kernels import get_system, integrate  # noqa: E402
-from armillary.kernels.integrate import default_threads  # noqa: E402
+from armillary.kernels.integration import default_threads  # noqa: E402
 
 LGVI_TARGET, MUJOCO_FACTOR_TARGET = 1e7, 30.0
 

@@ -41,7 +41,7 @@ from timing import (MuJoCoRollout, add_comparison_arguments, armillary_rates, co
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
 from armillary.kernels import get_system, integrate  # noqa: E402
-from armillary.kernels.integrate import default_threads  # noqa: E402
+from armillary.kernels.integration import default_threads  # noqa: E402
 from armillary.kernels.systems.kirchhoff_body import SPHEROID_AXES, WATER, generalised_inertia  # noqa: E402
 
 LGVI_TARGET, MUJOCO_FACTOR_TARGET = 5e6, 20.0

@@ -40,7 +40,7 @@ sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
 
 from armillary.kernels import get_system, integrate  # noqa: E402
-from armillary.kernels.integrate import default_threads  # noqa: E402
+from armillary.kernels.integration import default_threads  # noqa: E402
 from armillary.kernels.integrators import METHODS  # noqa: E402
 from rolling_reference import reference_rhs, state_to_y, y_to_state  # noqa: E402
 

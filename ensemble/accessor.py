@@ -1,5 +1,7 @@
 """``ds.armillary``: the analysis of :mod:`armillary.ensemble.analysis` on any store opened with xarray
-(``xarray.open_zarr(path)`` or ``armillary.open_store(path)``), registered when :mod:`armillary` is imported.
+(``xarray.open_zarr(path)`` or :func:`open_store`, here, which every store armillary opens goes through), registered
+when this module is imported: by :func:`open_store` and :func:`armillary.run`, or by ``import
+armillary.ensemble.accessor`` before ``xarray.open_zarr`` (``import armillary`` alone imports no xarray).
 
 Each method hands the Dataset to the function of :mod:`.analysis` it is named after and returns what that
 returns; it first checks that the Dataset is an armillary store holding what the function reads, and
@@ -8,14 +10,18 @@ otherwise raises :class:`InvalidInput` (field ``dataset``) naming what is missin
 
 from __future__ import annotations
 
+import json
+
+import dask.array as da
 import numpy as np
 import xarray as xr
+import zarr
 
 from armillary.kernels.errors import InvalidInput
 from armillary.kernels.spaces import SPHERE_PRODUCT
 
 from .analysis import (
-    GROWTH_BATCHES, QUANTILES, chaos_table, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
+    GROWTH_BATCHES, QUANTILES, chaos_table, drift_table, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
     lyapunov_summary, momentum_error, pair_distribution, particle_points, quantile_envelope, relative_energy_error,
     store_space, store_summary, sweep_coordinates,
 )
@@ -26,6 +32,42 @@ STORE_ATTRIBUTES = ("system", "method")
 #: how the stores that lack a variable get it
 LYAPUNOV_HINT = "run the spec with [analysis] lyapunov"
 STATE_HINT = "keep the state: list its variables in [output] variables"
+
+
+def until_members(until: dict) -> np.ndarray:
+    """The members an ``[ensemble] until`` run holds after its ``batches`` batches: the first
+    batches·batch of each sweep point's block of ``per_point``."""
+    taken = until["batches"] * until["batch"]
+    return np.concatenate([p * until["per_point"] + np.arange(taken) for p in range(until["points"])])
+
+
+def open_store(url: str, damaged=(), until: dict | None = None) -> xr.Dataset:
+    """The store at ``url`` as a lazy Dataset.  ``damaged``: (variable, chunk index) pairs known to
+    fail their checksums (from :func:`ensemble.verify.verify`), read as NaN (−1 for integer
+    variables: an unknown status) instead of raising when a computation reaches them.  A run sized by
+    ``[ensemble] until`` is opened with the members of the batches its rule has evaluated (its attribute
+    ``until``, or ``until`` given), so it reads as a fixed-size run of those members."""
+    ds = xr.open_zarr(url)
+    bad: dict[str, set] = {}
+    for name, chunk in damaged:
+        bad.setdefault(name, set()).add(tuple(chunk))
+    for name, chunks in bad.items():
+        if name not in ds.data_vars:
+            continue
+        source = ds[name].data
+        array = zarr.open_array(url, path=name, mode="r")
+        fill = -1 if np.issubdtype(source.dtype, np.integer) else np.nan
+
+        def block(block_id=None, block_info=None, array=array, chunks=chunks, fill=fill, dtype=source.dtype):
+            where = tuple(slice(*bounds) for bounds in block_info[None]["array-location"])
+            if tuple(block_id) in chunks:
+                return np.full(tuple(s.stop - s.start for s in where), fill, dtype)
+            return array[where]
+
+        masked = da.map_blocks(block, chunks=source.chunks, dtype=source.dtype, meta=np.array((), source.dtype))
+        ds[name] = ds[name].copy(data=masked)
+    until = until or (json.loads(ds.attrs["until"]) if "until" in ds.attrs else None)
+    return ds if until is None else ds.isel(member=until_members(until))
 
 
 @xr.register_dataset_accessor("armillary")
@@ -84,22 +126,9 @@ class ArmillaryAccessor:
 
     def drift_table(self, burn_in: float | None = None) -> xr.Dataset:
         """The members' energy statistics of :meth:`energy_drift` summarised per sweep point (over the whole
-        ensemble when nothing is swept), computed: each statistic's 5 %, 50 % (median) and 95 % quantiles over
-        the point's members on a ``quantile`` dimension (units those of the statistic: 1, or 1/s for the drift
-        rate and its standard error), and ``significant_drift_fraction`` (1), the fraction of members with a
-        finite drift rate whose drift is significant.  One dimension per sweep coordinate; the drift window and
-        ``absolute_members`` in the attributes."""
-        stats = self.energy_drift(burn_in).compute()
-        finite = np.isfinite(stats.drift_rate)
-        significant = stats.significant_drift.where(finite)
-        statistics = stats.drop_vars("significant_drift")
-        sweeps = sweep_coordinates(self._ds)
-        if sweeps:
-            statistics, significant = statistics.groupby(sweeps), significant.groupby(sweeps)
-        table = statistics.quantile(list(QUANTILES), dim="member", keep_attrs=True)
-        fraction = significant.mean("member").assign_attrs(
-            units="1", long_name="fraction of members with a finite drift rate whose drift is significant at 3σ")
-        return table.assign(significant_drift_fraction=fraction).assign_attrs(stats.attrs)
+        ensemble when nothing is swept), computed: quantiles of each statistic and the fraction of members whose
+        drift is significant.  :func:`.analysis.drift_table`."""
+        return drift_table(self._require("drift_table", ("energy",)), burn_in)
 
     def growth_law(self, batches: int = GROWTH_BATCHES) -> dict:
         """Fit of the ensemble RMS of ΔE/|E0| as ∝ t^α over the second half of the run: ``alpha`` (1) with its

@@ -15,14 +15,13 @@ The offset (the mean error over the window) is reported beside the rate, since a
 
 from __future__ import annotations
 
-import json
-
 import dask.array as da
 import numpy as np
 import xarray as xr
-import zarr
 
 from armillary.kernels.errors import InvalidInput
+
+from .spec_keys import STATISTICS
 
 #: below this |E0| (J) the error is reported absolute, not relative
 ABSOLUTE_BELOW = 1e-12
@@ -36,42 +35,6 @@ QUANTILE_BLOCK_BYTES = 64 * 2 ** 20
 #: about p ln(t)/t; a member counts as chaotic when λ exceeds CHAOS_THRESHOLD_FACTOR / t_end
 #: (0.01 1/s over 1000 s), which p ln(t) stays below for p up to about 1.4 at t = 1000 s
 CHAOS_THRESHOLD_FACTOR = 10.0
-
-
-def until_members(until: dict) -> np.ndarray:
-    """The members an ``[ensemble] until`` run holds after its ``batches`` batches: the first
-    batches·batch of each sweep point's block of ``per_point``."""
-    taken = until["batches"] * until["batch"]
-    return np.concatenate([p * until["per_point"] + np.arange(taken) for p in range(until["points"])])
-
-
-def open_store(url: str, damaged=(), until: dict | None = None) -> xr.Dataset:
-    """The store at ``url`` as a lazy Dataset.  ``damaged``: (variable, chunk index) pairs known to
-    fail their checksums (from :func:`ensemble.verify.verify`), read as NaN (−1 for integer
-    variables: an unknown status) instead of raising when a computation reaches them.  A run sized by
-    ``[ensemble] until`` is opened with the members of the batches its rule has evaluated (its attribute
-    ``until``, or ``until`` given), so it reads as a fixed-size run of those members."""
-    ds = xr.open_zarr(url)
-    bad: dict[str, set] = {}
-    for name, chunk in damaged:
-        bad.setdefault(name, set()).add(tuple(chunk))
-    for name, chunks in bad.items():
-        if name not in ds.data_vars:
-            continue
-        source = ds[name].data
-        array = zarr.open_array(url, path=name, mode="r")
-        fill = -1 if np.issubdtype(source.dtype, np.integer) else np.nan
-
-        def block(block_id=None, block_info=None, array=array, chunks=chunks, fill=fill, dtype=source.dtype):
-            where = tuple(slice(*bounds) for bounds in block_info[None]["array-location"])
-            if tuple(block_id) in chunks:
-                return np.full(tuple(s.stop - s.start for s in where), fill, dtype)
-            return array[where]
-
-        masked = da.map_blocks(block, chunks=source.chunks, dtype=source.dtype, meta=np.array((), source.dtype))
-        ds[name] = ds[name].copy(data=masked)
-    until = until or (json.loads(ds.attrs["until"]) if "until" in ds.attrs else None)
-    return ds if until is None else ds.isel(member=until_members(until))
 
 
 def relative_energy_error(ds: xr.Dataset) -> xr.DataArray:
@@ -306,6 +269,26 @@ def lyapunov_map(ds: xr.Dataset) -> xr.Dataset:
     return result
 
 
+def drift_table(ds: xr.Dataset, burn_in: float | None = None) -> xr.Dataset:
+    """The members' energy statistics of :func:`energy_drift` summarised per sweep point (over the whole
+    ensemble when nothing is swept), computed: each statistic's 5 %, 50 % (median) and 95 % quantiles over
+    the point's members on a ``quantile`` dimension (units those of the statistic: 1, or 1/s for the drift
+    rate and its standard error), and ``significant_drift_fraction`` (1), the fraction of members with a
+    finite drift rate whose drift is significant.  One dimension per sweep coordinate; the drift window and
+    ``absolute_members`` in the attributes."""
+    stats = energy_drift(ds, burn_in).compute()
+    finite = np.isfinite(stats.drift_rate)
+    significant = stats.significant_drift.where(finite)
+    statistics = stats.drop_vars("significant_drift")
+    sweeps = sweep_coordinates(ds)
+    if sweeps:
+        statistics, significant = statistics.groupby(sweeps), significant.groupby(sweeps)
+    table = statistics.quantile(list(QUANTILES), dim="member", keep_attrs=True)
+    fraction = significant.mean("member").assign_attrs(
+        units="1", long_name="fraction of members with a finite drift rate whose drift is significant at 3σ")
+    return table.assign(significant_drift_fraction=fraction).assign_attrs(stats.attrs)
+
+
 def store_summary(ds: xr.Dataset, burn_in: float | None = None) -> dict:
     """The headline numbers of one store: energy error (member statistics, drift after ``burn_in`` s,
     growth law), the maxima of the space's constraint diagnostics, the conserved momentum's error (NaN
@@ -409,15 +392,6 @@ def pair_distribution(points: np.ndarray, bins: int = 90, max_particles: int = 4
 
 #: the normal quantile of two-sided 95 % intervals
 Z_975 = 1.959963984540054
-#: what ``[ensemble] until`` can stop on: statistic → (the per-member quantity it is taken of, the store
-#: variable that quantity needs, its kind: the median of the values or the fraction of true flags)
-STATISTICS = {
-    "median_lyapunov": ("finite-time maximal Lyapunov exponent λ (1/s)", "lyapunov", "median"),
-    "chaotic_fraction": ("λ above the chaos threshold, 10 / t_end", "lyapunov", "fraction"),
-    "median_megno": ("MEGNO ⟨Y⟩ at the end of the run", "megno_final", "median"),
-    "median_drift": ("energy drift rate (1/s) after the burn-in, half the run", "energy", "median"),
-}
-
 
 def median_interval(values: np.ndarray) -> tuple[float, float, float]:
     """(median, low, high) of the finite ``values``: the distribution-free 95 % interval of the median

@@ -10,24 +10,13 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Callable
 
 import dask
 import numba
 from distributed import Client, LocalCluster, WorkerPlugin
 
-
-class RunFailed(Exception):
-    """A task failed for a reason other than bad input (exit code 1)."""
-
-
-#: cluster kind -> context manager factory (cluster dict → a connected Client) of registered kinds
-CLUSTER_FACTORIES: dict[str, Callable] = {}
-
-
-def register_cluster_factory(kind: str, factory: Callable) -> None:
-    """Add the client factory of a ``[cluster] kind`` (a context manager yielding a Client)."""
-    CLUSTER_FACTORIES[kind] = factory
+from .cluster_kinds import CLUSTER_FACTORIES
+from .errors import RunFailed
 
 
 class LocalWorkerSignals(WorkerPlugin):

@@ -12,8 +12,10 @@ import uuid
 import numpy as np
 from distributed import as_completed
 
-from .analysis import open_store, statistic_intervals
-from .clusters import RunFailed, dask_client
+from .accessor import open_store
+from .analysis import statistic_intervals
+from .clusters import dask_client
+from .errors import RunFailed
 from .lock import is_local
 from .plan import Plan
 from .segment import load_kernel, run_segment
@@ -167,7 +169,7 @@ def until_batches(plan: Plan) -> list[np.ndarray]:
 
 def record_until(plan: Plan, batches: int) -> dict:
     """Evaluate the ``until`` rule over the first ``batches`` batches and record it in the store's attribute
-    ``until`` (which :func:`.analysis.open_store` selects the members by and ``armillary status`` shows)."""
+    ``until`` (which :func:`.accessor.open_store` selects the members by and ``armillary status`` shows)."""
     until, spec = plan.spec.until, plan.spec
     per_point = spec.members // spec.sweep_points
     state = {"batches": batches, "batch": until["batch"], "per_point": per_point, "points": spec.sweep_points,

@@ -12,11 +12,9 @@ from datetime import datetime, timezone
 
 from armillary.kernels.caches import lock_directory
 
+from .errors import StoreError
+
 LOCK_SUFFIX = ".lock"  # the lock sits next to the store (inside, Zarr would take it for a broken node)
-
-
-class StoreError(Exception):
-    """The store cannot be used for this run (raised as InvalidInput by the callers that know the field)."""
 
 
 def is_local(url: str) -> bool:

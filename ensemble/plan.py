@@ -19,6 +19,7 @@ from armillary.kernels.system_parallel import cutoff_of
 from armillary.kernels.systems import MODELS
 
 from .initial import member_normals, shadow_directions, spectrum_directions
+from .progress import final_state
 from .spec import Spec
 
 
@@ -315,8 +316,6 @@ class Plan:
             rows = slice(0, 1) if count == 1 else slice(first, stop)
             return {name: np.broadcast_to(value[rows], (stop - first,) + value.shape[1:]).copy()
                     for name, value in state.items()}
-        from .store import final_state  # the store module needs the plan; import late to avoid a cycle
-
         if "://" not in path and not os.path.isdir(path):
             raise InvalidInput("ensemble.path", f"{path!r} is neither a .npz file nor a store directory")
         return final_state(path, names, first, stop, self.spec.members)

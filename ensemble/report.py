@@ -11,9 +11,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
+from .accessor import open_store  # noqa: E402
 from .analysis import (  # noqa: E402
     analyse_store, chaos_table, diagnostic_names, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
-    lyapunov_map, open_store, pair_distribution, particle_points, quantile_envelope, store_plan, sweep_coordinates,
+    lyapunov_map, pair_distribution, particle_points, quantile_envelope, store_plan, sweep_coordinates,
 )
 
 #: (column heading, summary key, format) of the headline table

@@ -9,16 +9,12 @@ registered by the layer that provides them (``jobs`` registers ``slurm``).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import os
 import re
-import stat
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
-
-from typing import Callable
 
 from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
 from armillary.kernels.models import build_model, declared_model
@@ -26,8 +22,8 @@ from armillary.kernels.systems import system_definition
 from armillary.kernels.spaces import SPACES
 from armillary.kernels.systems.base import SCALAR
 
-from .analysis import STATISTICS
-from .spec_keys import SPEC_KEYS, SpecKey
+from .cluster_kinds import CLUSTER_KEYS, parse_cluster_section
+from .spec_keys import SPEC_KEYS, STATISTICS
 
 #: initial conditions every space has; its samplers (``uniform``, …) come on top
 GENERIC_INITIAL = ("preset", "perturb", "file")
@@ -559,80 +555,6 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
     return parsed
 
 
-def _local_cluster(section: _Section) -> dict:
-    return {"kind": "local",
-            "workers": section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False),
-            "dashboard": dashboard_address(section)}
-
-
-def dashboard_address(section: _Section) -> str:
-    """``dashboard``: the IP address the run's Dask dashboard listens on (default 127.0.0.1, this machine only)."""
-    address = section.get("dashboard", "str", "127.0.0.1")
-    try:
-        ipaddress.ip_address(address)
-    except ValueError:
-        raise InvalidInput(section.field("dashboard"), f"must be an IP address of this machine: 127.0.0.1 (the "
-                           f"default, this machine only), another of its addresses, or 0.0.0.0 (every interface); "
-                           f"got {address!r}") from None
-    return address
-
-
-def _address_cluster(section: _Section) -> dict:
-    """A running scheduler, reached over TLS with the user's own certificate files (the spec's keys, else Dask's
-    configuration), each checked now: readable, and the private key readable by its owner alone."""
-    scheduler = section.get("scheduler", "str", required=True)
-    if not scheduler.startswith("tls://"):
-        raise InvalidInput("cluster.scheduler", f"must be a tls:// address (a scheduler started with --tls-ca-file, "
-                           f"--tls-cert and --tls-key; Armillary sends work only over authenticated, encrypted "
-                           f"connections), got {scheduler!r}")
-    cluster = {"kind": "address", "scheduler": scheduler}
-    for key, config in (("tls_ca_file", "distributed.comm.tls.ca-file"), ("tls_cert", "distributed.comm.tls.client.cert"),
-                        ("tls_key", "distributed.comm.tls.client.key")):
-        path = section.get(key, "str") or _dask_config(config)
-        if path is None:
-            if key != "tls_key":
-                raise InvalidInput(section.field(key), f"is required with a tls:// scheduler (or set {config} in "
-                                   "Dask's configuration)")
-            continue
-        path = os.path.abspath(os.path.expanduser(path))
-        try:
-            info = os.stat(path)
-            with open(path, "rb"):
-                pass
-        except OSError as error:
-            raise InvalidInput(section.field(key), f"cannot read {path!r}: {error.strerror}") from None
-        if key == "tls_key" and info.st_mode & 0o077:
-            raise InvalidInput(section.field(key), f"{path} is readable by other users (mode "
-                               f"{stat.S_IMODE(info.st_mode):04o}); chmod 600 it")
-        cluster[key] = path
-    return cluster
-
-
-def _dask_config(key: str) -> str | None:
-    import dask
-
-    return dask.config.get(key, None)
-
-
-#: cluster kind -> parser of its ``[cluster]`` keys (a _Section → the cluster dict, ``kind`` included)
-CLUSTER_PARSERS: dict[str, Callable] = {"local": _local_cluster, "address": _address_cluster}
-#: cluster kind -> the declarations of its own keys (local and address: in SPEC_KEYS)
-CLUSTER_KEYS: dict[str, dict[str, SpecKey]] = {"local": {}, "address": {}}
-
-
-def register_cluster_kind(kind: str, parse: Callable, keys: dict[str, SpecKey]) -> None:
-    """Add a ``[cluster] kind`` (e.g. ``jobs`` adds "slurm") with the parser and the declarations of its keys."""
-    CLUSTER_PARSERS[kind] = parse
-    CLUSTER_KEYS[kind] = keys
-
-
-def _cluster_section(section: _Section) -> dict:
-    kind = section.choice("kind", tuple(CLUSTER_PARSERS), "local")
-    cluster = CLUSTER_PARSERS[kind](section)
-    section.finish()
-    return cluster
-
-
 def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides) -> Spec:
     """Validate spec text; ``overrides`` (store, members, workers, scheduler) replace spec keys.
     Relative paths (``output.store``, ``ensemble.path``) are taken relative to the working directory
@@ -671,7 +593,7 @@ def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides
         system=name, preset=preset, params=params, sweeps=sweeps, **integrator, model=model, model_source=model_source,
         **_ensemble_section(_Section("ensemble", document["ensemble"]), space),
         **_output_section(_Section("output", document["output"]), space, definition),
-        cluster=dict(cluster) if stored else _cluster_section(_Section("cluster", cluster)),
+        cluster=dict(cluster) if stored else parse_cluster_section(_Section("cluster", cluster)),
         **_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"],
                             integrator["options"], definition),
         stored=stored,

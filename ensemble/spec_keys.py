@@ -3,7 +3,8 @@
 The spec's reader (:mod:`.spec`) refuses to read a key that is not declared here or by the registry that
 owns it (a method's options, a space's samplers, a cluster kind's keys), and the docs' spec reference is
 generated from these declarations (:mod:`armillary.jobs.reference`), so the reference cannot drift from
-what the reader accepts.
+what the reader accepts.  :data:`STATISTICS` declares what ``[ensemble] until`` can stop on, for the reader to
+check and for :mod:`.analysis` to compute.
 """
 
 from __future__ import annotations
@@ -120,4 +121,14 @@ SPEC_KEYS: dict[str, SpecKey] = {
                              "stores `sali` (and `gali`) (member, time)"),
     "analysis.sali.d0": SpecKey("number in (0, 0.01)", "1e-8", "the state's", "as analysis.lyapunov.d0"),
     "analysis.sali.renormalise_every": SpecKey("integer ≥ 1", "10", "steps", "as analysis.lyapunov.renormalise_every"),
+}
+
+
+#: what ``[ensemble] until`` can stop on: statistic → (the per-member quantity it is taken of, the store
+#: variable that quantity needs, its kind: the median of the values or the fraction of true flags)
+STATISTICS = {
+    "median_lyapunov": ("finite-time maximal Lyapunov exponent λ (1/s)", "lyapunov", "median"),
+    "chaotic_fraction": ("λ above the chaos threshold, 10 / t_end", "lyapunov", "fraction"),
+    "median_megno": ("MEGNO ⟨Y⟩ at the end of the run", "megno_final", "median"),
+    "median_drift": ("energy drift rate (1/s) after the burn-in, half the run", "energy", "median"),
 }

@@ -31,9 +31,7 @@ import warnings
 from datetime import datetime, timezone
 from importlib.metadata import version
 
-import dask.array as da
 import numpy as np
-import xarray as xr
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync as zarr_sync
@@ -41,15 +39,12 @@ from zarr.core.sync import sync as zarr_sync
 from armillary.kernels import STATUS_MEANINGS, InvalidInput
 from armillary.kernels.lyapunov import indicator_rows
 
-from .lock import StoreError, is_local, read_lock
+from .errors import DamagedStore, StoreError
+from .lock import is_local, read_lock
 from .plan import Plan
+from .progress import ATTEMPTS, PROGRESS, RECORDS
 from .spec import parse_spec
 
-PROGRESS = "_progress"
-#: per (member chunk, segment) completion records: ``done`` (Unix time; present = done), task and write seconds
-RECORDS = ("done", "seconds", "write_seconds")
-#: per (member chunk, segment): how many tasks started it (more than one: interrupted or repaired)
-ATTEMPTS = "attempts"
 #: the codecs after serialisation of every array a store holds: each chunk ends in a CRC-32C of its
 #: (compressed) bytes, checked on every read, so a flipped bit or a truncated chunk is refused, not
 #: read as other numbers.  Checkpoint slots and records are small and full-precision: checksum only.
@@ -252,6 +247,9 @@ def write_template(plan: Plan) -> None:
     """Create the store (the caller holds its lock and removed any previous one): coordinates, empty
     (NaN-filled) data arrays with the run's chunking, the progress group and the attributes.  Data
     chunks are never written here."""
+    import dask.array as da  # with xarray, 1 s of start-up that only writing a template needs
+    import xarray as xr
+
     spec, n, space = plan.spec, plan.n_bodies, plan.space
     members, samples, chunk = spec.members, plan.samples, spec.chunk
     # a run shorter than one segment has one time chunk of its own length, not a segment's worth of
@@ -324,10 +322,6 @@ def _json_params(plan: Plan) -> dict:
 
 
 # ----------------------------------------------------------------------------------- task-side I/O
-
-class DamagedStore(Exception):
-    """A chunk of the store fails its checksum (the message names the array and the chunk)."""
-
 
 def _chunk_index(array: zarr.Array, region) -> tuple[int, ...]:
     """The chunk a chunk-aligned region starts in."""
@@ -424,27 +418,6 @@ class RunStore:
         where = (chunk, segment)
         self.write_all([(f"{PROGRESS}/seconds", where, seconds), (f"{PROGRESS}/write_seconds", where, write_seconds)])
         self.progress("done")[where] = time.time()
-
-
-def final_state(url: str, names: tuple[str, ...], first: int, stop: int, members: int) -> dict:
-    """Members [first, stop) of the end state (each of ``names``) of a finished store (for
-    ``initial = "file"``)."""
-    try:
-        group = zarr.open_group(url, mode="r")
-        done = group[f"{PROGRESS}/done"][:]
-    except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
-        raise InvalidInput("ensemble.path", f"{url!r} is not an armillary store") from None
-    if not np.all(np.isfinite(done)):
-        raise InvalidInput("ensemble.path", f"store {url!r} is not finished ({int(np.isfinite(done).sum())} of "
-                           f"{done.size} segments done)")
-    if group["member"].shape[0] != members:
-        raise InvalidInput("ensemble.path", f"store {url!r} has {group['member'].shape[0]} members, the spec {members}")
-    missing = [name for name in names if f"slot_{name}" not in group[PROGRESS]]
-    if missing:
-        raise InvalidInput("ensemble.path", f"store {url!r} holds no final {', '.join(missing)} (a store of another "
-                           "state space)")
-    slot = (done.shape[1] - 1) % 2
-    return {name: group[f"{PROGRESS}/slot_{name}"][slot, first:stop] for name in names}
 
 
 def summary(url: str) -> dict:

@@ -32,10 +32,12 @@ from zarr.core.sync import sync as zarr_sync
 
 from armillary.kernels import InvalidInput
 
-from .lock import StoreError, read_lock, run_lock
+from .errors import StoreError
+from .lock import read_lock, run_lock
 from .plan import Plan
 from .spec import parse_spec
-from .store import PROGRESS, RECORDS, RunStore, concurrently, coordinates
+from .progress import PROGRESS, RECORDS
+from .store import RunStore, concurrently, coordinates
 
 #: variables written once, by a chunk's last segment
 FINAL_VARIABLES = ("lyapunov", "lyapunov_spectrum", "megno_final")

@@ -1,19 +1,21 @@
 """The ``armillary`` command line; its exit codes are :data:`EXIT_CODES`."""
 
+# The docstring above is the parser's description.  Each command imports what it uses when it runs (the store's
+# readers, Numba's kernels, Dask, xarray, matplotlib), so that ``--help`` loads none of them and the commands that
+# only read a spec, the registries or a store load no more than they read (tests/test_startup.py).
+
 import argparse
 import os
 import signal
 import sys
 import time
+from typing import NamedTuple
 
 from armillary import ensemble
-from armillary.ensemble.store import DamagedStore, summary
-from armillary.ensemble.verify import repair
-from armillary.ensemble.verify import verify as verify_store
+from armillary.ensemble.errors import DamagedStore, RunFailed
 from armillary.jobs.slurm import load_site, queue_states
 from armillary.jobs.slurm import submit as submit_jobs
-from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, InvalidInput, methods_for
-from armillary.kernels.models.checks import GRADIENT_TOLERANCE
+from armillary.kernels import InvalidInput
 
 #: random admissible states ``armillary check`` differences a model's potential at
 MODEL_CHECK_STATES = 16
@@ -33,6 +35,8 @@ EXIT_CODES = {
 
 def run(args) -> int:
     """Run or resume the spec's ensemble into its store."""
+    from armillary.ensemble.store import summary
+
     overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
     spec = ensemble.load_spec(args.spec, **overrides)
     started = time.perf_counter()
@@ -46,7 +50,7 @@ def run(args) -> int:
         return STOPPED
     except BrokenPipeError:
         raise  # the reader of stdout left: see main
-    except (ensemble.RunFailed, OSError) as error:  # OSError: e.g. the disk is full
+    except (RunFailed, OSError) as error:  # OSError: e.g. the disk is full
         print(f"armillary: run failed: {error}; finished segments are kept, run the same command to resume",
               file=sys.stderr)
         return FAILED
@@ -59,6 +63,8 @@ def run(args) -> int:
 def check(args) -> int:
     """Validate a spec as ``run`` would (its system, method, options, sampler, store) and say what a
     run would do; writes nothing."""
+    from armillary.kernels.models.checks import GRADIENT_TOLERANCE
+
     overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
     spec = ensemble.load_spec(args.spec, **overrides)
     plan, create = ensemble.prepare(spec)
@@ -83,6 +89,9 @@ def check(args) -> int:
 def verify(args) -> int:
     """Check every chunk's checksum and every completion record of each store; ``--repair`` marks the
     segments that wrote damaged chunks not done, for ``run`` to recompute."""
+    from armillary.ensemble.verify import repair
+    from armillary.ensemble.verify import verify as verify_store
+
     worst = SUCCESS
     for store in args.stores:
         found = verify_store(store)
@@ -99,6 +108,9 @@ def verify(args) -> int:
 
 def status(args) -> int:
     """Progress of each store: segments, member-steps, failures, throughput, who is running it."""
+    from armillary.ensemble.store import summary
+    from armillary.kernels import STATUS_MEANINGS
+
     for store in args.stores:
         s = summary(store)
         until = s["until"]
@@ -149,6 +161,10 @@ def submit(args) -> int:
 
 def report(args) -> int:
     """report.md with tables and PNG figures of one or more stores; prints the headline table."""
+    from armillary.ensemble.report import write_report
+    from armillary.ensemble.store import summary
+    from armillary.ensemble.verify import verify as verify_store
+
     damaged = {}
     for store in args.stores:
         summary(store)  # refuses anything that is not an armillary store, naming it
@@ -163,43 +179,68 @@ def report(args) -> int:
             print(f"armillary: warning: {store}: {len(found)} damaged chunks read as NaN: "
                   + "; ".join(str(d) for d in found), file=sys.stderr)
         damaged[store] = found
-    from armillary.ensemble.report import write_report  # matplotlib: 0.4 s of every other command's start-up
-
     table, _ = write_report(args.stores, args.out, damaged, args.burn_in)
     print(table)
     print(f"armillary: wrote {os.path.join(args.out, 'report.md')} and its figures")
     return SUCCESS
 
 
-def describe_system(definition) -> None:
+class SystemDescription(NamedTuple):
+    """What ``armillary systems`` and the docs' systems page (:func:`.reference.systems_reference`) state of a
+    system, read from its declaration in one place."""
+
+    name: str
+    summary: str
+    space: str
+    variables: list[tuple[str, tuple[str, ...], str]]  # (name, dims, unit)
+    parameters: list[tuple[str, str, str, str, str]]  # (name, shape, unit, meaning, " = default" of a model's or "")
+    presets: list[tuple[str, str]]  # (name, meaning)
+    methods: list[str]
+
+
+def describe_system(definition) -> SystemDescription:
+    """A system's name, summary, space and its variables, parameters, presets and methods."""
+    from armillary.kernels import methods_for
+
+    return SystemDescription(
+        definition.name, definition.summary, definition.space.name,
+        [(v.name, v.dims, v.unit) for v in definition.space.variables],
+        [(p.name, p.shape, p.unit, p.doc, f" = {p.default}" if definition.model is not None else "")
+         for p in definition.parameters],
+        [(name, preset().doc) for name, preset in definition.presets.items()], list(methods_for(definition)))
+
+
+def print_system(definition) -> None:
     """One system as ``armillary systems`` lists it: name, space and variables, parameters, presets, methods."""
-    space = definition.space
-    print(f"{definition.name}: {definition.summary}")
-    print(f"    space {space.name}: " + ", ".join(f"{v.name} ({', '.join(v.dims)}) [{v.unit}]" for v in space.variables))
-    width = max((len(p.name) for p in definition.parameters), default=0)
-    for p in definition.parameters:
-        default = f" = {p.default}" if definition.model is not None else ""
-        print(f"    {p.name:<{width}} {p.shape:<8} [{p.unit}] {p.doc}{default}")
-    for name, preset in definition.presets.items():
-        print(f"    preset {name}: {preset().doc}")
-    print(f"    methods: {', '.join(methods_for(definition))}")
+    system = describe_system(definition)
+    print(f"{system.name}: {system.summary}")
+    print(f"    space {system.space}: " + ", ".join(f"{name} ({', '.join(dims)}) [{unit}]"
+                                                  for name, dims, unit in system.variables))
+    width = max((len(name) for name, *_ in system.parameters), default=0)
+    for name, shape, unit, doc, default in system.parameters:
+        print(f"    {name:<{width}} {shape:<8} [{unit}] {doc}{default}")
+    for name, doc in system.presets:
+        print(f"    preset {name}: {doc}")
+    print(f"    methods: {', '.join(system.methods)}")
 
 
 def systems(args) -> int:
     """Names, state space and variables, parameters, presets and methods of every system; the spaces
     with their samplers; the methods; the status codes.  With ``--model FILE``: the system derived from
     a model file, and what deriving and compiling it cost."""
+    from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS
+
     if args.model is not None:
         started = time.perf_counter()
         definition = ensemble.load_model(args.model).definition
-        describe_system(definition)
+        print_system(definition)
         info = definition.model
         how = (f"derived in {info.derive_seconds:.2f} s" if info.derive_seconds else "derivation from the cache")
         print(f"    {how}; loaded in {time.perf_counter() - started:.2f} s; {len(info.text.splitlines())} lines of "
               f"generated kernel code, {definition.name}: the kernels compile on first use and are cached")
         return SUCCESS
     for definition in SYSTEMS.values():
-        describe_system(definition)
+        print_system(definition)
     for space in SPACES.values():
         print(f"space {space.name}: {space.summary}; diagnostics "
               + (", ".join(d.name for d in space.diagnostics) or "none") + "; initial = "

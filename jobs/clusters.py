@@ -1,6 +1,7 @@
 """The ``slurm`` cluster kind of a spec's ``[cluster]``: its keys (checked against the site settings
 and ``sinfo`` before anything runs) and its Dask client, worker jobs through dask-jobqueue.
-Importing ``jobs`` registers both with :mod:`ensemble`."""
+Importing ``jobs`` registers both with :mod:`ensemble`; as ``import armillary`` does that, this module imports
+Dask only when a SLURM run starts."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ import sys
 import tempfile
 from contextlib import contextmanager
 
-from distributed import Client
-
-from armillary.ensemble.clusters import LOOPBACK, RunFailed, register_cluster_factory, run_security_files
-from armillary.ensemble.spec import dashboard_address, register_cluster_kind
+from armillary.ensemble.cluster_kinds import dashboard_address, register_cluster_kind
+from armillary.ensemble.errors import RunFailed
 from armillary.ensemble.spec_keys import SpecKey
 from armillary.kernels import InvalidInput
 
@@ -76,7 +75,9 @@ def slurm_cluster(cluster: dict, credentials: str):
     stagger) before their walltime so the scheduler moves their work elsewhere instead of losing it
     (dask-jobqueue #691), and compile into a node-local, private NUMBA_CACHE_DIR (numba #7952;
     :data:`.slurm.NUMBA_CACHE_LINES`) unless the submitting environment sets one."""
-    from dask_jobqueue import SLURMCluster  # only SLURM runs need it
+    from dask_jobqueue import SLURMCluster
+
+    from armillary.ensemble.clusters import LOOPBACK, run_security_files
 
     site = site_for_cluster(cluster)
     walltime = seconds(site.time)
@@ -99,6 +100,8 @@ def slurm_cluster(cluster: dict, credentials: str):
 def slurm_client(cluster: dict, shared_directory: str | None):
     """A client of SLURM worker jobs; RunFailed when none joins within ``worker_timeout`` s.  The workers'
     credentials go into a fresh private directory in ``shared_directory`` (the store's), removed after."""
+    from distributed import Client
+
     shared = shared_directory or os.path.expanduser("~")
     with tempfile.TemporaryDirectory(dir=shared, prefix=".armillary-dask-") as credentials, \
             slurm_cluster(cluster, credentials) as jobs, Client(jobs) as client:
@@ -111,5 +114,4 @@ def slurm_client(cluster: dict, shared_directory: str | None):
         yield client
 
 
-register_cluster_kind("slurm", parse_slurm_cluster, SLURM_KEY_DOCS)
-register_cluster_factory("slurm", slurm_client)
+register_cluster_kind("slurm", parse_slurm_cluster, SLURM_KEY_DOCS, slurm_client)

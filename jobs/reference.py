@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import functools
 
-from armillary.ensemble.spec import CLUSTER_KEYS, SPEC_KEYS, initial_kinds
+from armillary.ensemble.cluster_kinds import CLUSTER_KEYS
+from armillary.ensemble.spec import SPEC_KEYS, initial_kinds
 from armillary.ensemble.store import COMMON_ATTRS, INDICATOR_ATTRS, INDICATOR_VARIABLES
-from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS, methods_for
+from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS
 from armillary.kernels.integrators import OPTION_DOCS
 
-from .cli import EXIT_CODES, build_parser
+from .cli import EXIT_CODES, build_parser, describe_system
 
 #: the spec's sections in the order a spec is read
 SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "analysis", "analysis.lyapunov",
@@ -119,17 +120,16 @@ def cli_reference() -> str:
 def systems_reference() -> str:
     """Every built-in system as ``armillary systems`` lists it: space, parameters, presets, methods."""
     lines = ["# Systems", "", "Generated from the systems' declarations (`armillary systems` prints the same).", ""]
-    for definition in SYSTEMS.values():
-        space = definition.space
-        lines += [f"## `{definition.name}`", "", definition.summary[0].upper() + definition.summary[1:] + ".", "",
-                  f"Space `{space.name}`: " + ", ".join(f"`{v.name}` ({', '.join(v.dims)}, {v.unit})"
-                                                       for v in space.variables) + ".", "",
-                  "Methods: " + ", ".join(_code(name) for name in methods_for(definition)) + ".", ""]
+    for system in map(describe_system, SYSTEMS.values()):  # built-ins: no model defaults
+        lines += [f"## `{system.name}`", "", system.summary[0].upper() + system.summary[1:] + ".", "",
+                  f"Space `{system.space}`: " + ", ".join(f"`{name}` ({', '.join(dims)}, {unit})"
+                                                         for name, dims, unit in system.variables) + ".", "",
+                  "Methods: " + ", ".join(_code(name) for name in system.methods) + ".", ""]
         lines += _table(("parameter", "shape", "unit", "meaning"),
-                        [(_code(p.name), p.shape, p.unit, p.doc) for p in definition.parameters])
+                        [(_code(name), shape, unit, doc) for name, shape, unit, doc, _ in system.parameters])
         lines.append("")
-        if definition.presets:
-            lines += [f"- preset `{name}`: {preset().doc}" for name, preset in definition.presets.items()]
+        if system.presets:
+            lines += [f"- preset `{name}`: {doc}" for name, doc in system.presets]
             lines.append("")
     return "\n".join(lines)
 

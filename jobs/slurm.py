@@ -16,10 +16,12 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from string import Template
+from typing import TYPE_CHECKING
 
 from armillary.kernels import InvalidInput
 
-from armillary.ensemble.spec import Spec
+if TYPE_CHECKING:  # annotations only: ``import armillary`` imports this module, the spec's reader loads Numba
+    from armillary.ensemble.spec import Spec
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "slurm")
 #: SLURM's --time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS

@@ -14,7 +14,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int) -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
-    returns the fields of a :class:`~kernels.integrate.Trajectory`.  ``start_step``: the global index of
+    returns the fields of a :class:`~kernels.integration.Trajectory`.  ``start_step``: the global index of
     the step this call continues after (its time origin start_step·dt, which time-dependent loads see; a
     shadow's step_offset equals it)."""
     space = system.space

@@ -38,7 +38,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int) -> dict:
     """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
-    returns the fields of a :class:`~kernels.integrate.Trajectory` (state and diagnostics by name),
+    returns the fields of a :class:`~kernels.integration.Trajectory` (state and diagnostics by name),
     with ``carried`` (members, C), the method's solver state, updated in place.  ``start_step``: the global
     index of the step the call continues after (time origin of time-dependent forces)."""
     q, omega = state["q"], state["omega"]

@@ -243,7 +243,7 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
 def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: int,
         skin: float | None, keep_state: bool, threads: int) -> dict:
     """Integrate one member (q, ω: (1, n, 3)) system-parallel on ``threads`` threads; returns the arrays
-    of a :class:`~kernels.integrate.Trajectory` (member axis of 1) plus ``temperature`` (J) and
+    of a :class:`~kernels.integration.Trajectory` (member axis of 1) plus ``temperature`` (J) and
     ``neighbour_rebuilds``.  ``skin`` (m): Verlet skin, default the system's ``pair.default_skin``."""
     params = system.broadcast(1, q.shape[1])
     cutoff = cutoff_of(system, params)

@@ -18,7 +18,7 @@ from armillary.ensemble.analysis import (
     relative_energy_error, store_summary,
 )
 from armillary.ensemble.report import write_report
-from armillary.kernels import get_system, integrate
+from armillary.kernels import InvalidInput, get_system, integrate
 
 pytestmark = pytest.mark.xdist_group("analysis")
 
@@ -103,7 +103,7 @@ def test_burn_in_sets_the_window_and_bad_values_are_refused(tmp_path):
     np.testing.assert_allclose(stats.drift_rate, -1e-6, rtol=1e-9)
     np.testing.assert_allclose(stats.offset, -1e-6 * T[T >= 2.0].mean(), rtol=1e-9)
     for bad in (-1.0, float("nan"), 9.99, 100.0):
-        with pytest.raises(ensemble.InvalidInput, match="burn_in"):
+        with pytest.raises(InvalidInput, match="burn_in"):
             energy_drift(ds, burn_in=bad)
 
 

@@ -14,8 +14,8 @@ import pytest
 import xarray as xr
 
 from armillary import ensemble
-from armillary.ensemble.analysis import (chaos_table, fraction_interval, median_interval, open_store,
-                                         statistic_intervals)
+from armillary.ensemble.accessor import open_store
+from armillary.ensemble.analysis import chaos_table, fraction_interval, median_interval, statistic_intervals
 from armillary.ensemble.plan import Plan
 from armillary.jobs.cli import main
 from armillary.kernels import get_system, integrate

@@ -14,7 +14,9 @@ import pytest
 import zarr
 
 from armillary import ensemble
+from armillary.ensemble.errors import DamagedStore
 from armillary.ensemble.lock import lock_path
+from armillary.ensemble.store import RunStore
 from armillary.jobs.cli import main
 
 from ensemble_cases import armillary, write_spec
@@ -105,8 +107,8 @@ def test_report_refuses_a_flipped_energy_chunk_unless_allowed(tmp_path, capsys, 
     assert not (tmp_path / "report" / "report.md").exists()
     assert main(["report", store, "--out", str(tmp_path / "report"), "--allow-damaged"]) == 0
     assert "energy chunk (1, 2) fails its checksum" in (tmp_path / "report" / "report.md").read_text()
-    with pytest.raises(ensemble.store.DamagedStore, match=r"energy chunk \(1, 2\)"):
-        ensemble.store.RunStore(store).read("energy", (slice(3, 6), slice(10, 15)))
+    with pytest.raises(DamagedStore, match=r"energy chunk \(1, 2\)"):
+        RunStore(store).read("energy", (slice(3, 6), slice(10, 15)))
 
 
 def test_stores_from_before_checksums_verify_as_unverifiable_but_sound(tmp_path, capsys):

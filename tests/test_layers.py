@@ -1,5 +1,5 @@
 """The architecture's rules, checked on the source: imports run kernels ← ensemble ← jobs ← armillary (the
-package's top, which gathers the everyday calls) with no cycle inside kernels, and nothing in ensemble/ or
+package's top, which gathers the everyday calls) with no cycle inside a layer, and nothing in ensemble/ or
 jobs/ names a state variable of a space."""
 
 import ast
@@ -43,24 +43,42 @@ def test_imports_never_go_up_a_layer(package):
                 assert top in LAYERS[package], f"{path.relative_to(ROOT)} imports {name}"
 
 
-def test_kernel_modules_import_without_a_cycle():
+def module_graph(package: str) -> dict[str, set[str]]:
+    """Module → the modules of the same layer it imports (relative or absolute, at the top of the file or inside
+    a function: a deferred import is as much a dependency), e.g. ``ensemble.store`` → {``ensemble.plan``, …}."""
+    paths = {".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+             for path in (ROOT / package).rglob("*.py")}
     graph = {}
-    for path in (ROOT / "kernels").rglob("*.py"):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for module, path in paths.items():
+        own_package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
         edges = set()
-        for name in imports(path):
-            if name.startswith("."):
-                level = len(name) - len(name.lstrip("."))
-                base = package.split(".")[: len(package.split(".")) - level + 1]
-                target = ".".join(base + ([name.lstrip(".")] if name.lstrip(".") else []))
-                edges.add(target)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = own_package.split(".")[: len(own_package.split(".")) - node.level + 1]
+                    origin = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    origin = node.module
+                # ``from x import y`` depends on the module x.y when y is one, else on x
+                names = [f"{origin}.{alias.name}" if f"{origin}.{alias.name}".removeprefix("armillary.") in paths
+                         else origin for alias in node.names]
+            else:
+                continue
+            edges |= {name.removeprefix("armillary.") for name in names} & paths.keys()
         graph[module] = edges
+    return graph
+
+
+@pytest.mark.parametrize("package", ["kernels", "ensemble", "jobs"])
+def test_modules_of_a_layer_import_without_a_cycle(package):
+    graph = module_graph(package)
 
     def visit(node, stack):
         assert node not in stack, " → ".join(stack + [node])
-        for target in graph.get(node, ()):
-            if target in graph and not target.startswith(node + "."):  # a package importing its submodules
+        for target in graph[node]:
+            if not target.startswith(node + "."):  # a package importing its submodules
                 visit(target, stack + [node])
 
     for module in graph:

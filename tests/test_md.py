@@ -315,7 +315,7 @@ def test_local_workers_of_a_system_parallel_run_use_every_cpu(tmp_path):
 
     from armillary.ensemble.execute import dask_client, kernel_threads
     from armillary.ensemble.plan import Plan
-    from armillary.kernels.integrate import default_threads
+    from armillary.kernels.integration import default_threads
 
     md, members = Plan(md_spec(tmp_path)), Plan(md_spec(tmp_path, members=2, variables='["energy"]'))
     assert (md.mode, members.mode) == ("system", "ensemble")

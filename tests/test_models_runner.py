@@ -14,7 +14,8 @@ import pytest
 import zarr
 
 from armillary import ensemble
-from armillary.ensemble.analysis import lyapunov_map, open_store
+from armillary.ensemble.accessor import open_store
+from armillary.ensemble.analysis import lyapunov_map
 from armillary.ensemble.report import write_report
 from armillary.jobs.cli import main
 

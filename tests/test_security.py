@@ -20,7 +20,7 @@ import pytest
 import zarr
 
 from armillary.ensemble import parse_spec
-from armillary.ensemble.analysis import open_store
+from armillary.ensemble.accessor import open_store
 from armillary.jobs.cli import main
 from armillary.jobs.slurm import NUMBA_CACHE_LINES
 from armillary.kernels import InvalidInput

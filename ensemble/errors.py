@@ -1,0 +1,14 @@
+"""The ensemble's own exceptions, importable without the modules that raise them (the command line catches them
+before it has imported any)."""
+
+
+class StoreError(Exception):
+    """The store cannot be used for this run (raised as InvalidInput by the callers that know the field)."""
+
+
+class DamagedStore(Exception):
+    """A chunk of the store fails its checksum (the message names the array and the chunk)."""
+
+
+class RunFailed(Exception):
+    """A task failed for a reason other than bad input (exit code 1)."""

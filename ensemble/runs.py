@@ -1,0 +1,122 @@
+"""Running a spec into its store: :func:`prepare` (everything checked before the store is touched), :func:`run`
+(run or resume), :func:`run_array_task` (one task of a SLURM array), and :func:`load_model` (a model file's
+system, for :func:`armillary.integrate`).  Running imports Dask and xarray where it starts, so that ``armillary
+check`` (:func:`prepare`) starts without them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from armillary.kernels import InvalidInput, get_system
+from armillary.kernels.caches import kernel_cache_directory
+from armillary.kernels.systems import system_definition
+
+from .errors import StoreError
+from .lock import run_lock
+from .plan import Plan
+from .spec import Spec, load_spec, read_model_file
+from .store import check_writable, existing_identity, remove_store, revision_change, write_template
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+
+def load_model(path, **params):
+    """The system of the model file at ``path`` with these parameter values (the file's defaults for the
+    others; any numeric value may carry a leading member axis), for :func:`armillary.integrate`.  Its
+    ``initial_state()`` is the file's ``initial_state(p)`` at these values, if the file defines one."""
+    definition, _ = read_model_file(path)
+    return get_system(definition.name, "initial" if "initial" in definition.presets else None, **params)
+
+
+def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
+    """Validate everything that can be checked before touching the store; returns the plan and
+    whether the store must be (re)created.  Raises InvalidInput naming the field."""
+    kernel_cache_directory()  # a kernel cache another user could write is refused before anything loads from it
+    plan = Plan(spec)
+    try:
+        plan.validate()
+    except InvalidInput as error:  # the kernels name a parameter by itself; the spec knows where it is
+        if error.field.split(".")[0] in {p.name for p in system_definition(spec.system).parameters}:
+            raise InvalidInput(f"system.params.{error.field}", error.message) from None
+        raise
+    try:
+        identity = existing_identity(spec.store)
+        if identity is None:
+            check_writable(spec.store)
+    except StoreError as error:
+        raise InvalidInput("output.store", str(error)) from None
+    if identity is not None and identity != spec.identity() and not overwrite:
+        if spec.model is not None and json.loads(identity).get("model_source") != spec.model_source:
+            raise InvalidInput("system.model", f"{spec.model} changed since {spec.store!r} was written (the model is "
+                               "part of the spec); use --overwrite (overwrite=True) to replace the run, or choose "
+                               "another store")
+        raise InvalidInput("output.store", f"{spec.store!r} holds a run of a different spec; use --overwrite "
+                           "(overwrite=True) to replace it, or choose another store")
+    return plan, identity is None or overwrite
+
+
+def note_revision_change(plan: Plan, stream) -> None:
+    """Say so when a resumed store was written by another revision of its system's numerics."""
+    note = revision_change(plan)
+    if note:
+        print(note, file=stream)
+
+
+def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.Dataset:
+    """Run (or resume) the spec and return its store, lazily opened with xarray.
+
+    ``spec_or_path``: a :class:`Spec` or a path to a TOML spec; ``overrides``: store, members,
+    workers, scheduler (as the CLI's options).  Finished segments are skipped; the result is bitwise
+    identical to an uninterrupted run.  Raises InvalidInput for bad input (nothing is written) and
+    RunFailed when a task fails.
+    """
+    from .accessor import open_store
+    from .execute import execute
+
+    stream = stream or sys.stdout
+    if isinstance(spec_or_path, Spec) and any(value is not None for value in overrides.values()):
+        raise InvalidInput(next(iter(overrides)), "overrides apply to a spec file; for a Spec use "
+                           "load_spec(path, **overrides) or dataclasses.replace")
+    spec = spec_or_path if isinstance(spec_or_path, Spec) else load_spec(spec_or_path, **overrides)
+    plan, create = prepare(spec, overwrite)
+    try:
+        with run_lock(spec.store):
+            if create:
+                remove_store(spec.store)
+                write_template(plan)
+            else:
+                note_revision_change(plan, stream)
+            execute(plan, stream)
+    except StoreError as error:
+        raise InvalidInput("output.store", str(error)) from None
+    return open_store(spec.store)
+
+
+def run_array_task(spec: Spec, index: int, size: int, stream=None) -> bool:
+    """One SLURM array task: the chunks c with c mod size = index, into the store ``armillary submit``
+    created (tasks share the store, each writing only its own chunks).  Returns False when stopped
+    by a signal with work left (the task is then requeued and resumes), True when its work is done."""
+    from .execute import execute_array_task
+
+    for name, value in (("array-index", index), ("array-size", size)):
+        if value is None or value < 0 or (name == "array-size" and value < 1):
+            raise InvalidInput(name, f"must be given with the other and be >= {int(name == 'array-size')}, got {value!r}")
+    if index >= size:
+        raise InvalidInput("array-index", f"must be < array-size = {size}, got {index}")
+    kernel_cache_directory()
+    plan = Plan(spec)
+    try:
+        identity = existing_identity(spec.store)
+    except StoreError as error:
+        raise InvalidInput("output.store", str(error)) from None
+    if identity is None:
+        raise InvalidInput("output.store", f"{spec.store!r} has no run template; array tasks run into a store that "
+                           "`armillary submit` wrote")
+    if identity != spec.identity():
+        raise InvalidInput("output.store", f"{spec.store!r} holds a run of a different spec")
+    stream = stream or sys.stdout
+    note_revision_change(plan, stream)
+    return execute_array_task(plan, index, size, stream)
