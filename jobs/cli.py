@@ -278,7 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     submit_parser.add_argument("--partition", help="SLURM partition (replaces the site's)")
     submit_parser.add_argument("--time", help="walltime per array task, e.g. 01:00:00 (replaces the site's)")
     submit_parser.add_argument("--site", help="site settings TOML (see slurm/site.example.toml)")
-    submit_parser.add_argument("--dry-run", action="store_true", help="print the sbatch scripts, submit nothing (where no SLURM controller answers, the partition goes unchecked, with a warning)")
+    submit_parser.add_argument("--dry-run", action="store_true",
+                               help="print the sbatch scripts, submit nothing (where no SLURM controller answers, "
+                                    "the partition goes unchecked, with a warning)")
     submit_parser.set_defaults(handler=submit)
     status_parser = commands.add_parser("status", help="progress, failures and throughput of stores")
     status_parser.add_argument("stores", nargs="+", metavar="STORE")
