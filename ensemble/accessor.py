@@ -1,7 +1,7 @@
 """``ds.armillary``: the analysis of :mod:`armillary.ensemble.analysis` on any store opened with xarray
 (``xarray.open_zarr(path)`` or :func:`open_store`, here, which every store armillary opens goes through), registered
-when this module is imported: by :func:`open_store` and :func:`armillary.run`, or by ``import
-armillary.ensemble.accessor`` before ``xarray.open_zarr`` (``import armillary`` alone imports no xarray).
+when this module is imported, which ``import armillary`` arranges as soon as xarray is imported (not before: the
+CLI imports the package and should not pay for xarray).
 
 Each method hands the Dataset to the function of :mod:`.analysis` it is named after and returns what that
 returns; it first checks that the Dataset is an armillary store holding what the function reads, and

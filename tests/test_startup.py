@@ -29,3 +29,10 @@ def test_help_imports_no_heavy_library(command):
                            check=True)
     assert "usage: armillary" in probe.stdout
     assert probe.stderr == "", f"armillary {' '.join(command + ['--help'])} imported {probe.stderr}"
+
+
+def test_import_armillary_leaves_xarray_unloaded_and_registers_the_accessor_when_xarray_comes():
+    probe = subprocess.run([sys.executable, "-c", "import sys, armillary; loaded = 'xarray' in sys.modules; "
+                            "import xarray; print(loaded, hasattr(xarray.Dataset, 'armillary'))"],
+                           capture_output=True, text=True, check=True)
+    assert probe.stdout.split() == ["False", "True"], probe.stdout + probe.stderr
