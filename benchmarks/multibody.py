@@ -72,7 +72,7 @@ def member_states(n_coordinates: int, members: int) -> dict:
 def joint_entries_of(system, n: int) -> list:
     """(type, parent, measured-from coordinate, first coordinate) of each joint of a tree of n one-degree-of-freedom
     joints, from the system's topology."""
-    from armillary.kernels.systems.kane import joint_entries, tree_header
+    from armillary.kernels.systems.tree_kinematics import joint_entries, tree_header
     topology = system.definition.topology(system.broadcast(1, n), n)
     h, joints = tree_header(topology)
     return [joint_entries(topology, h, j) for j in range(joints)]
@@ -86,7 +86,7 @@ def relative_angles(system, q: np.ndarray) -> np.ndarray:
 
 def joint_tables(system, n: int):
     """Per joint: (kind, parent, axis, origin, mass, com, inertia) of a bound multibody system."""
-    from armillary.kernels.systems.kane import AXIS, COM, GRAVITY_ROWS, INERTIA, JOINT_ROWS, MASS, ORIGIN
+    from armillary.kernels.systems.tree_kinematics import AXIS, COM, GRAVITY_ROWS, INERTIA, JOINT_ROWS, MASS, ORIGIN
     coefficients = system.definition.coefficients(system.broadcast(1, n), n)[0]
     rows = coefficients[GRAVITY_ROWS:GRAVITY_ROWS + JOINT_ROWS * n].reshape(n, JOINT_ROWS)
     return [(kind, parent, rows[j, AXIS:AXIS + 3], rows[j, ORIGIN:ORIGIN + 3], rows[j, MASS], rows[j, COM:COM + 3],

@@ -39,6 +39,13 @@ def to_shadow_blocks(array: np.ndarray, lanes: int) -> np.ndarray:
     return np.ascontiguousarray(shaped).reshape(shaped.shape[:-2] + (-1,))
 
 
+def member_outcomes(members: int) -> dict:
+    """Per member, as every kernel writes them: ``status`` (:mod:`kernels.status`), ``failed_step`` (the step
+    it failed at, −1 if none) and ``solver_iterations`` (the most iterations its solver took in a step)."""
+    return {"status": np.zeros(members, np.int64), "failed_step": np.full(members, -1, np.int64),
+            "solver_iterations": np.zeros(members, np.int64)}
+
+
 def default_threads() -> int:
     """Threads for :func:`kernels.integrate`: NUMBA_NUM_THREADS if set, else the CPUs this process may use."""
     configured = os.environ.get("NUMBA_NUM_THREADS")

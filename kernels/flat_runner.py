@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blocks import lane_width, run_in_threads, to_blocks, to_shadow_blocks
+from .blocks import lane_width, member_outcomes, run_in_threads, to_blocks, to_shadow_blocks
 from .compile import compiled_kernel
 from .integrators import FLAT, KERNEL_METHODS
-from .lyapunov import Shadow, shadow_arrays, shadow_results
+from .lyapunov import Shadow, shadow_arrays, shadow_outputs, shadow_record_blocks, shadow_results
 
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
@@ -30,27 +30,21 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     result = {
         "state": np.full((members, samples if keep_state else 0, rows), np.nan),
         "energy": np.full((members, samples), np.nan),
-        "status": np.zeros(members, np.int64),
-        "failed_step": np.full(members, -1, np.int64),
-        "solver_iterations": np.zeros(members, np.int64),
+        **member_outcomes(members),
         "final": np.empty((members, rows)),
         "carried": carried,
     }
     shadow_in, shadow_scalars = shadow_arrays(shadow, state, start_step)
     count = shadow_in["log_growth"].shape[1]
-    growth = np.full((members, samples if shadow is not None else 0, count), np.nan)
-    indicator_out = np.full((members, samples if shadow is not None else 0, 3), np.nan)
+    growth, indicator_out, shadow_end = shadow_outputs(shadow_in, shadow is not None, samples)
     # the shadows flattened like the members: (members, k, rows)
     shadow_x = space.flatten({name: shadow_in[name].reshape((members * count,) + shadow_in[name].shape[2:])
                               for name in space.names}).reshape(members, count, rows) if count \
         else np.zeros((members, 0, rows))
-    shadow_end = {"state": np.empty(shadow_x.shape), "log_growth": np.empty((members, count)),
-                  "reference": np.empty((members, count)), "indicators": np.empty(shadow_in["indicators"].shape)}
+    shadow_end["state"] = np.empty(shadow_x.shape)
     kernel = compiled_kernel(method, system.name, FLAT, shadow is not None)
     blocks = {"x": to_blocks(x, lanes), "coef": to_blocks(coef, lanes), "shadow": to_shadow_blocks(shadow_x, lanes),
-              "log_growth": to_shadow_blocks(shadow_in["log_growth"], lanes),
-              "reference": to_shadow_blocks(shadow_in["reference"], lanes),
-              "indicators": to_blocks(shadow_in["indicators"], lanes)}
+              **shadow_record_blocks(shadow_in, lanes)}
     outputs = [result["state"], result["energy"], diagnostics]
     run_in_threads(
         kernel, blocks, (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,

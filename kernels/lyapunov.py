@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .blocks import to_blocks, to_shadow_blocks
 from .errors import InvalidInput
 from .lanes import lane_function
 from .status import OK
@@ -123,6 +124,26 @@ def shadow_arrays(shadow: Shadow | None, state: dict, start_step: int) -> tuple[
     arrays.update({name: np.asarray(getattr(shadow, name), dtype=np.float64)
                    for name in ("log_growth", "reference", "indicators")})
     return arrays, (float(shadow.d0), int(shadow.renormalise_every), int(shadow.step_offset))
+
+
+def shadow_outputs(shadow_in: dict, shadowed: bool, samples: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """What both runners give a kernel for the shadows' results: every shadow's exponent numerators
+    (members, samples, k) and the indicators (members, samples, 3) at the samples (none without a shadow),
+    and the end records ``log_growth``, ``reference`` and ``indicators`` (the state's end is the layout's)."""
+    members, count = shadow_in["log_growth"].shape
+    kept = samples if shadowed else 0
+    return (np.full((members, kept, count), np.nan), np.full((members, kept, 3), np.nan),
+            {"log_growth": np.empty((members, count)), "reference": np.empty((members, count)),
+             "indicators": np.empty(shadow_in["indicators"].shape)})
+
+
+def shadow_record_blocks(shadow_in: dict, lanes: int) -> dict:
+    """The shadows' records in lane blocks, the last block arguments of both layouts' kernels: ``log_growth``
+    and ``reference`` one lane per shadow (:func:`~kernels.blocks.to_shadow_blocks`), ``indicators`` one lane
+    per member."""
+    return {"log_growth": to_shadow_blocks(shadow_in["log_growth"], lanes),
+            "reference": to_shadow_blocks(shadow_in["reference"], lanes),
+            "indicators": to_blocks(shadow_in["indicators"], lanes)}
 
 
 def shadow_results(shadow: Shadow, end_state: dict, shadow_end: dict, growth: np.ndarray, indicator_out: np.ndarray,

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import system_parallel
-from .blocks import lane_width, run_in_threads, to_blocks, to_shadow_blocks
+from .blocks import lane_width, member_outcomes, run_in_threads, to_blocks, to_shadow_blocks
 from .compile import compiled_kernel
 from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, KERNEL_METHODS
 from .integrators.formulations import DEFAULT_FORMULATION
-from .lyapunov import Shadow, shadow_arrays, shadow_results
+from .lyapunov import Shadow, shadow_arrays, shadow_outputs, shadow_record_blocks, shadow_results
 
 
 def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
@@ -71,9 +71,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "unit_error": np.full((members, samples), np.nan),
         "tangency_error": np.full((members, samples), np.nan),
         "work": np.full((members, samples), np.nan),
-        "status": np.zeros(members, np.int64),
-        "failed_step": np.full(members, -1, np.int64),
-        "solver_iterations": np.zeros(members, np.int64),
+        **member_outcomes(members),
         "q_final": np.empty((members, n, 3)),
         "omega_final": np.empty((members, n, 3)),
         "carried": carried,
@@ -90,18 +88,13 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
                                           skin, keep_state, threads))
     else:
         shadow_in, shadow_scalars = shadow_arrays(shadow, {"q": q, "omega": omega}, start_step)
-        count = shadow_in["log_growth"].shape[1]
-        growth = np.full((members, samples if shadow is not None else 0, count), np.nan)
-        indicator_out = np.full((members, samples if shadow is not None else 0, 3), np.nan)
-        shadow_end = {"q": np.empty(shadow_in["q"].shape), "omega": np.empty(shadow_in["q"].shape),
-                      "log_growth": np.empty((members, count)), "reference": np.empty((members, count)),
-                      "indicators": np.empty(shadow_in["indicators"].shape)}
+        growth, indicator_out, shadow_end = shadow_outputs(shadow_in, shadow is not None, samples)
+        shadow_end.update(q=np.empty(shadow_in["q"].shape), omega=np.empty(shadow_in["q"].shape))
         kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced)
         blocks = {name: to_blocks(array, lanes) for name, array in
                   (("q", q), ("omega", omega), ("mass_diag", mass_diag), ("mass_full", mass_full), ("coef", coef))}
         blocks.update({"shadow_" + name: to_shadow_blocks(shadow_in[name], lanes) for name in ("q", "omega")})
-        blocks.update({name: to_shadow_blocks(shadow_in[name], lanes) for name in ("log_growth", "reference")})
-        blocks["indicators"] = to_blocks(shadow_in["indicators"], lanes)
+        blocks.update(shadow_record_blocks(shadow_in, lanes))
         run_in_threads(
             kernel, blocks,
             (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars + (track_encounters,),

@@ -52,6 +52,20 @@ ROUND_OFF_CORRECTION = 4 * np.finfo(np.float64).eps
 
 
 @inline_lane_function
+def start_newton_step(x, h, options, code, iterations):
+    """(lanes, h/2, Newton's tolerance, its iteration limit) of a step of size h from the block x, with
+    every lane's status code and iteration count cleared: the start of the SO(3) and SE(3) steps alike."""
+    lanes = x.shape[1]
+    tol = options[NEWTON_TOLERANCE]
+    max_iterations = int(options[NEWTON_MAX_ITERATIONS])
+    half_h = 0.5 * h
+    for b in range(lanes):
+        code[b] = 0
+        iterations[b] = 0
+    return lanes, half_h, tol, max_iterations
+
+
+@inline_lane_function
 def two_sum(a, b):
     """(a + b rounded, its exact rounding error) (Knuth's TwoSum: no condition on |a|, |b|)."""
     s = a + b
@@ -94,13 +108,7 @@ def lgvi_step(x, n, coef, topology, t, h, options, work, active, code, iteration
     """One step of the LGVI for every lane (see the module docstring).  Newton runs per lane and body
     (scalar code), so a member's bits never depend on the others in its block."""
     torque, torque_next, increment, carried = work
-    lanes = x.shape[1]
-    tol = options[NEWTON_TOLERANCE]
-    max_iterations = int(options[NEWTON_MAX_ITERATIONS])
-    half_h = 0.5 * h
-    for b in range(lanes):
-        code[b] = 0
-        iterations[b] = 0
+    lanes, half_h, tol, max_iterations = start_newton_step(x, h, options, code, iterations)
     for i in range(n):
         base = 9 * i
         w = 9 * n + 3 * i

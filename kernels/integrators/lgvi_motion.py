@@ -49,7 +49,7 @@ from ..lanes import cross3 as cross
 from ..lanes import inline_lane_function, lane_function, solve_pivoted_in_lanes
 from ..status import NEWTON_FAILED
 from ..systems.rigid import INVERSE6, MOTION_HEADER, compensated_matrix6_times, kirchhoff_rates, matrix6_times
-from .lgvi import NEWTON_MAX_ITERATIONS, NEWTON_TOLERANCE, ROUND_OFF_CORRECTION
+from .lgvi import ROUND_OFF_CORRECTION, start_newton_step
 
 #: simplified-Newton (chord) iterations a block runs in SIMD before its unconverged lanes start over with
 #: Newton's method; the chord contracts by ≈ 4e-4 per iteration on ``ellipsoid`` at h = 1e-3 (4 suffice
@@ -208,13 +208,7 @@ def lgvi_motion_step(x, n, coef, topology, t, h, options, work, active, code, it
     each lane frozen once it has converged, and Newton runs per lane (scalar code) for the lanes they leave,
     so a member's bits never depend on the others in its block."""
     loads, loads_next, carried, increment, unknowns, jacobian, residual = work
-    lanes = x.shape[1]
-    tol = options[NEWTON_TOLERANCE]
-    max_iterations = int(options[NEWTON_MAX_ITERATIONS])
-    half_h = 0.5 * h
-    for b in range(lanes):
-        code[b] = 0
-        iterations[b] = 0
+    lanes, half_h, tol, max_iterations = start_newton_step(x, h, options, code, iterations)
     for i in range(n):
         base = 9 * i
         p = 9 * n + 3 * i

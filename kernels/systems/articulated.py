@@ -31,9 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..lanes import cholesky_solve_in_lanes, cross3, lane_function
-from .kane import (ACCELERATING_FORCE, AXIS, COM, INERTIA, MASS, ORIGIN, PRISMATIC, REVOLUTE, closed_loop_accelerations,
-                   closure_header, coordinate_rates_into, joint_entries, joint_load, joint_row, kane_terms, kane_work,
-                   rotation_about, tree_header)
+from .kane import ACCELERATING_FORCE, joint_load, kane_terms, kane_work
+from .loop_closures import closed_loop_accelerations, closure_header
+from .tree_kinematics import (AXIS, COM, INERTIA, MASS, ORIGIN, PRISMATIC, REVOLUTE, coordinate_rates_into,
+                              joint_entries, joint_row, rotation_about, tree_header)
 
 #: the fewest joints for which the vector field takes the articulated-body algorithm: Kane's sums run with
 #: lanes innermost, as SIMD, and on smaller trees beat its scalar passes (rk4 on the cart chains, 2 cores,
@@ -288,7 +289,7 @@ def tree_vector_field(x, n, coef, topology, t, dx, work):
     """dx = (B(q) u, u̇) at time t (s): u̇ by the articulated-body algorithm on trees of at least
     ARTICULATED_JOINTS revolute and prismatic joints, else by Kane's equations (34), M u̇ = f − h,
     Cholesky-factorised (with loop closures:
-    the index-1 system of :func:`kernels.systems.kane.closed_loop_accelerations`); ``work``:
+    the index-1 system of :func:`kernels.systems.loop_closures.closed_loop_accelerations`); ``work``:
     tree_field_work's."""
     coordinate_rates_into(x, n, topology, dx)
     if one_degree_tree(topology) and tree_header(topology)[1] >= ARTICULATED_JOINTS:

@@ -42,11 +42,12 @@ from ..spaces.generalised import GENERALISED
 from ..spaces.base import StateSpace
 from .base import (PER_JOINT, PER_JOINT_TENSOR, PER_JOINT_VECTOR3, PER_LINK, SCALAR, VECTOR3, FlatSystemDefinition,
                    Parameter, Preset)
-from .kane import (ACCELERATING_FORCE, AMPLITUDE, AXIS, CANONICAL_FORCE, CLOSURE_ROWS, COM, DAMPING, FORCE, FREE,
-                   FREQUENCY, GRAVITY_ROWS, INERTIA, JOINT_COORDINATES, JOINT_ROWS, JOINT_SPEEDS, JOINT_TYPES, MASS,
-                   ORIGIN, PHASE, PRISMATIC, REST, REVOLUTE, SPHERICAL, STIFFNESS, closure_header, closure_terms,
-                   closure_work, coordinate_rates_into, kane_canonical_force_into, kane_constrain, kane_energy,
-                   kane_mass_into, kane_terms, kane_work, tree_diagnostics, tree_kinematics, tree_potential_into)
+from .kane import (ACCELERATING_FORCE, CANONICAL_FORCE, kane_canonical_force_into, kane_energy, kane_mass_into,
+                   kane_terms, kane_work, tree_potential_into)
+from .loop_closures import CLOSURE_ROWS, closure_header, closure_terms, closure_work, kane_constrain, tree_diagnostics
+from .tree_kinematics import (AMPLITUDE, AXIS, COM, DAMPING, FORCE, FREE, FREQUENCY, GRAVITY_ROWS, INERTIA,
+                              JOINT_COORDINATES, JOINT_ROWS, JOINT_SPEEDS, JOINT_TYPES, MASS, ORIGIN, PHASE, PRISMATIC,
+                              REST, REVOLUTE, SPHERICAL, STIFFNESS, coordinate_rates_into, tree_kinematics)
 from .articulated import articulated_body_into, articulated_work, one_degree_tree, tree_field_work, tree_vector_field
 
 MODELS = ("tree", "n_link_pendulum_on_cart")
@@ -209,7 +210,8 @@ def _topology(params: dict, n: int) -> np.ndarray:
 
 
 def _coefficients(params: dict, n: int) -> np.ndarray:
-    """(members, 3 + JOINT_ROWS × joints): gravity, then each joint's rows (see :mod:`kernels.systems.kane`)."""
+    """(members, 3 + JOINT_ROWS × joints): gravity, then each joint's rows (see
+    :mod:`kernels.systems.tree_kinematics`)."""
     members = params["g"].shape[0]
     count = _joint_count(params)
     coef = np.zeros((members, GRAVITY_ROWS + JOINT_ROWS * count + CLOSURE_ROWS * len(params["closures"])))
@@ -494,7 +496,8 @@ DEFINITION = MultibodyDefinition(
 
 def _lane_inputs(state: dict, params: dict, samples: int = 1) -> tuple:
     """(x (2n, lanes), n, coef (P, lanes), topology, bodies) of states {"q", "u"} with leading (members, …)
-    axes, ``samples`` states per member, for the lane functions of :mod:`kernels.systems.kane`."""
+    axes, ``samples`` states per member, for the lane functions of :mod:`kernels.systems.kane` and
+    :mod:`kernels.systems.loop_closures`."""
     q, u = np.asarray(state["q"], dtype=np.float64), np.asarray(state["u"], dtype=np.float64)
     n = q.shape[-1]
     x = np.ascontiguousarray(np.concatenate([q.reshape(-1, n), u.reshape(-1, n)], axis=1).T)
