@@ -59,6 +59,38 @@ def worker_start_method() -> str:
     return "fork" if layer in ("workqueue", "tbb") else "spawn"
 
 
+def logging_handlers() -> list[logging.Handler]:
+    """Every handler attached to a logger of this process (the root's included), once each."""
+    loggers = [logging.getLogger()] + [logger for logger in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(logger, logging.Logger)]
+    return list({id(handler): handler for logger in loggers for handler in logger.handlers}.values())
+
+
+#: the handlers whose locks the forking thread holds while it forks
+_HELD_HANDLERS: list[logging.Handler] = []
+
+
+def _hold_logging_handlers() -> None:
+    _HELD_HANDLERS[:] = logging_handlers()
+    for handler in _HELD_HANDLERS:
+        handler.acquire()
+
+
+def _release_logging_handlers() -> None:
+    for handler in reversed(_HELD_HANDLERS):
+        handler.release()
+    _HELD_HANDLERS.clear()
+
+
+# A local worker is forked by a thread of the nanny while other threads may be logging.  A thread inside a
+# handler's emit holds its stream's buffer lock too, and a child forked then inherits that lock held by a thread
+# it does not have: its first log line through the handler waits forever (seen once under pytest, whose handler
+# writes to os.devnull).  logging renews its handlers' locks in the child but not their streams' buffers, so the
+# forking thread takes every handler's lock first: no thread is then inside an emit when the process forks.
+os.register_at_fork(before=_hold_logging_handlers, after_in_parent=_release_logging_handlers,
+                    after_in_child=_HELD_HANDLERS.clear)
+
+
 def run_security():
     """TLS credentials made for one run (distributed's ``Security.temporary()``: a fresh key and self-signed
     certificate, in memory): the run's scheduler and workers accept only peers that present them, so a

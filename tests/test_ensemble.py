@@ -237,3 +237,49 @@ def test_kernel_lock_holds_off_other_holders_until_released(tmp_path, monkeypatc
     with pytest.raises(InvalidInput, match="NUMBA_CACHE_DIR: cannot create .*file/cache: Not a directory"):
         with kernel_lock("sphere_nbody-vi"):
             pass
+
+
+def test_a_process_forked_while_another_thread_logs_can_log():
+    """Local workers are forked while the run's other threads may be logging: the child must not inherit the lock
+    of a stream that a parent thread was writing (armillary.ensemble.clusters holds every handler's lock across
+    a fork).  Here a handler writes under a lock of its own, as a buffered stream does, and a thread logs
+    through it without pause; the child forked meanwhile logs once and exits."""
+    import logging
+    import os
+    import threading
+    import time
+
+    import armillary.ensemble.clusters  # noqa: F401 (registers the fork hook, as every run does)
+
+    class BufferedHandler(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.buffer_lock = threading.Lock()  # not renewed in a child, as a BufferedWriter's is not
+
+        def emit(self, record):
+            with self.buffer_lock:
+                time.sleep(0.01)
+
+    logger = logging.getLogger("armillary-fork-test")
+    handler, stop = BufferedHandler(), threading.Event()
+    logger.addHandler(handler)
+    logger.propagate = False
+    chatter = threading.Thread(target=lambda: [logger.warning("busy") for _ in iter(stop.is_set, True)])
+    chatter.start()
+    try:
+        time.sleep(0.05)
+        pid = os.fork()
+        if pid == 0:
+            logger.warning("child")
+            os._exit(0)
+        deadline = time.monotonic() + 10
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if done[0] == 0:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert done[0] == pid and os.waitstatus_to_exitcode(done[1]) == 0, "the child hung on its first log line"
+    finally:
+        stop.set()
+        chatter.join()
+        logger.removeHandler(handler)
