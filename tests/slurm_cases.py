@@ -14,7 +14,10 @@ def slurm_unavailable() -> str | None:
     """None if a SLURM controller answers, else why not."""
     if shutil.which("sinfo") is None:
         return "sinfo not installed (apt-get install slurm-wlm munge; slurm/local-cluster.sh start)"
-    result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+    try:  # without a configuration sinfo retries for a minute
+        result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return "sinfo did not answer within 20 s (slurm/local-cluster.sh start)"
     if result.returncode != 0 or not result.stdout.strip():
         return f"no SLURM controller answers: {result.stderr.strip()} (slurm/local-cluster.sh start)"
     return None
