@@ -259,3 +259,33 @@ def test_a_model_without_parameters_runs_many_members(tmp_path):
     alone = armillary.integrate(pendulum, "vi", {name: value[4:] for name, value in state.items()}, 1e-3, 100)
     np.testing.assert_array_equal(block.final["q"][4], alone.final["q"][0])
     np.testing.assert_allclose(block.energy[:, 0], np.arange(1.0, 6.0) ** 2 - 9.81 * 0.8, rtol=1e-15)
+
+
+#: validates a model spec as `armillary check` does and prints the functions Numba compiled meanwhile
+COMPILES = """
+import sys
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, data):
+        pass
+    def on_end(self, data):
+        compiled.append(data.data["dispatcher"].py_func.__qualname__)
+event.register("numba:compile", Listener())
+from armillary.ensemble.runs import prepare
+from armillary.ensemble.spec import load_spec
+prepare(load_spec(sys.argv[1]))
+print(" ".join(sorted(set(compiled))))
+"""
+
+
+def test_a_models_lane_functions_come_from_numbas_cache_in_the_next_process(tmp_path):
+    """The model checks call a model's inertia, potential and gradient from Python: compiled by the first process
+    that builds the model, loaded from Numba's cache by the next (about 1 s of every run and check)."""
+    spec = str(ROOT / "examples" / "coupled-pendula.toml")
+    environment = {**os.environ, "ARMILLARY_MODEL_CACHE": str(tmp_path / "models")}
+    runs = [subprocess.run([sys.executable, "-c", COMPILES, spec], env=environment, capture_output=True, text=True,
+                           check=True).stdout.split() for _ in range(2)]
+    model_functions = {"inertia_values", "potential", "gradient"}
+    assert model_functions <= set(runs[0]), runs[0]  # a fresh model cache: its generated module is new to Numba
+    assert not model_functions & set(runs[1]), runs[1]

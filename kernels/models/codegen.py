@@ -17,6 +17,7 @@ import sys
 import types
 
 import sympy
+from numba.core.registry import CPUDispatcher as Dispatcher
 
 from ..caches import model_cache_directory, read_file, write_file
 
@@ -195,4 +196,10 @@ def load_generated(source: str):
     module.__file__ = path
     sys.modules[module_name] = module
     exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - the text derived now, not the file's
+    # the lane functions that run on their own (the model checks call them from Python in every process that builds
+    # the model) are kept in Numba's cache like the kernels: its entries are stamped by the file, which holds the
+    # text just run
+    for value in module.__dict__.values():
+        if isinstance(value, Dispatcher) and value.py_func.__module__ == module_name:
+            value.enable_caching()
     return module
