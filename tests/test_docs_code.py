@@ -82,13 +82,14 @@ def needs_slurm(page: Path) -> bool:
 
 #: pages that submit jobs skip on the condition tests/test_slurm.py skips on, and share its worker: the local
 #: test cluster has one node
-PAGE_CASES = [pytest.param(page, marks=[pytest.mark.xdist_group("slurm")] if needs_slurm(page) else [],
+SLURM_PAGES = {page for page in PAGES if needs_slurm(page)}
+PAGE_CASES = [pytest.param(page, marks=[pytest.mark.xdist_group("slurm")] if page in SLURM_PAGES else [],
                            id=str(page.relative_to(ROOT))) for page in PAGES]
 
 
 @pytest.mark.parametrize("page", PAGE_CASES)
 def test_every_code_block_of_the_page_runs(page, tmp_path):
-    if needs_slurm(page):
+    if page in SLURM_PAGES:
         require_slurm()
     directory = scratch(tmp_path)
     python = []
