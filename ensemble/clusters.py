@@ -66,20 +66,21 @@ def logging_handlers() -> list[logging.Handler]:
     return list({id(handler): handler for logger in loggers for handler in logger.handlers}.values())
 
 
-#: the handlers whose locks the forking thread holds while it forks
-_HELD_HANDLERS: list[logging.Handler] = []
+#: per forking thread, the handlers whose locks it holds while it forks: a LocalCluster's nannies fork from a
+#: thread each, at once, and each must release just what it took (one list for all once left a lock held)
+_held_across_fork = threading.local()
 
 
 def _hold_logging_handlers() -> None:
-    _HELD_HANDLERS[:] = logging_handlers()
-    for handler in _HELD_HANDLERS:
+    _held_across_fork.handlers = logging_handlers()
+    for handler in _held_across_fork.handlers:
         handler.acquire()
 
 
 def _release_logging_handlers() -> None:
-    for handler in reversed(_HELD_HANDLERS):
+    for handler in reversed(_held_across_fork.handlers):
         handler.release()
-    _HELD_HANDLERS.clear()
+    _held_across_fork.handlers = []
 
 
 # A local worker is forked by a thread of the nanny while other threads may be logging.  A thread inside a
@@ -88,7 +89,7 @@ def _release_logging_handlers() -> None:
 # writes to os.devnull).  logging renews its handlers' locks in the child but not their streams' buffers, so the
 # forking thread takes every handler's lock first: no thread is then inside an emit when the process forks.
 os.register_at_fork(before=_hold_logging_handlers, after_in_parent=_release_logging_handlers,
-                    after_in_child=_HELD_HANDLERS.clear)
+                    after_in_child=lambda: setattr(_held_across_fork, "handlers", []))
 
 
 def run_security():

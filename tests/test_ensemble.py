@@ -283,3 +283,42 @@ def test_a_process_forked_while_another_thread_logs_can_log():
         stop.set()
         chatter.join()
         logger.removeHandler(handler)
+
+
+def test_two_threads_forking_at_once_leave_every_handler_free():
+    """A LocalCluster's nannies fork their workers from a thread each, at the same time: each forking thread must
+    release exactly the handler locks it took (a run whose two forks overlapped once kept a lock held and hung
+    at exit, in logging's shutdown).  A handler that holds its lock a while after taking it makes them overlap."""
+    import logging
+    import os
+    import threading
+    import time
+
+    import armillary.ensemble.clusters  # registers the fork hook, as every run does
+
+    class SlowToTakeHandler(logging.Handler):
+        def acquire(self):
+            super().acquire()
+            time.sleep(0.2)  # the other thread reaches its own fork meanwhile
+
+    def fork_and_reap():
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+
+    logger = logging.getLogger("armillary-two-forks-test")
+    handler = SlowToTakeHandler()
+    logger.addHandler(handler)
+    try:
+        forks = [threading.Thread(target=fork_and_reap) for _ in range(2)]
+        for fork in forks:
+            fork.start()
+            time.sleep(0.05)
+        for fork in forks:
+            fork.join(timeout=10)
+        for held in [held for held in armillary.ensemble.clusters.logging_handlers() if held.lock is not None]:
+            assert held.lock.acquire(timeout=5), f"a forking thread kept the lock of {held}"
+            held.lock.release()
+    finally:
+        logger.removeHandler(handler)

@@ -164,11 +164,17 @@ def test_ctrl_c_stops_workers_releases_the_lock_keeps_segments_and_exits_130(tmp
     process = subprocess.Popen(
         [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
          "from armillary.jobs.cli import main; sys.exit(main())", "run", spec_path, "--store", store],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     wait_for_records(store, 6)
     workers = worker_processes(process.pid)
     os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
-    out, err = process.communicate(timeout=120)
+    try:
+        out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGABRT)  # the fault handler prints where every thread waits
+        out, err = process.communicate()
+        pytest.fail(f"the run did not stop within 120 s of Ctrl-C:\n{err}")
     assert process.returncode == 130, (out, err, f"SIGINT in the test process: {inherited}")
     assert "interrupted" in err and "Traceback" not in err, err
     _, alive = psutil.wait_procs(workers, timeout=15)
