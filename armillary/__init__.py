@@ -46,10 +46,10 @@ else:
 
 __getattr__ = lazy_exports(__name__, {
     "get_system": "armillary.kernels", "integrate": "armillary.kernels", "InvalidInput": "armillary.kernels",
-    "Trajectory": "armillary.kernels", "load_model": "armillary.ensemble.runs", "run": "armillary.ensemble.runs",
+    "Trajectory": "armillary.kernels", "Section": "armillary.kernels.sections", "load_model": "armillary.ensemble.runs", "run": "armillary.ensemble.runs",
     "load_spec": "armillary.ensemble.spec", "open_store": "armillary.ensemble.accessor",
     "store_summary": "armillary.ensemble.analysis", "energy_drift": "armillary.ensemble.analysis",
     "lyapunov_map": "armillary.ensemble.analysis", "chaos_table": "armillary.ensemble.analysis"})
 
 __all__ = ["get_system", "load_model", "integrate", "run", "load_spec", "open_store", "store_summary", "energy_drift",
-           "lyapunov_map", "chaos_table", "InvalidInput", "Trajectory"]
+           "lyapunov_map", "chaos_table", "InvalidInput", "Trajectory", "Section"]

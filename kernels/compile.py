@@ -25,6 +25,7 @@ from .integrators import FLAT, FULL, KERNEL_METHODS
 from .integrators.formulations import kinetic_energy_configuration_template
 from .lanes import bind_template, kinetic_energy_diagonal, kinetic_energy_full
 from .lyapunov import SHADOW_STAGES
+from .sections import NO_SECTION_VALUES, SECTION_STAGES
 from .systems import system_definition
 
 KERNEL_FLAGS = {"error_model": "numpy", "nogil": True}
@@ -65,15 +66,18 @@ def global_names(functions) -> set:
 
 
 @functools.cache
-def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool = False, forced: bool = False):
+def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool = False, forced: bool = False,
+                    sections: str | None = None):
     """The jitted driver of ``method`` for ``system`` (cached in memory and on disk); with ``shadows``
     it steps Benettin shadows too (:mod:`kernels.lyapunov`), a separate kernel so that the common one
-    keeps its size; with ``forced`` the system's forces act (unforced kernels are compiled without them)."""
+    keeps its size; with ``forced`` the system's forces act (unforced kernels are compiled without them); with
+    ``sections`` (the generated module of :func:`kernels.sections.values_source`) it locates their crossings."""
     kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
     definition = system_definition(system)
     space = definition.space
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
-    tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}{SOURCE_HASH}"
+    tag = f"{method}__{system}__{inertia_kind}__{'shadows__' if shadows else ''}{'forced__' if forced else ''}" \
+          f"{'sections_' + hashlib.sha256(sections.encode()).hexdigest()[:12] + '__' if sections else ''}{SOURCE_HASH}"
     if inertia_kind == FLAT:
         bindings = {**definition.kernel_bindings, **recipe.constants}
         shadow_stages = FLAT_SHADOW_STAGES[shadows]
@@ -98,8 +102,18 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
                      if definition.configuration_inertia is not None else ())
         templates += ((("force_power", force_power_template),) + recipe.helpers + shadow_stages
                       + (("track_separation", track_separation_template),))
+    layout = "flat" if inertia_kind == FLAT else "sphere"
+    section_stages = SECTION_STAGES[layout, sections is not None]
+    templates += section_stages
     bindings["SHADOWS"] = may_track(shadows)
-    called_twice = global_names(stage for _, stage in shadow_stages)  # by the members' step and the shadows'
+    bindings["SECTIONS"] = sections is not None
+    bindings["section_values"] = NO_SECTION_VALUES[layout]
+    if sections is not None:
+        from .models.codegen import load_generated  # sympy's printer: only for kernels with sections
+
+        bindings["section_values"] = load_generated(sections).section_values
+    # by the members' step, the shadows' and the crossings' search
+    called_twice = global_names(stage for _, stage in shadow_stages + section_stages)
     for name, template in templates:
         flags = KERNEL_FLAGS if name in called_twice else TEMPLATE_FLAGS
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))

@@ -3,8 +3,9 @@
 These are plain Python functions, specialised per (integrator, system) by :mod:`kernels.compile`,
 which binds the free names ``integrator_allocate``, ``integrator_begin``, ``integrator_step``,
 ``record_sample``, ``track_separation``, ``system_potential``, ``system_encounter``, ``system_force``,
-``system_force_damping``, ``kinetic_energy``, ``system_inertia``, ``system_inertia_gradient`` and the
-constants ``FORCED``, ``VARIABLE_INERTIA`` and ``SHADOWS`` before jitting.  Every step
+``system_force_damping``, ``kinetic_energy``, ``system_inertia``, ``system_inertia_gradient``,
+``section_values``, ``locate_crossings`` and the constants ``FORCED``, ``VARIABLE_INERTIA``, ``SHADOWS`` and
+``SECTIONS`` before jitting.  Every step
 gets the time t (s) at its start, (step_offset + k − 1)·h, computed from the global step index so a
 resumed segment sees the same bits.  Members are processed
 in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and release the GIL;
@@ -177,10 +178,11 @@ def lane_bookkeeping(first, members, lanes):
 
 def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                      log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
-                     d0, renormalise_every, step_offset, track_encounters, members, save_state,
+                     d0, renormalise_every, step_offset, track_encounters, directions, members, save_state,
                      q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
                      q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
-                     shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end):
+                     shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
+                     section_time, section_state, section_count):
     """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
     ``track_encounters`` also each member's least close-encounter separation over every step
     (``min_separation``, else left at inf).  Forced kernels also integrate the forces' power into
@@ -197,6 +199,11 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     is the same either way.  ``shadow_begin`` and ``shadow_step`` are bound at specialisation to the
     shadow's stages, or to nothing in kernels compiled without shadows (a second inlined step would double
     a kernel's code and compile time).
+
+    With ``SECTIONS`` (kernels compiled with sections, see :mod:`kernels.sections`) every step that crosses a
+    section in its ``directions`` entry is searched for the crossing, whose time and state go to
+    ``section_time`` (members, S, C), ``section_state`` (members, S, C, 6n: q then ω) and ``section_count``
+    (members, S); ``locate_crossings`` and ``section_values`` are bound to the stages, or to nothing.
     """
     n_blocks, n, _, lanes = q_blocks.shape
     tracking = SHADOWS and renormalise_every > 0  # noqa: F821 (SHADOWS: a constant bound at specialisation)
@@ -251,7 +258,18 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             record_sphere_indicators(0, step_offset, renormalise_every, h, q, omega, shadow_q, shadow_omega, first,
                                      members, log_growth, reference, indicators, log_growth_out, indicator_out, dq,
                                      dw, rmat, scratch[0])
+        sections = directions.shape[0] if SECTIONS else 0  # noqa: F821
+        q_start = np.empty((n, 3, lanes if SECTIONS else 0))  # noqa: F821
+        omega_start = np.empty(q_start.shape)
+        before = np.empty((sections, lanes))
+        after = np.empty((sections, lanes))
+        if SECTIONS:  # noqa: F821
+            section_values(q, omega, after)  # noqa: F821
         for k in range(1, n_steps + 1):
+            if SECTIONS:  # noqa: F821 (the step's start, from which a crossing in it is searched)
+                q_start[:] = q
+                omega_start[:] = omega
+                before[:] = after
             integrator_step((step_offset + k - 1) * h, q, omega, md, mf, c, topology, h, options, work,  # noqa: F821
                             active, code, step_iterations)
             shadow_step(step_offset + k, q, omega, shadow_q, shadow_omega, shadow_md, shadow_mf,  # noqa: F821
@@ -259,6 +277,11 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                         shadow_iterations, d0, renormalise_every, log_growth, reference, indicators, dq, dw, rmat,
                         scratch[0], column)
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
+            if SECTIONS:  # noqa: F821
+                section_values(q, omega, after)  # noqa: F821
+                locate_crossings((step_offset + k - 1) * h, h, q_start, omega_start, before, after, md, mf, c,  # noqa: F821
+                                 topology, options, lane_status, first, members, directions, section_count,
+                                 section_time, section_state)
             if track_encounters:
                 track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
             if FORCED:  # noqa: F821

@@ -11,7 +11,8 @@ their layout from), ``system_constrain(x, n, coef, topology, moved)`` (the syste
 own constraints after every step, setting moved[b] = 1 for each lane it changed; a no-op for most),
 ``system_admissible(x, n, coef, topology, code)`` (after it: the system's status for lanes whose state left
 its model, a ball lifting off; a no-op for most), ``shadow_begin``/``shadow_step`` (the stages below, or
-nothing) and the constant ``SHADOWS``.  Only +, −, ×, ÷, √ (and the scalar
+nothing), ``section_values``/``locate_crossings`` (:mod:`kernels.sections`) and the constants ``SHADOWS`` and
+``SECTIONS``.  Only +, −, ×, ÷, √ (and the scalar
 log of Benettin's sum) per member, so results are bitwise independent of block grouping.
 """
 
@@ -94,14 +95,17 @@ def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status
 
 
 def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology,
-                     n, h, n_steps, save_every, options, d0, renormalise_every, step_offset, members, save_state,
-                     state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried, log_growth_out,
-                     indicator_out, shadow_end, log_growth_end, reference_end, indicators_end):
+                     n, h, n_steps, save_every, options, d0, renormalise_every, step_offset, directions, members,
+                     save_state, state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried,
+                     log_growth_out, indicator_out, shadow_end, log_growth_end, reference_end, indicators_end,
+                     section_time, section_state, section_count):
     """March every member ``n_steps`` steps of size ``h``, saving every ``save_every`` steps; with
     ``renormalise_every`` > 0 (and ``SHADOWS``, see :mod:`kernels.compile`) each member's k shadows (blocks
     (rows, k·L), shadow j of lane l in lane j·L + l) are stepped alongside and renormalised together to
     distance ``d0`` at every global step (``step_offset`` + k) divisible by ``renormalise_every`` (see
-    :mod:`kernels.lyapunov` for the indicators recorded)."""
+    :mod:`kernels.lyapunov` for the indicators recorded).  With ``SECTIONS``, crossings of the sections in
+``directions`` are located and recorded as :func:`kernels.driver.drive_fixed_step` records them (the state
+as its flat rows)."""
     n_blocks, rows, lanes = x_blocks.shape
     tracking = SHADOWS and renormalise_every > 0  # noqa: F821 (bound at specialisation, see kernels.compile)
     for blk in range(n_blocks):
@@ -136,7 +140,16 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
             flat_shadow_factor(x, shadow, shadow_scratch, rmat, scratch[-1])
             record_indicators(0, step_offset, renormalise_every, h, first, members, log_growth, reference, rmat,
                               indicators, log_growth_out, indicator_out)
+        sections = directions.shape[0] if SECTIONS else 0  # noqa: F821
+        x_start = np.empty((rows, lanes if SECTIONS else 0))  # noqa: F821
+        before = np.empty((sections, lanes))
+        after = np.empty((sections, lanes))
+        if SECTIONS:  # noqa: F821
+            section_values(x, after)  # noqa: F821
         for k in range(1, n_steps + 1):
+            if SECTIONS:  # noqa: F821 (the step's start, from which a crossing in it is searched)
+                x_start[:] = x
+                before[:] = after
             # the step's start time from the global step index, so a resumed segment sees the same times
             integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
                             step_iterations)
@@ -147,6 +160,11 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
                         indicators, shadow_scratch, rmat, scratch[-1], column)
             check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
                              scratch[-1])
+            if SECTIONS:  # noqa: F821
+                section_values(x, after)  # noqa: F821
+                locate_crossings((step_offset + k - 1) * h, h, x_start, before, after, n, c, topology,  # noqa: F821
+                                 options, lane_status, first, members, directions, section_count, section_time,
+                                 section_state)
             if k % save_every == 0:
                 record_flat_sample(k // save_every, x, n, c, topology, first, members, lane_status, save_state,
                                    state_out, energy, diagnostics, scratch)

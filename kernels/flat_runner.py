@@ -8,15 +8,17 @@ from .blocks import lane_width, member_outcomes, run_in_threads, to_blocks, to_s
 from .compile import compiled_kernel
 from .integrators import FLAT, KERNEL_METHODS
 from .lyapunov import Shadow, shadow_arrays, shadow_outputs, shadow_record_blocks, shadow_results
+from .sections import SectionPlan, section_outputs, section_results
 
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
-        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int) -> dict:
+        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
+        sections: SectionPlan | None = None) -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
     returns the fields of a :class:`~kernels.integration.Trajectory`.  ``start_step``: the global index of
     the step this call continues after (its time origin start_step·dt, which time-dependent loads see; a
-    shadow's step_offset equals it)."""
+    shadow's step_offset equals it); ``sections``: the checked sections whose crossings are located."""
     space = system.space
     n = space.body_count(state)
     x = space.flatten(state)
@@ -42,15 +44,18 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
                               for name in space.names}).reshape(members, count, rows) if count \
         else np.zeros((members, 0, rows))
     shadow_end["state"] = np.empty(shadow_x.shape)
-    kernel = compiled_kernel(method, system.name, FLAT, shadow is not None)
+    kernel = compiled_kernel(method, system.name, FLAT, shadow is not None, False,
+                             sections.source if sections is not None else None)
+    crossings = section_outputs(sections, members, rows)
     blocks = {"x": to_blocks(x, lanes), "coef": to_blocks(coef, lanes), "shadow": to_shadow_blocks(shadow_x, lanes),
               **shadow_record_blocks(shadow_in, lanes)}
     outputs = [result["state"], result["energy"], diagnostics]
     run_in_threads(
-        kernel, blocks, (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars, keep_state,
+        kernel, blocks, (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars
+        + (sections.directions if sections is not None else np.zeros(0, np.int64),), keep_state,
         outputs + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "carried")]
-        + [growth, indicator_out] + [shadow_end[name] for name in ("state", "log_growth", "reference", "indicators")],
-        lanes, members, threads, space.memory_checks)
+        + [growth, indicator_out] + [shadow_end[name] for name in ("state", "log_growth", "reference", "indicators")]
+        + crossings, lanes, members, threads, space.memory_checks)
     if shadow is not None:
         end_state = space.unflatten(shadow_end["state"].reshape(members * count, rows), n)
         result.update(shadow_results(shadow, {name: value.reshape((members, count) + value.shape[1:])
@@ -61,5 +66,5 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     return dict(result, state=space.unflatten(result["state"], n), final=space.unflatten(result["final"], n),
                 diagnostics={d.name: diagnostics[:, k] for k, d in enumerate(space.diagnostics)},
                 temperature=None, implicit=False, mode="ensemble", min_separation=None,
-                sample_lag=None)
+                sample_lag=None, sections=section_results(sections, crossings, space, n))
 

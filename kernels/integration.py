@@ -12,6 +12,7 @@ from .caches import kernel_cache_directory
 from .errors import InvalidInput
 from .integrators import FORMULATIONS_OF, METHODS, Method, methods_for
 from .lyapunov import Shadow, indicator_rows
+from .sections import Section, plan_sections
 from .systems import SYSTEMS, System
 
 #: the kernels' runner of each space layout (see StateSpace.layout)
@@ -74,6 +75,10 @@ class Trajectory:
     sali: np.ndarray | None = None
     gali: np.ndarray | None = None
     work: np.ndarray | None = None
+    #: with ``sections``: each section's crossings by name (see :mod:`kernels.sections`): ``time`` (members, C)
+    #: (s; NaN past a member's count), ``count`` (members,) (all crossings found in this call, also those past
+    #: max_crossings) and ``state`` {variable: (members, C, *shape)} at each crossing, on the manifold
+    sections: dict | None = None
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -232,7 +237,7 @@ def _initial_carry(runs: Method, names: tuple, options: dict, carry: dict | None
 def integrate(system: System, method: str, state0, dt: float, n_steps: int, save_every: int = 1, *,
               outputs=None, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
               mode: str | None = None, skin: float | None = None, carry: dict | None = None, start_step: int = 0,
-              **method_options) -> Trajectory:
+              sections: tuple[Section, ...] | Section | None = None, **method_options) -> Trajectory:
     """Integrate every member of an ensemble with one method, on the system's state space.
 
     ``state0``: a mapping of the space's state variables, each with a leading member axis
@@ -254,6 +259,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     ``shadow_final``.  ``mode`` and ``skin``: the (S²)ⁿ system-parallel mode (see
     :mod:`kernels.system_parallel`).  ``start_step``: the global index of the step this call continues
     after (time origin start_step·dt, what time-dependent forces see; with a shadow, its step_offset).
+    ``sections`` (fixed-step methods, ensemble mode): :class:`~kernels.sections.Section` s whose crossings
+    are located inside the steps and returned in ``Trajectory.sections``.
     Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
     """
@@ -292,6 +299,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         if start_step not in (0, shadow.step_offset):
             raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
         start_step = shadow.step_offset
+    section_plan = plan_sections(sections, space, space.body_count(state), method, runs.fixed_step)
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)
@@ -299,7 +307,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     result = RUNNERS[space.layout](system, runs.name, state, dt, n_steps, save_every, keep_state=bool(keep),
                                    threads=threads, shadow=shadow, mode=mode, skin=skin, options=options,
                                    option_vector=option_vector, carried=carried,
-                                   track_encounters="min_separation" in outputs, start_step=int(start_step))
+                                   track_encounters="min_separation" in outputs, start_step=int(start_step),
+                                   sections=section_plan)
     carried = result.pop("carried")
     result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
     samples = n_steps // save_every + 1

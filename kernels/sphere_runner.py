@@ -12,6 +12,7 @@ from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, KERNEL_METHODS
 from .integrators.formulations import DEFAULT_FORMULATION
 from .lyapunov import Shadow, shadow_arrays, shadow_outputs, shadow_record_blocks, shadow_results
+from .sections import SectionPlan, section_outputs, section_results
 
 
 def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
@@ -36,11 +37,13 @@ def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
-        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int) -> dict:
+        option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
+        sections: SectionPlan | None = None) -> dict:
     """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
     returns the fields of a :class:`~kernels.integration.Trajectory` (state and diagnostics by name),
     with ``carried`` (members, C), the method's solver state, updated in place.  ``start_step``: the global
-    index of the step the call continues after (time origin of time-dependent forces)."""
+    index of the step the call continues after (time origin of time-dependent forces); ``sections``: the
+    checked sections whose crossings are located (:mod:`kernels.sections`)."""
     q, omega = state["q"], state["omega"]
     members, n = q.shape[:2]
     params = system.broadcast(members, n)
@@ -83,6 +86,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     chosen = system_parallel.choose_mode(mode, system, method, implicit, members, n, params, shadow is not None)
     if forced and chosen == "system":
         raise InvalidInput("mode", f"the system-parallel mode steps unforced systems; {system.name} is forced here")
+    if sections is not None and chosen == "system":
+        raise InvalidInput("section", "sections run in the ensemble mode (members in parallel); set mode = 'ensemble'")
     if chosen == "system":
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
                                           skin, keep_state, threads))
@@ -90,20 +95,24 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         shadow_in, shadow_scalars = shadow_arrays(shadow, {"q": q, "omega": omega}, start_step)
         growth, indicator_out, shadow_end = shadow_outputs(shadow_in, shadow is not None, samples)
         shadow_end.update(q=np.empty(shadow_in["q"].shape), omega=np.empty(shadow_in["q"].shape))
-        kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced)
+        kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced,
+                                 sections.source if sections is not None else None)
+        crossings = section_outputs(sections, members, 6 * n)
         blocks = {name: to_blocks(array, lanes) for name, array in
                   (("q", q), ("omega", omega), ("mass_diag", mass_diag), ("mass_full", mass_full), ("coef", coef))}
         blocks.update({"shadow_" + name: to_shadow_blocks(shadow_in[name], lanes) for name in ("q", "omega")})
         blocks.update(shadow_record_blocks(shadow_in, lanes))
         run_in_threads(
             kernel, blocks,
-            (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars + (track_encounters,),
+            (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars
+            + (track_encounters, sections.directions if sections is not None else np.zeros(0, np.int64)),
             keep_state,
             [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "work", "status", "failed_step",
                                        "solver_iterations", "q_final", "omega_final", "carried", "min_separation",
                                        "sample_lag")] + [growth, indicator_out]
-            + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference", "indicators")],
+            + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference", "indicators")] + crossings,
             lanes, members, threads)
+        result["sections"] = section_results(sections, crossings, system.space, n)
         if shadow is not None:
             result.update(shadow_results(shadow, {"q": shadow_end["q"], "omega": shadow_end["omega"]}, shadow_end,
                                          growth, indicator_out, n_steps))

@@ -60,6 +60,12 @@ class Method:
         return self
 
     @property
+    def fixed_step(self) -> bool:
+        """Whether it marches every member with the common step dt (the drivers of :mod:`kernels.driver` and
+        :mod:`kernels.flat_driver`); rk45 and adaptive vi choose their own steps, carried between calls."""
+        return not ({"step_size", "step_density"} & set(self.carry))
+
+    @property
     def samples_off_grid(self) -> bool:
         """Whether its samples are the first steps past their nominal times, lags carried as ``sample_lag``."""
         return "sample_lag" in self.carry

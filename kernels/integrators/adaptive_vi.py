@@ -57,17 +57,19 @@ def nominal_step(next_sample, save_every, elapsed, dt):
 
 def drive_adaptive_vi(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                       log_growth_blocks, reference_blocks, indicator_blocks, topology, dt, n_steps, save_every, options,
-                      d0, renormalise_every, step_offset, track_encounters, members, save_state,
+                      d0, renormalise_every, step_offset, track_encounters, directions, members, save_state,
                       q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
                       q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out, shadow_q_end,
-                      shadow_omega_end, log_growth_end, reference_end, indicators_end):
+                      shadow_omega_end, log_growth_end, reference_end, indicators_end, section_time, section_state,
+                      section_count):
     """March each member (blocks of one lane) with its own reversible step sequence until it has
     passed every save time s·save_every·dt, s ≤ n_steps/save_every (see the module docstring).
     ``sample_time`` receives each sample's lag behind its nominal time (s); ``iterations`` the steps
     taken; ``carried`` holds (ρ, lag) in and out.  The controller evaluates the encounter at every
     step anyway, so ``min_separation`` is kept whatever ``track_encounters`` says.  A member whose density stops being positive or
     that needs more than ``max_steps`` steps fails with STEP_SIZE_UNDERFLOW.  Shares
-    :func:`kernels.driver.drive_fixed_step`'s signature; shadows are refused by :func:`kernels.integrate`."""
+    :func:`kernels.driver.drive_fixed_step`'s signature; shadows and sections are refused by
+    :func:`kernels.integrate`."""
     n_blocks, n, _, lanes = q_blocks.shape
     tolerance = options[TOLERANCE]
     max_step = options[MAX_STEP]

@@ -100,14 +100,15 @@ def flat_dense_into(x, k, h, theta, out):
 
 
 def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology,
-                        n, dt, n_steps, save_every, options, d0, renormalise_every, step_offset, members, save_state,
-                        state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried,
-                        log_growth_out, indicator_out, shadow_end, log_growth_end, reference_end, indicators_end):
+                        n, dt, n_steps, save_every, options, d0, renormalise_every, step_offset, directions, members,
+                        save_state, state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried,
+                        log_growth_out, indicator_out, shadow_end, log_growth_end, reference_end, indicators_end,
+                        section_time, section_state, section_count):
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
     times, the last step clipped onto n_steps·dt, and the controller's next step returned in
     ``carried[:, 0]`` (``step_size``, the carried state of a later segment); the same controller as the (S²)ⁿ kernel
     (:func:`kernels.integrators.runge_kutta.drive_adaptive`).  Shares
-    :func:`kernels.flat_driver.drive_flat_fixed`'s signature; shadows are refused for it."""
+    :func:`kernels.flat_driver.drive_flat_fixed`'s signature; shadows and sections are refused for it."""
     n_blocks, rows, lanes = x_blocks.shape
     t_end = n_steps * dt
     n_samples = n_steps // save_every + 1

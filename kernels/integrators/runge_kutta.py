@@ -267,10 +267,11 @@ def dopri_gave_up(h, t_end, attempts, max_steps):
 
 def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                    log_growth_blocks, reference_blocks, indicator_blocks, topology, dt, n_steps, save_every, options,
-                   d0, renormalise_every, step_offset, track_encounters, members, save_state,
+                   d0, renormalise_every, step_offset, track_encounters, directions, members, save_state,
                    q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
                    q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out, shadow_q_end,
-                   shadow_omega_end, log_growth_end, reference_end, indicators_end):
+                   shadow_omega_end, log_growth_end, reference_end, indicators_end, section_time, section_state,
+                   section_count):
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
     times s·save_every·dt; the last step is clipped to land on n_steps·dt exactly, and the step size
     the controller proposes there is returned in ``carried[:, 0]`` (``step_size``) to continue a later
@@ -280,7 +281,7 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
     t_end (or that exceeds max_steps attempts) fails with STEP_SIZE_UNDERFLOW.
     Shares :func:`kernels.driver.drive_fixed_step`'s signature; Benettin shadows need renormalisation
     at common fixed steps, so :func:`kernels.integrate` refuses them here and the shadow arguments
-    are unused.  Forced kernels integrate the forces' power P by Simpson's rule over each accepted step
+    are unused, as are the sections' (refused too, until crossings are searched on its own steps).  Forced kernels integrate the forces' power P by Simpson's rule over each accepted step
     (P at the step's ends and at its midpoint's dense-output state; to a sample inside a step, over
     [t, t_sample] likewise) into ``work_out``, carried in the last column of ``carried``: fifth order
     per step, so the work is as accurate as the state."""

@@ -1,0 +1,387 @@
+"""Surfaces of section: crossings of a scalar expression of the state, located inside the step that holds them.
+
+A section is a scalar expression e of the space's state variables (``"q[0][0]"``, ``"omega[1][2] - q[0][1]"``,
+``"R[0][2][2]"``).  A step from t_k to t_k + h holds a crossing when e goes from below zero to zero or above
+(``direction = "up"``), from above zero to zero or below (``"down"``), or either (``"both"``): the condition is
+half-open, so a crossing that lands exactly on a step's end (or a segment's end) belongs to that step alone and
+the next step, starting where it is zero, does not find it again.
+
+**Where in the step.** The crossing time is the root τ ∈ (0, h] of f(τ) = e(Φ_τ(x_k)), where Φ_τ is the method's
+own step of size τ from the step's start state x_k (so the sought state is the method's one-step approximation,
+local error O(τ^{p+1}) for a method of order p).  f(0) = e(x_k) and f(h) = e(x_{k+1}) bracket the root; it is
+found by the Illinois variant of regula falsi (Dowell & Jarratt 1971, BIT 11, 168: superlinear, order ≈ 1.44,
+never leaves the bracket), to a bracket of 4 ulp of h.  The located time and state are therefore accurate to the
+method's order: their error is the state's global error O(h^p), not the O(h²) of interpolating linearly between
+steps, and not limited by a cubic Hermite interpolant's O(h⁴) either.  Each iteration is one step of the one
+member on a one-lane block, the same arithmetic as in any block width, so crossings are bitwise independent of
+chunking, lanes and threads; a root search costs 10–20 steps of one member per crossing, nothing between them.
+
+Expressions are read by sympy, as model files are, and printed into one generated lane function
+(:mod:`kernels.models.codegen`): ``values(state..., out)`` writes e of every section for every lane.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InvalidInput
+from .lanes import lane_function
+from .status import OK
+
+#: direction name → the sign the kernels read (+1: from below, −1: from above, 0: either)
+DIRECTIONS = {"up": 1, "down": -1, "both": 0}
+#: the root search's largest number of steps per crossing (Illinois reaches 4 ulp of h in 10–20)
+MAX_SEARCH_STEPS = 100
+#: the functions an expression may call, as sympy has them
+EXPRESSION_FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "sqrt", "atan2", "arctan2", "abs", "asin", "acos",
+                        "atan", "sinh", "cosh", "tanh", "pi")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One surface of section: ``expression`` (Python over the space's state variables, scalar), the
+    ``direction`` of the crossings kept ("up", "down" or "both"), the state variables ``record``-ed at each
+    crossing (None: all) and at most ``max_crossings`` crossings kept per member and call (the rest counted)."""
+
+    name: str
+    expression: str
+    direction: str = "up"
+    record: tuple | None = None
+    max_crossings: int = 1000
+
+
+def _symbols(space, n: int) -> tuple[dict, dict]:
+    """Each state variable as an array of sympy symbols of its per-member shape, and each symbol's flat row."""
+    import sympy
+
+    arrays, rows, start = {}, {}, 0
+    for variable in space.variables:
+        shape = tuple(variable.shape(n))
+        names = [f"{variable.name}_{'_'.join(map(str, index))}" for index in np.ndindex(*shape)]
+        symbols = [sympy.Symbol(name, real=True) for name in names]
+        for offset, symbol in enumerate(symbols):
+            rows[symbol] = start + offset
+        arrays[variable.name] = np.array(symbols, dtype=object).reshape(shape)
+        start += len(symbols)
+    return arrays, rows
+
+
+def _functions() -> dict:
+    import sympy
+
+    return {"sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "exp": sympy.exp, "log": sympy.log,
+            "sqrt": sympy.sqrt, "atan2": sympy.atan2, "arctan2": sympy.atan2, "abs": sympy.Abs, "asin": sympy.asin,
+            "acos": sympy.acos, "atan": sympy.atan, "sinh": sympy.sinh, "cosh": sympy.cosh, "tanh": sympy.tanh,
+            "pi": sympy.pi}
+
+
+def section_expression(space, n: int, field: str, expression):
+    """The sympy expression of one section's text, refused (InvalidInput naming ``field``) when it is not a
+    string, names something other than the space's variables and :data:`EXPRESSION_FUNCTIONS`, indexes past a
+    variable's shape, is not a scalar, or does not depend on the state."""
+    import sympy
+
+    allowed = f"the {space.name} space's variables {', '.join(space.names)} (indexed, e.g. {space.names[0]}[0]" \
+              f"{'[0]' * (len(space.variables[0].dims) - 1)}) and {', '.join(EXPRESSION_FUNCTIONS)}"
+    if not isinstance(expression, str) or not expression.strip():
+        raise InvalidInput(field, f"must be a Python expression over {allowed}, got {expression!r}")
+    arrays, rows = _symbols(space, n)
+    try:
+        code = compile(expression, "<section>", "eval")
+    except SyntaxError as error:
+        raise InvalidInput(field, f"is not a Python expression ({error.msg}): {expression!r}") from None
+    try:
+        value = eval(code, {"__builtins__": {}}, {**arrays, **_functions()})  # noqa: S307 - the user's own spec
+    except NameError as error:
+        raise InvalidInput(field, f"{error.name!r} is not known; allowed: {allowed}") from None
+    except IndexError as error:
+        raise InvalidInput(field, f"{error} in {expression!r}; shapes: {space.expected(n)}") from None
+    except (TypeError, ValueError, AttributeError) as error:
+        raise InvalidInput(field, f"cannot be evaluated ({error}): {expression!r}") from None
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise InvalidInput(field, f"must be a scalar; {expression!r} has shape {value.shape} (index it further)")
+        value = value.item()
+    try:
+        value = sympy.sympify(value)
+    except sympy.SympifyError:
+        raise InvalidInput(field, f"must be a scalar number, got {type(value).__name__}") from None
+    if not isinstance(value, sympy.Expr) or not (value.free_symbols & set(rows)):
+        raise InvalidInput(field, f"must depend on the state; {expression!r} is the constant {value}")
+    return value, rows
+
+
+def values_source(space, n: int, expressions: list) -> str:
+    """A generated module with ``section_values(state..., out)``: out[s, b] = e_s of lane b.  The (S²)ⁿ layout
+    passes q and ω blocks (n, 3, L), the flat layout one block x (rows, L)."""
+    from .models.codegen import lane_function_source
+
+    rows = {}
+    for _, row_of in expressions:
+        rows.update(row_of)
+    if space.layout == "sphere":
+        names = {symbol: (f"q[{row // 3}, {row % 3}, b]" if row < 3 * n else
+                          f"omega[{(row - 3 * n) // 3}, {row % 3}, b]") for symbol, row in rows.items()}
+        arguments, lanes = "q, omega, out", "q.shape[2]"
+    else:
+        names = {symbol: f"x[{row}, b]" for symbol, row in rows.items()}
+        arguments, lanes = "x, out", "x.shape[1]"
+    body = lane_function_source("section_values", arguments, lanes, names,
+                                [(f"out[{s}, b]", expr) for s, (expr, _) in enumerate(expressions)],
+                                "Each section's expression at every lane's state (generated).")
+    return SECTION_HEADER + body
+
+
+SECTION_HEADER = '''"""Generated by armillary from the sections of a spec; do not edit (regenerated from their expressions)."""
+
+import numpy as np
+
+from armillary.kernels.lanes import lane_function
+
+'''
+
+
+@dataclass(frozen=True)
+class SectionPlan:
+    """Sections checked against a space and body count: their generated values module, directions and
+    capacity (the most crossings any of them keeps per member and call)."""
+
+    sections: tuple
+    source: str
+    directions: np.ndarray
+    capacity: int
+
+
+def plan_sections(sections, space, n: int, method_name: str, fixed_step: bool) -> SectionPlan | None:
+    """Validate ``sections`` (a sequence of :class:`Section`) for ``space`` with n bodies; None for none."""
+    if not sections:
+        return None
+    if isinstance(sections, Section):
+        sections = (sections,)
+    sections = tuple(sections)
+    if not fixed_step:
+        raise InvalidInput("section", f"sections are located in the steps of fixed-step methods; {method_name!r} "
+                                      "takes its own steps (sections with rk45 and adaptive vi are not built yet)")
+    expressions, seen = [], set()
+    for section in sections:
+        if not isinstance(section, Section):
+            raise InvalidInput("section", f"must be kernels.sections.Section, got {type(section).__name__}")
+        field = f"section.{section.name}"
+        if not section.name.isidentifier() or section.name in seen:
+            raise InvalidInput("section", f"names must be distinct identifiers, got {section.name!r}")
+        seen.add(section.name)
+        if section.direction not in DIRECTIONS:
+            raise InvalidInput(f"{field}.direction", f"unknown direction {section.direction!r}; allowed: "
+                                                     f"{', '.join(DIRECTIONS)}")
+        maximum = section.max_crossings
+        if isinstance(maximum, bool) or not isinstance(maximum, (int, np.integer)) or maximum < 1:
+            raise InvalidInput(f"{field}.max_crossings", f"must be an integer >= 1, got {maximum!r}")
+        unknown = sorted(set(section.record or ()) - set(space.names))
+        if unknown:
+            raise InvalidInput(f"{field}.record", f"unknown {', '.join(map(str, unknown))}; the {space.name} space "
+                                                  f"has {', '.join(space.names)}")
+        expressions.append(section_expression(space, n, f"{field}.expression", section.expression))
+    return SectionPlan(sections, values_source(space, n, expressions),
+                       np.array([DIRECTIONS[s.direction] for s in sections], dtype=np.int64),
+                       max(int(s.max_crossings) for s in sections))
+
+
+def section_outputs(plan: SectionPlan | None, members: int, rows: int) -> list:
+    """The kernels' section outputs: crossing times (members, S, C), states (members, S, C, rows) and counts
+    (members, S); with no sections, empty arrays of those ranks."""
+    count = len(plan.sections) if plan else 0
+    capacity = plan.capacity if plan else 0
+    return [np.full((members, count, capacity), np.nan), np.full((members, count, capacity, rows), np.nan),
+            np.zeros((members, count), np.int64)]
+
+
+def section_results(plan: SectionPlan | None, outputs: list, space, n: int) -> dict | None:
+    """Each section's crossings by name: ``time`` (members, C) (s), ``count`` (members,) (every crossing found,
+    also those past max_crossings) and ``state`` {variable: (members, C, *shape)}, recorded states put back on
+    the manifold (where the method kept them within STATE_TOLERANCE of it; farther ones are left as stepped)."""
+    if plan is None:
+        return None
+    times, states, counts = outputs
+    results = {}
+    for s, section in enumerate(plan.sections):
+        keep = int(section.max_crossings)
+        flat = states[:, s, :keep]
+        found = np.isfinite(flat).all(axis=-1)
+        state = space.unflatten(flat, n)
+        if found.any():
+            on_manifold = space.unflatten(flat[found], n)
+            try:
+                on_manifold = space.project(on_manifold)
+            except InvalidInput:
+                pass  # a method that drifted off the manifold by more than the tolerance: kept as stepped
+            for name, value in on_manifold.items():
+                state[name] = state[name].copy()
+                state[name][found] = value
+        record = section.record or space.names
+        results[section.name] = {"time": times[:, s, :keep], "count": counts[:, s].copy(),
+                                 "state": {name: state[name] for name in record}}
+    return results
+
+
+@lane_function
+def crossed(direction, before, after):
+    """Whether a step from value ``before`` to ``after`` crosses zero in ``direction`` (+1 up, −1 down, 0
+    either); half-open, so a zero at a step's end counts for that step only."""
+    up = before < 0.0 and after >= 0.0
+    down = before > 0.0 and after <= 0.0
+    return up if direction > 0 else down if direction < 0 else up or down
+
+
+@lane_function
+def illinois_update(bracket, tau, value):
+    """One Illinois regula-falsi update of ``bracket`` = [a, f(a), b, f(b), side] with the new point (τ, f(τ))."""
+    if (value > 0.0) == (bracket[3] > 0.0):
+        bracket[2], bracket[3] = tau, value
+        if bracket[4] == -1.0:
+            bracket[1] *= 0.5
+        bracket[4] = -1.0
+    else:
+        bracket[0], bracket[1] = tau, value
+        if bracket[4] == 1.0:
+            bracket[3] *= 0.5
+        bracket[4] = 1.0
+
+
+@lane_function
+def next_root_guess(bracket):
+    """The regula-falsi point of the bracket, or its midpoint when round-off puts it outside."""
+    a, fa, b, fb = bracket[0], bracket[1], bracket[2], bracket[3]
+    tau = (a * fb - b * fa) / (fb - fa)
+    return tau if a < tau < b else 0.5 * (a + b)
+
+
+@lane_function
+def search_finished(bracket, value, h):
+    """Stop at an exact zero, a non-finite value, or a bracket of 4 ulp of h."""
+    return value == 0.0 or not np.isfinite(value) or bracket[2] - bracket[0] <= 4.0 * np.finfo(np.float64).eps * h
+
+
+@lane_function
+def store_crossing(m, s, t, lane_state, section_count, section_time, section_state):
+    """Record a member's crossing (time t (s), its flat state ``lane_state``) if its capacity allows; count it."""
+    j = section_count[m, s]
+    if j < section_time.shape[2]:
+        section_time[m, s, j] = t
+        for r in range(lane_state.shape[0]):
+            section_state[m, s, j, r] = lane_state[r]
+    section_count[m, s] = j + 1
+
+
+# Stages bound into the drivers as ``locate_crossings`` (see kernels.driver and kernels.flat_driver): the
+# (S²)ⁿ layout's and the flat layout's, and nothing for kernels without sections.
+
+def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c, topology, options, lane_status,
+                           first, members, directions, section_count, section_time, section_state):
+    """Every crossing of the step from (q_start, ω_start) at t0 (s) to the lanes' current state, located
+    by re-stepping the member alone (see the module docstring) and recorded for members still OK."""
+    n = q_start.shape[0]
+    lanes = q_start.shape[2]
+    for b in range(lanes):
+        m = first + b
+        if m >= members or lane_status[b] != OK:
+            continue
+        for s in range(directions.shape[0]):
+            if not crossed(directions[s], before[s, b], after[s, b]):
+                continue
+            q1 = np.empty((n, 3, 1))
+            omega1 = np.empty((n, 3, 1))
+            md1 = md[:, b:b + 1].copy()
+            mf1 = mf[:, :, b:b + 1].copy()
+            c1 = c[:, b:b + 1].copy()
+            work1 = integrator_allocate(n, 1)  # noqa: F821 (bound at specialisation)
+            active1 = np.ones(1, np.bool_)
+            code1 = np.zeros(1, np.int64)
+            iterations1 = np.zeros(1, np.int64)
+            values1 = np.empty((directions.shape[0], 1))
+            bracket = np.array([0.0, before[s, b], h, after[s, b], 0.0])
+            tau, value = h, after[s, b]
+            for _ in range(MAX_SEARCH_STEPS):
+                tau = next_root_guess(bracket)
+                q1[:, :, 0] = q_start[:, :, b]
+                omega1[:, :, 0] = omega_start[:, :, b]
+                integrator_begin(q1, omega1, md1, mf1, c1, topology, tau, options, work1)  # noqa: F821
+                integrator_step(t0, q1, omega1, md1, mf1, c1, topology, tau, options, work1, active1,  # noqa: F821
+                                code1, iterations1)
+                section_values(q1, omega1, values1)  # noqa: F821
+                value = values1[s, 0]
+                illinois_update(bracket, tau, value)
+                if search_finished(bracket, value, h):
+                    break
+            lane_state = np.empty(6 * n)
+            for i in range(n):
+                for k in range(3):
+                    lane_state[3 * i + k] = q1[i, k, 0]
+                    lane_state[3 * n + 3 * i + k] = omega1[i, k, 0]
+            store_crossing(m, s, t0 + tau, lane_state, section_count, section_time, section_state)
+
+
+def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options, lane_status, first, members,
+                         directions, section_count, section_time, section_state):
+    """The flat layout's :func:`sphere_locate_template`: the re-step also applies the system's constraints."""
+    rows = x_start.shape[0]
+    lanes = x_start.shape[1]
+    for b in range(lanes):
+        m = first + b
+        if m >= members or lane_status[b] != OK:
+            continue
+        for s in range(directions.shape[0]):
+            if not crossed(directions[s], before[s, b], after[s, b]):
+                continue
+            x1 = np.empty((rows, 1))
+            c1 = c[:, b:b + 1].copy()
+            work1 = integrator_allocate(rows, n, 1)  # noqa: F821 (bound at specialisation)
+            active1 = np.ones(1, np.bool_)
+            code1 = np.zeros(1, np.int64)
+            iterations1 = np.zeros(1, np.int64)
+            moved1 = np.zeros(1)
+            values1 = np.empty((directions.shape[0], 1))
+            bracket = np.array([0.0, before[s, b], h, after[s, b], 0.0])
+            tau, value = h, after[s, b]
+            for _ in range(MAX_SEARCH_STEPS):
+                tau = next_root_guess(bracket)
+                x1[:, 0] = x_start[:, b]
+                integrator_begin(x1, n, c1, topology, tau, options, work1)  # noqa: F821
+                integrator_step(x1, n, c1, topology, t0, tau, options, work1, active1, code1,  # noqa: F821
+                                iterations1)
+                system_constrain(x1, n, c1, topology, moved1)  # noqa: F821
+                section_values(x1, values1)  # noqa: F821
+                value = values1[s, 0]
+                illinois_update(bracket, tau, value)
+                if search_finished(bracket, value, h):
+                    break
+            store_crossing(m, s, t0 + tau, x1[:, 0], section_count, section_time, section_state)
+
+
+def no_sphere_locate(t0, h, q_start, omega_start, before, after, md, mf, c, topology, options, lane_status, first,
+                     members, directions, section_count, section_time, section_state):
+    """Kernels without sections: nothing to locate."""
+
+
+def no_flat_locate(t0, h, x_start, before, after, n, c, topology, options, lane_status, first, members, directions,
+                   section_count, section_time, section_state):
+    """Kernels without sections: nothing to locate."""
+
+
+@lane_function
+def no_sphere_values(q, omega, out):
+    """``section_values`` of kernels without sections."""
+
+
+@lane_function
+def no_flat_values(x, out):
+    """``section_values`` of kernels without sections."""
+
+
+#: the drivers' section stages by layout, with sections and without
+SECTION_STAGES = {("sphere", True): (("locate_crossings", sphere_locate_template),),
+                  ("sphere", False): (("locate_crossings", no_sphere_locate),),
+                  ("flat", True): (("locate_crossings", flat_locate_template),),
+                  ("flat", False): (("locate_crossings", no_flat_locate),)}
+NO_SECTION_VALUES = {"sphere": no_sphere_values, "flat": no_flat_values}
