@@ -15,6 +15,7 @@ from armillary.kernels import InvalidInput, carried_names, execution_mode, get_s
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.models.checks import check_states, gradient_error
+from armillary.kernels.sections import Section, plan_sections
 from armillary.kernels.system_parallel import cutoff_of
 from armillary.kernels.systems import MODELS
 
@@ -133,6 +134,14 @@ class Plan:
             first = min(self.spec.chunk, self.spec.members)
             check_states(self.chunk_system(0, first), self.space.admit(self.initial_state(0, first), n))
         self.method  # refuses a method variant the system cannot take (adaptive vi), naming the option
+        if self.sections is not None:
+            try:
+                plan_sections(self.sections, self.space, n, self.spec.method, self.method.fixed_step)
+            except InvalidInput as error:  # the kernels name it section.section.<key>
+                raise InvalidInput(error.field.replace("section.section", "analysis.section"), error.message) from None
+            if self.mode == "system":
+                raise InvalidInput("analysis.section", "sections run in the ensemble mode (members in parallel); "
+                                   "this run is one large system stepped in parallel")
         optional = {d.name for d in self.space.optional_diagnostics}
         if optional & set(self.spec.variables) and self.mode != "system":
             raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "
@@ -165,6 +174,21 @@ class Plan:
             return resolve_method(self.system.definition, self.spec.method, self.spec.options)
         except InvalidInput as error:
             raise InvalidInput(f"integrator.{error.field}", error.message) from None
+
+    @property
+    def sections(self) -> tuple[Section] | None:
+        """``[analysis] section`` as the kernels take it (named "section", as its store variables are), or None."""
+        table = self.spec.section
+        if table is None:
+            return None
+        record = table.get("record")
+        return (Section("section", table["expression"], table["direction"],
+                        tuple(record) if record is not None else None, table["max_crossings"]),)
+
+    @property
+    def section_variables(self) -> tuple[str, ...]:
+        """The state variables stored at each crossing (every one unless ``record`` chooses)."""
+        return tuple(self.spec.section.get("record") or self.space.names) if self.spec.section else ()
 
     @property
     def tracks_encounters(self) -> bool:

@@ -35,7 +35,8 @@ def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: i
     spec = plan.spec
     return integrate(plan.chunk_system(first, stop), spec.method, state, spec.dt, n_steps, save_every,
                      outputs=outputs, threads=None if plan.mode == "system" else threads, restart=restart,
-                     shadow=shadow, mode=plan.mode, carry=carry, start_step=start_step, **spec.options)
+                     shadow=shadow, mode=plan.mode, carry=carry, start_step=start_step, sections=plan.sections,
+                     **spec.options)
 
 
 def load_kernel(plan: Plan, stream) -> None:
@@ -126,6 +127,27 @@ def indicator_writes(plan: Plan, result, failed: np.ndarray, members: slice, reg
     return writes
 
 
+def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, members: slice,
+                   before: np.ndarray) -> tuple[list, np.ndarray]:
+    """The writes of one segment's crossings, appended to each member's earlier ones (``before`` of them) up to
+    max_crossings, and every member's count after it (crossings of members failed before it are not counted).
+    The chunk's crossing arrays are read and written whole: a segment that is run again finds the same
+    ``before`` in its checkpoint and writes the same bits at the same places."""
+    crossings = result.sections["section"]
+    found = np.where(failed, 0, crossings["count"])
+    after = before + found
+    capacity = plan.spec.section["max_crossings"]
+    arrays = {"section_time": (store.read("section_time", members), crossings["time"])}
+    arrays.update({f"section_{name}": (store.read(f"section_{name}", members), crossings["state"][name])
+                   for name in plan.section_variables})
+    for m in np.flatnonzero(found):
+        start, stop = min(before[m], capacity), min(after[m], capacity)
+        for stored, new in arrays.values():
+            stored[m, start:stop] = new[m, :stop - start]
+    writes = [(name, members, stored) for name, (stored, _) in arrays.items()]
+    return writes + [("section_count", members, after)], after
+
+
 def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int | None = 1) -> tuple[int, float, float]:
     """Compute (chunk, segment) of ``plan`` into its store; returns (member-steps done, seconds,
     seconds spent writing the store).
@@ -153,12 +175,14 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         if spec.shadows:
             shadow = plan.initial_shadow(first, stop, state)
         closest = np.full(stop - first, np.inf)
+        crossed = np.zeros(stop - first, np.int64)
     else:
         saved = store.read_checkpoint((segment - 1) % 2, first, stop, checkpoint_names(plan))
         state = {name: saved[name] for name in names}
         status, failed_step = saved["status"], saved["failed_step"]
         carry = {name: saved[name] for name in carried}  # e.g. rk45 continues with its proposed step
         closest = saved.get("min_separation")
+        crossed = saved.get("section_count")
         if spec.shadows:
             shadow = saved_shadow(plan, saved, stop - first, seg.start)
     failed = status != OK
@@ -202,6 +226,9 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         writes.append(("min_separation", members, closest))
     for name, value in result.final.items():
         checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
+    if plan.sections is not None:
+        crossing_writes, checkpoint["section_count"] = section_writes(plan, store, result, failed, members, crossed)
+        writes += crossing_writes
     if shadow is not None:
         writes += indicator_writes(plan, result, failed, members, region, seg)
         checkpoint.update(shadow_checkpoint(plan, result.shadow_final))

@@ -37,7 +37,7 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until")
+OPTIONAL_FIELDS = ("lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section")
 
 
 def output_variables(space, definition=None) -> tuple[str, ...]:
@@ -112,6 +112,8 @@ class Spec:
     sali: dict | None = None
     #: ``[ensemble] until``: {"statistic", "half_width", "batch", "max_members"}, or None for a fixed size
     until: dict | None = None
+    #: ``[analysis] section``: {"expression", "direction", "record", "max_crossings"}, or None
+    section: dict | None = None
     #: the options of a space-declared sampler beyond ``omega_scale`` (e.g. ``particles``), None if it has none
     sampler_options: dict | None = None
     #: a model file's path (absolute; for messages) and its text, which the run is built from wherever it
@@ -169,7 +171,7 @@ class Spec:
                          **(self.sampler_options or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
-            "analysis": {name: getattr(self, name) for name in INDICATORS},
+            "analysis": {name: getattr(self, name) for name in INDICATORS + ("section",)},
         }
         lines = []
         for section, entries in sections.items():
@@ -525,8 +527,9 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
     and renormalise_every.  (That ``count`` is at most the tangent dimension is checked by the plan, which
     knows the number of bodies.)"""
     tables = {name: section.get(name, "table") for name in INDICATORS}
+    surface = section.get("section", "table")
     section.finish()
-    parsed, shared = {}, None
+    parsed, shared = {"section": _surface_of_section(surface, method, options, definition)}, None
     for name, table in tables.items():
         if table is None:
             parsed[name] = None
@@ -553,6 +556,28 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
         shared = shared or (name, entry)
         parsed[name] = entry
     return parsed
+
+
+def _surface_of_section(table: dict | None, method: str, options: dict, definition) -> dict | None:
+    """``[analysis] section``'s keys, typed and with their defaults (the expression and the recorded variables
+    are checked against the space by the plan, which knows the number of bodies)."""
+    if table is None:
+        return None
+    if not METHODS[method].resolve(options).fixed_step:
+        fixed = ", ".join(m for m in (methods_for(definition) if definition else METHODS) if METHODS[m].fixed_step)
+        raise InvalidInput("analysis.section", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
+    surface = _Section("analysis.section", table)
+    entry = {"expression": surface.get("expression", "str", required=True),
+             "direction": surface.choice("direction", ("up", "down", "both"), "up"),
+             "max_crossings": int(surface.positive("max_crossings", "int", 1000, minimum=1, strict=False))}
+    record = surface.get("record", "list")
+    if record is not None:
+        if not (record and all(isinstance(name, str) for name in record)):
+            raise InvalidInput("analysis.section.record", f"must be a non-empty list of state variable names, got "
+                                                          f"{record!r}")
+        entry["record"] = record
+    surface.finish()
+    return entry
 
 
 def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides) -> Spec:

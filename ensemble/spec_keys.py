@@ -121,6 +121,19 @@ SPEC_KEYS: dict[str, SpecKey] = {
                              "stores `sali` (and `gali`) (member, time)"),
     "analysis.sali.d0": SpecKey("number in (0, 0.01)", "1e-8", "the state's", "as analysis.lyapunov.d0"),
     "analysis.sali.renormalise_every": SpecKey("integer ≥ 1", "10", "steps", "as analysis.lyapunov.renormalise_every"),
+    "analysis.section": SpecKey("table", "none", "", "a surface of section (fixed-step methods): every crossing of "
+                                "`expression` through zero in `direction` is located inside its step, to the method's "
+                                "order, and its time and state stored: `{ expression, direction, record, "
+                                "max_crossings }`; stores `section_time` (member, crossing), `section_<variable>` "
+                                "(member, crossing, …) and `section_count` (member)"),
+    "analysis.section.expression": SpecKey("string", "required", "", "a scalar Python expression over the space's "
+                                           "state variables, indexed (`q[0][0]`, `Omega[0][1]`, `R[0][2][2]`), with "
+                                           "+ − × ÷ **, sin, cos, tan, exp, log, sqrt, atan2, abs, … and pi"),
+    "analysis.section.direction": SpecKey("string", "up", "", "up (from below zero to zero or above) | down | both"),
+    "analysis.section.record": SpecKey("list of strings", "every state variable", "", "the state variables stored "
+                                       "at each crossing"),
+    "analysis.section.max_crossings": SpecKey("integer ≥ 1", "1000", "crossings", "crossings stored per member; "
+                                              "later ones are counted in `section_count`, not stored"),
 }
 
 

@@ -86,7 +86,18 @@ INDICATOR_ATTRS = {
 INDICATOR_VARIABLES = {"lyapunov": LYAPUNOV_VARIABLES,
                        "lyapunov_spectrum": ("lyapunov_spectrum", "lyapunov_spectrum_estimate"),
                        "megno": ("megno", "megno_final"), "sali": ("sali",)}
+#: the variables ``[analysis] section`` adds: (dims, units, long name); ``section_<variable>`` stands for each
+#: recorded state variable, with that variable's dims after (member, crossing) and its units
+SECTION_ATTRS = {
+    "section_time": (("member", "crossing"), "s", "time of each crossing of the surface of section, located inside "
+                     "its step (NaN past the member's count)"),
+    "section_count": (("member",), "1", "crossings found so far, also those past max_crossings (not stored)"),
+    "section_<variable>": (("member", "crossing", "…"), "the variable's", "a recorded state variable at each "
+                           "crossing, put back on the manifold"),
+}
 #: the status meanings of stores written before they were stored as an attribute (all (S²)ⁿ codes)
+#: the data variables and checkpoint slots of integers (the others are float64)
+INTEGER_VARIABLES = ("status", "failed_step", "section_count")
 LEGACY_STATUS = {str(code): meaning for code, meaning in STATUS_MEANINGS.items()}
 
 
@@ -106,6 +117,16 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
         over_time = name in ("energy", "lyapunov_estimate", "sample_lag", "work")
         layout[name] = ((members, samples) if over_time else (members,), ("member", "time") if over_time
                         else ("member",), unit, long_name)
+    if plan.spec.section is not None:
+        sizes = {"member": members, "crossing": plan.spec.section["max_crossings"]}
+        for name in ("section_time", "section_count"):
+            dims, unit, long_name = SECTION_ATTRS[name]
+            layout[name] = (tuple(sizes[d] for d in dims), dims, unit, long_name)
+        for v in space.variables:
+            if v.name in plan.section_variables:
+                layout["section_" + v.name] = ((members, sizes["crossing"]) + tuple(v.shape(n)),
+                                               ("member", "crossing") + v.dims, v.unit, f"{v.long_name} at each "
+                                               f"crossing of the surface of section")
     exponents = (plan.spec.lyapunov_spectrum or {}).get("count", 0)
     sizes = {"member": members, "time": samples, "exponent": exponents}
     for name, (dims, unit, long_name) in INDICATOR_ATTRS.items():
@@ -144,6 +165,8 @@ def checkpoint_names(plan: Plan) -> tuple[str, ...]:
         names += ("min_separation",)
     if plan.spec.shadows:
         names += tuple(shadow_slot_shapes(plan))
+    if plan.spec.section is not None:
+        names += ("section_count",)
     return names
 
 
@@ -259,12 +282,14 @@ def write_template(plan: Plan) -> None:
     names = list(spec.variables) + [name + "0" for name in space.names] + ["status", "failed_step"]
     names += indicator_variables(spec)
     names += ["sample_lag"] * plan.samples_off_grid + ["work"] * plan.forced
+    if spec.section is not None:
+        names += ["section_time", "section_count"] + ["section_" + name for name in plan.section_variables]
     data, encoding = {}, {}
     for name in names:
         shape, dims, unit, long_name = layout[name]
         over_time = dims[1:2] == ("time",)  # (member, time, …): one Zarr chunk per task's region
         chunks = (chunk, per_segment) + shape[2:] if over_time else (chunk,) + shape[1:]
-        integer = name in ("status", "failed_step")
+        integer = name in INTEGER_VARIABLES
         fill = -1 if name == "failed_step" else 0 if integer else np.nan
         data[name] = xr.Variable(dims, da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
                                  {"units": unit, "long_name": long_name})
@@ -301,7 +326,7 @@ def write_template(plan: Plan) -> None:
     shapes = {**space.shapes(n), **(shadow_slot_shapes(plan) if spec.shadows else {})}
     for name in checkpoint_names(plan):
         shape = shapes.get(name, ())
-        integer = name in ("status", "failed_step")
+        integer = name in INTEGER_VARIABLES
         progress.create_array(f"slot_{name}", shape=(2, members) + shape, chunks=(1, chunk) + shape,
                               dtype="i8" if integer else "f8", fill_value=-1 if name == "failed_step" else
                               0 if integer else np.nan, compressors=CHECKSUMMED)

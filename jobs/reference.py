@@ -13,7 +13,7 @@ import functools
 
 from armillary.ensemble.cluster_kinds import CLUSTER_KEYS
 from armillary.ensemble.spec import SPEC_KEYS, initial_kinds
-from armillary.ensemble.store import COMMON_ATTRS, INDICATOR_ATTRS, INDICATOR_VARIABLES
+from armillary.ensemble.store import COMMON_ATTRS, INDICATOR_ATTRS, INDICATOR_VARIABLES, SECTION_ATTRS
 from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS
 from armillary.kernels.integrators import OPTION_DOCS
 
@@ -21,7 +21,7 @@ from .cli import EXIT_CODES, build_parser, describe_system
 
 #: the spec's sections in the order a spec is read
 SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "analysis", "analysis.lyapunov",
-            "analysis.lyapunov_spectrum", "analysis.megno", "analysis.sali", "ensemble.until")
+            "analysis.lyapunov_spectrum", "analysis.megno", "analysis.sali", "analysis.section", "ensemble.until")
 
 
 def _cell(text) -> str:
@@ -167,6 +167,9 @@ def store_reference() -> str:
                       ", ".join(f"`[analysis] {indicator}`" for indicator, names in INDICATOR_VARIABLES.items()
                                 if name in names) or "`sali` and a spectrum of count ≥ 3")
                      for name, (dims, unit, doc) in INDICATOR_ATTRS.items()])
+    lines += ["", "## Surfaces of section", "", "With `[analysis] section` (`crossing` counts its `max_crossings`).", ""]
+    lines += _table(("variable", "dims", "unit", "meaning"),
+                    [(_code(name), "(" + ", ".join(dims) + ")", unit, doc) for name, (dims, unit, doc) in SECTION_ATTRS.items()])
     return "\n".join(lines) + "\n"
 
 
