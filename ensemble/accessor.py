@@ -23,7 +23,7 @@ from armillary.kernels.spaces import SPHERE_PRODUCT
 from .analysis import (
     GROWTH_BATCHES, QUANTILES, chaos_table, drift_table, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
     lyapunov_summary, momentum_error, pair_distribution, particle_points, quantile_envelope, relative_energy_error,
-    store_space, store_summary, sweep_coordinates,
+    section_points, store_space, store_summary, sweep_coordinates,
 )
 
 #: what every store has: its (member, time) grid and the names of its system and method
@@ -31,6 +31,7 @@ STORE_DIMENSIONS = ("member", "time")
 STORE_ATTRIBUTES = ("system", "method")
 #: how the stores that lack a variable get it
 LYAPUNOV_HINT = "run the spec with [analysis] lyapunov"
+SECTION_HINT = "run the spec with [analysis] section"
 STATE_HINT = "keep the state: list its variables in [output] variables"
 
 
@@ -187,6 +188,13 @@ class ArmillaryAccessor:
         """Kinetic temperature KE/N per (member, time) (J, k_B = 1) of N particles on (S²)ⁿ, lazy.
         :func:`.analysis.kinetic_temperature`."""
         return kinetic_temperature(self._require_sphere_product("temperature"))
+
+    def section_points(self, x: str | None = None, y: str | None = None) -> xr.Dataset:
+        """The surface of section's stored crossings as points: ``x`` and ``y`` (components of recorded variables
+        as the section's expression writes them, e.g. ``"q[1][0]"``; default the two that spread most), ``time``
+        (s), ``member``, and ``colour`` (the member's λ or MEGNO ⟨Y⟩ where stored), over ``point``.
+        :func:`.analysis.section_points`."""
+        return section_points(self._require("section_points", ("section_time",), hint=SECTION_HINT), x, y)
 
     def pair_distribution(self, member: int = 0, time_index: int = -1, bins: int = 90) -> tuple:
         """Geodesic pair-distribution function g(θ) (1) of one member's particles on (S²)ⁿ at sample

@@ -15,6 +15,8 @@ The offset (the mean error over the window) is reported beside the rate, since a
 
 from __future__ import annotations
 
+import re
+
 import dask.array as da
 import numpy as np
 import xarray as xr
@@ -537,3 +539,68 @@ def chaos_table(ds: xr.Dataset) -> xr.Dataset:
         table["median_spectrum"].attrs.update(units="1/s", long_name="median finite-time Lyapunov exponents")
     table.attrs["interval"] = "95 %: medians from order statistics, fractions by Wilson's score"
     return table
+
+
+#: a component of a state variable as a section's expression writes it: ``name[i][j]…``
+SECTION_COMPONENT = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
+#: what colours the section's points, first found first (else the member index)
+SECTION_COLOURS = ("lyapunov", "megno_final")
+
+
+def section_variables(ds: xr.Dataset) -> list[str]:
+    """The state variables a store recorded at its section's crossings."""
+    return [name[len("section_"):] for name in ds.data_vars
+            if name.startswith("section_") and name not in ("section_time", "section_count")]
+
+
+def section_component(ds: xr.Dataset, text: str) -> xr.DataArray:
+    """One component of a recorded state variable at every crossing, (member, crossing): ``text`` as a section's
+    expression reads it (``"q[1][0]"``, ``"Omega[0][2]"``); InvalidInput naming what was recorded otherwise."""
+    recorded = section_variables(ds)
+    match = SECTION_COMPONENT.fullmatch(text.replace(" ", ""))
+    if not recorded:
+        raise InvalidInput("dataset", "the store has no surface of section; run the spec with [analysis] section")
+    if match is None or match[1] not in recorded:
+        raise InvalidInput("section", f"{text!r} is not a component of a recorded variable; recorded: "
+                                      f"{', '.join(recorded)}, indexed as in the section's expression")
+    array = ds["section_" + match[1]]
+    axes = array.dims[2:]
+    indices = [int(index) for index in re.findall(r"\d+", match[2])]
+    if len(indices) != len(axes) or any(i >= array.sizes[axis] for i, axis in zip(indices, axes)):
+        raise InvalidInput("section", f"{text!r} must index each of {match[1]}'s axes "
+                                      f"({', '.join(f'{axis} < {array.sizes[axis]}' for axis in axes)})")
+    return array.isel(dict(zip(axes, indices)))
+
+
+def widest_section_components(ds: xr.Dataset, count: int = 2) -> list[str]:
+    """The ``count`` recorded components that spread most over all crossings (the section's own coordinate, zero
+    there, least): the default axes of a section's picture."""
+    spreads = []
+    for name in section_variables(ds):
+        values = ds["section_" + name].values
+        flat = values.reshape(values.shape[:2] + (-1,))
+        with np.errstate(invalid="ignore"):
+            spread = np.nanmax(flat, axis=(0, 1)) - np.nanmin(flat, axis=(0, 1)) if np.isfinite(flat).any() \
+                else np.zeros(flat.shape[2])
+        for k, index in enumerate(np.ndindex(*values.shape[2:])):
+            spreads.append((spread[k], name + "".join(f"[{i}]" for i in index)))
+    return [text for _, text in sorted(spreads, key=lambda item: -item[0])[:count]]
+
+
+def section_points(ds: xr.Dataset, x: str | None = None, y: str | None = None) -> xr.Dataset:
+    """Every stored crossing of every member as a point of the section's picture, over a ``point`` dimension:
+    ``x`` and ``y`` (two components of recorded variables, default :func:`widest_section_components`), the
+    crossing's ``time`` (s) and ``member``, and the member's λ or MEGNO where the store has them (``colour``)."""
+    if x is None or y is None:
+        widest = widest_section_components(ds)
+        x, y = x or widest[0], y or widest[-1]
+    times = ds["section_time"].values
+    members, crossings = np.nonzero(np.isfinite(times))
+    points = xr.Dataset({"x": ("point", section_component(ds, x).values[members, crossings]),
+                         "y": ("point", section_component(ds, y).values[members, crossings]),
+                         "time": ("point", times[members, crossings]),
+                         "member": ("point", ds["member"].values[members])})
+    colour = next((name for name in SECTION_COLOURS if name in ds), None)
+    if colour is not None:
+        points["colour"] = ("point", ds[colour].values[members], {"long_name": colour})
+    return points.assign_attrs(x=x, y=y)

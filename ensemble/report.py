@@ -14,7 +14,8 @@ import xarray as xr  # noqa: E402
 from .accessor import open_store  # noqa: E402
 from .analysis import (  # noqa: E402
     analyse_store, chaos_table, diagnostic_names, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
-    lyapunov_map, pair_distribution, particle_points, quantile_envelope, store_plan, sweep_coordinates,
+    lyapunov_map, pair_distribution, particle_points, quantile_envelope, section_points, store_plan,
+    sweep_coordinates,
 )
 
 #: (column heading, summary key, format) of the headline table
@@ -183,6 +184,7 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
     for label, ds in zip(labels, datasets):
         if "spec" in ds.attrs and store_plan(ds).space.path in ds:
             figures.append(path_figure(ds, store_plan(ds).space.path, label, out))
+    figures += [section_figure(ds, label, out) for label, ds in zip(labels, datasets) if "section_time" in ds]
     for label, ds in zip(labels, datasets):  # particle systems (a pair potential), with their state kept
         if "spec" in ds.attrs and store_plan(ds).has_system \
                 and getattr(store_plan(ds).system.definition, "pair", None) is not None \
@@ -345,6 +347,23 @@ def path_figure(ds: xr.Dataset, name: str, label: str, out: str) -> tuple[str, s
     figure = f"{label}_{name}_paths.png"
     _save(fig, os.path.join(out, figure))
     return figure, f"{label}: paths of the {name} of {len(chosen)} members (dots: start)"
+
+
+def section_figure(ds: xr.Dataset, label: str, out: str) -> tuple[str, str]:
+    """The surface of section: every member's stored crossings in the two recorded components that spread most,
+    all members overlaid, coloured by the member's λ (or MEGNO) where the store has it, else by member."""
+    points = section_points(ds)
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+    colour = points["colour"] if "colour" in points else points["member"]
+    drawn = ax.scatter(points["x"], points["y"], c=colour, s=2, cmap="viridis", linewidths=0)
+    fig.colorbar(drawn, ax=ax, label=colour.attrs.get("long_name", "member"))
+    ax.set_xlabel(points.attrs["x"])
+    ax.set_ylabel(points.attrs["y"])
+    ax.set_title(f"{label}: {points.sizes['point']} crossings of {ds.sizes['member']} members", fontsize=9)
+    figure = f"{label}_section.png"
+    _save(fig, os.path.join(out, figure))
+    return figure, (f"{label}: surface of section {store_plan(ds).spec.section['expression']} = 0, "
+                    f"{points.attrs['x']} against {points.attrs['y']}")
 
 
 def particle_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:

@@ -1,0 +1,188 @@
+"""Surfaces of section (kernels.sections): crossings located inside the step, to the method's order, bitwise
+whatever the lanes, threads and segments, on (S²)ⁿ and on SO(3)."""
+
+import numpy as np
+import pytest
+from scipy.special import ellipk
+
+from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.sections import Section
+
+pytestmark = pytest.mark.xdist_group("sections")
+
+#: swing amplitudes θ₀ (rad) of the planar swings: small to near the top
+AMPLITUDES = np.array([0.5, 1.0, 2.0, 2.8])
+G, L = 9.81, 1.0
+SWING = Section("swing", "q[0][0]", "up", max_crossings=10)
+
+
+def planar_swings(copies: int = 1) -> dict:
+    """A spherical pendulum (gravity along +z, so it hangs at q = e_z) released from rest at each amplitude in
+    the xz-plane: it swings in that plane, q_x crossing 0 upwards once per period."""
+    theta = np.tile(AMPLITUDES, copies)
+    q = np.stack([np.sin(theta), 0.0 * theta, np.cos(theta)], axis=-1)[:, np.newaxis, :]
+    return {"q": q, "omega": np.zeros_like(q)}
+
+
+def exact_periods(copies: int = 1) -> np.ndarray:
+    """4 √(l/g) K(k), k = sin(θ₀/2): scipy's ellipk takes the parameter m = k²."""
+    return np.tile(4.0 * np.sqrt(L / G) * ellipk(np.sin(AMPLITUDES / 2.0) ** 2), copies)
+
+
+def swing(state: dict, h: float, t_end: float = 8.0, **options):
+    pendulum = get_system("spherical_chain", m=[1.0], l=[L], g=G)
+    return integrate(pendulum, "rk4", state, h, int(round(t_end / h)), save_every=int(round(t_end / h)),
+                     outputs=(), sections=SWING, **options)
+
+
+def test_crossings_of_a_planar_swing_are_its_elliptic_period_to_rk4s_order():
+    """The spacing of successive upward crossings of q_x = 0 is the exact period within 1e-9 at h = 1e-3, and its
+    error falls like h⁴ as h halves (a linear interpolation between steps would leave O(h²) ≈ 1e-7 here)."""
+    errors = []
+    for h in (2e-3, 1e-3):
+        crossings = swing(planar_swings(), h).sections["swing"]
+        assert list(crossings["count"]) == [4, 3, 3, 2]  # 8 s over periods of 2.0, 2.2, 2.9 and 4.0 s
+        spacing = np.diff(crossings["time"], axis=1)
+        errors.append(np.nanmax(np.abs(spacing - exact_periods()[:, np.newaxis])))
+        q = crossings["state"]["q"]
+        found = np.isfinite(crossings["time"])
+        # at the crossing the pendulum passes the bottom: q = e_z, unit to round-off
+        assert np.allclose(q[found][:, 0], [0.0, 0.0, 1.0], atol=1e-9)
+        assert np.allclose(np.linalg.norm(q[found], axis=-1), 1.0, rtol=0, atol=1e-15)
+    assert errors[1] < 1e-9, errors
+    assert 2 ** 3.5 < errors[0] / errors[1] < 2 ** 4.5, errors  # fourth order
+
+
+def test_crossings_are_bitwise_whatever_the_lanes_threads_and_segments():
+    """128 members run in blocks of 64 lanes on 2 threads find the same crossing bits as 4 members one lane at a
+    time; a run split into two calls exactly after the step that holds a crossing finds it once, with the same
+    bits (the condition is half-open, and each step's start time comes from its global index)."""
+    h = 1e-3
+    alone = swing(planar_swings(), h, threads=1).sections["swing"]
+    many = swing(planar_swings(copies=32), h, threads=2).sections["swing"]
+    for copy in range(32):
+        members = slice(4 * copy, 4 * copy + 4)
+        assert np.array_equal(many["time"][members], alone["time"], equal_nan=True)
+        assert np.array_equal(many["state"]["q"][members], alone["state"]["q"], equal_nan=True)
+    split = int(np.ceil(alone["time"][0, 1] / h))  # the step that holds member 0's second crossing
+    first = swing(planar_swings(), h, t_end=split * h)
+    rest = swing(first.final, h, t_end=8.0 - split * h, restart=True, start_step=split)
+    joined = [np.concatenate([part.sections["swing"]["time"][m, :part.sections["swing"]["count"][m]]
+                              for part in (first, rest)]) for m in range(4)]
+    assert first.sections["swing"]["count"][0] == 2
+    for m in range(4):
+        assert np.array_equal(joined[m], alone["time"][m, :alone["count"][m]])
+
+
+def test_the_lagrange_tops_crossings_keep_its_spin_and_the_chaotic_tops_do_not():
+    """On SO(3) with lgvi over 100 s, the section Ω₂ = 0 (upwards): the measure is the spread of the body spin Ω₃ over a
+    member's crossings.  The symmetric Lagrange top conserves Ω₃, so its section points lie on a closed curve
+    (the reduced flow has one degree of freedom): Ω₃ within 1e-9 of its start at every crossing.  The asymmetric
+    chaotic top has no such integral: its points fill an area, Ω₃ spreading over more than 20 % of its mean."""
+    spreads = {}
+    for preset in ("lagrange", "chaotic"):
+        top = get_system("heavy_top", preset)
+        state = {name: value[np.newaxis] for name, value in top.initial_state().items()}
+        run = integrate(top, "lgvi", state, 0.005, 20_000, save_every=20_000, outputs=(),
+                        sections=Section("spin", "Omega[0][1]", "up", record=("Omega", "R"), max_crossings=500))
+        crossings = run.sections["spin"]
+        count = crossings["count"][0]
+        assert 10 <= count < 500, count  # the Lagrange top's 311, the chaotic top's 14
+        spin = crossings["state"]["Omega"][0, :count, 0, 2]
+        assert np.all(np.abs(crossings["state"]["Omega"][0, :count, 0, 1]) < 1e-9)  # on the section
+        rotation = crossings["state"]["R"][0, :count, 0]
+        assert np.abs(np.einsum("cki,ckj->cij", rotation, rotation) - np.eye(3)).max() < 1e-13
+        spreads[preset] = (spin.max() - spin.min()) / abs(spin.mean())
+    assert spreads["lagrange"] < 1e-9 and spreads["chaotic"] > 0.2, spreads
+
+
+@pytest.mark.parametrize("section, field, message", [
+    (Section("s", "p[0]"), "section.s.expression", "'p' is not known; allowed: the sphere_product space's variables"),
+    (Section("s", "q[0]"), "section.s.expression", "must be a scalar"),
+    (Section("s", "q[3][0]"), "section.s.expression", "index 3 is out of bounds"),
+    (Section("s", "2.0 * pi"), "section.s.expression", "must depend on the state"),
+    (Section("s", "q[0][0]", "sideways"), "section.s.direction", "allowed: up, down, both"),
+    (Section("s", "q[0][0]", max_crossings=0), "section.s.max_crossings", "must be an integer >= 1"),
+    (Section("s", "q[0][0]", record=("R",)), "section.s.record", "unknown R; the sphere_product space has q, omega"),
+])
+def test_bad_sections_are_refused_naming_the_field(section, field, message):
+    pendulum = get_system("spherical_chain", m=[1.0], l=[L], g=G)
+    with pytest.raises(InvalidInput, match=message) as refused:
+        integrate(pendulum, "rk4", planar_swings(), 1e-3, 10, sections=section)
+    assert refused.value.field == field
+
+
+def test_sections_are_refused_for_methods_with_their_own_steps():
+    pendulum = get_system("spherical_chain", m=[1.0], l=[L], g=G)
+    with pytest.raises(InvalidInput, match="fixed-step methods; 'rk45' takes its own steps"):
+        integrate(pendulum, "rk45", planar_swings(), 1e-3, 10, sections=SWING)
+
+
+SECTION_SPEC = """
+[system]
+name = "spherical_chain"
+params = {{ m = [1.0], l = [1.0], g = 9.81 }}
+
+[integrator]
+method = "rk4"
+dt = 0.001
+t_end = 8.0
+save_every = {segment}
+checkpoint_every = {segment}
+
+[ensemble]
+members = 8
+initial = "file"
+path = "{initial}"
+chunk = {chunk}
+
+[output]
+store = "{store}"
+variables = ["energy"]
+
+[cluster]
+workers = {workers}
+
+[analysis]
+section = {{ expression = "q[0][0]", direction = "up", record = ["q"], max_crossings = 3 }}
+"""
+
+
+def test_a_runs_store_holds_the_crossings_bitwise_across_chunks_workers_and_segments(tmp_path):
+    """The store keeps each member's first max_crossings = 3 crossings (section_time, section_q) and counts them
+    all (section_count): the same bits in every layout, and the kernel's own.  Member 0's second crossing (t = 3.566 s) lies in a segment's last step with
+    segments of 3567 steps: found once."""
+    import xarray
+    from ensemble_cases import run_stores_alike
+
+    import armillary  # noqa: F401 (ds.armillary)
+    from armillary.ensemble.report import write_report
+
+    state = planar_swings(copies=2)
+    np.savez(tmp_path / "initial.npz", q0=state["q"], omega0=state["omega"])
+    alone = swing(state, 1e-3).sections["swing"]
+    assert np.ceil(alone["time"][0, 1] / 1e-3) == 3567
+    specs = []
+    for chunk, workers, segment in ((8, 1, 8000), (3, 2, 1000), (5, 1, 3567)):
+        path = tmp_path / f"c{chunk}w{workers}s{segment}.toml"
+        path.write_text(SECTION_SPEC.format(segment=segment, chunk=chunk, workers=workers,
+                                            initial=tmp_path / "initial.npz", store=str(path).replace(".toml", ".zarr")))
+        specs.append(str(path))
+    stored = run_stores_alike(specs, ("section_time", "section_q", "section_count"))
+    assert np.array_equal(stored["section_count"], alone["count"])
+    assert np.array_equal(stored["section_time"], alone["time"][:, :3], equal_nan=True)
+    assert np.array_equal(stored["section_q"], alone["state"]["q"][:, :3], equal_nan=True)
+    dataset = xarray.open_zarr(specs[0].replace(".toml", ".zarr"))
+    assert dataset["section_q"].dims == ("member", "crossing", "body", "xyz")
+    assert "section_omega" not in dataset  # record = ["q"] stores q alone
+
+    # the picture: every stored crossing a point, in two recorded components
+    assert dataset.armillary.section_points().sizes["point"] == np.minimum(alone["count"], 3).sum()
+    points = dataset.armillary.section_points("q[0][2]", "q[0][1]")
+    assert np.array_equal(points["x"], alone["state"]["q"][:, :3, 0, 2][np.isfinite(alone["time"][:, :3])])
+    with pytest.raises(InvalidInput, match="'omega\\[0\\]\\[0\\]' is not a component of a recorded variable; "
+                                           "recorded: q"):
+        dataset.armillary.section_points("omega[0][0]", "q[0][1]")
+    write_report([specs[1].replace(".toml", ".zarr")], str(tmp_path / "report"))  # 9 samples, for the drift
+    assert "surface of section q[0][0] = 0" in (tmp_path / "report" / "report.md").read_text()
+    assert (tmp_path / "report" / "c3w2s1000.zarr_section.png").stat().st_size > 10_000
