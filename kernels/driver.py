@@ -178,7 +178,7 @@ def lane_bookkeeping(first, members, lanes):
 
 def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                      log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
-                     d0, renormalise_every, step_offset, track_encounters, directions, members, save_state,
+                     d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
                      q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
                      q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
                      shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
@@ -201,9 +201,10 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     a kernel's code and compile time).
 
     With ``SECTIONS`` (kernels compiled with sections, see :mod:`kernels.sections`) every step that crosses a
-    section in its ``directions`` entry is searched for the crossing, whose time and state go to
-    ``section_time`` (members, S, C), ``section_state`` (members, S, C, 6n: q then ω) and ``section_count``
-    (members, S); ``locate_crossings`` and ``section_values`` are bound to the stages, or to nothing.
+    section in its direction (``section_modes`` (2, S): direction, stop) is searched for the crossing, whose time
+    and state go to ``section_time`` (members, S, C), ``section_state`` (members, S, C, 6n: q then ω) and
+    ``section_count`` (members, S); a section with stop stops the member there (status ESCAPED).
+    ``locate_crossings`` and ``section_values`` are bound to the stages, or to nothing.
     """
     n_blocks, n, _, lanes = q_blocks.shape
     tracking = SHADOWS and renormalise_every > 0  # noqa: F821 (SHADOWS: a constant bound at specialisation)
@@ -258,7 +259,7 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             record_sphere_indicators(0, step_offset, renormalise_every, h, q, omega, shadow_q, shadow_omega, first,
                                      members, log_growth, reference, indicators, log_growth_out, indicator_out, dq,
                                      dw, rmat, scratch[0])
-        sections = directions.shape[0] if SECTIONS else 0  # noqa: F821
+        sections = section_modes.shape[1] if SECTIONS else 0  # noqa: F821
         q_start = np.empty((n, 3, lanes if SECTIONS else 0))  # noqa: F821
         omega_start = np.empty(q_start.shape)
         before = np.empty((sections, lanes))
@@ -280,8 +281,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             if SECTIONS:  # noqa: F821
                 section_values(q, omega, after)  # noqa: F821
                 locate_crossings((step_offset + k - 1) * h, h, q_start, omega_start, before, after, md, mf, c,  # noqa: F821
-                                 topology, options, lane_status, first, members, directions, section_count,
-                                 section_time, section_state)
+                                 topology, options, active, lane_status, lane_failed, k, first, members, section_modes,
+                                 section_count, section_time, section_state)
             if track_encounters:
                 track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
             if FORCED:  # noqa: F821

@@ -95,7 +95,7 @@ def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status
 
 
 def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology,
-                     n, h, n_steps, save_every, options, d0, renormalise_every, step_offset, directions, members,
+                     n, h, n_steps, save_every, options, d0, renormalise_every, step_offset, section_modes, members,
                      save_state, state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried,
                      log_growth_out, indicator_out, shadow_end, log_growth_end, reference_end, indicators_end,
                      section_time, section_state, section_count):
@@ -104,8 +104,8 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
     (rows, k·L), shadow j of lane l in lane j·L + l) are stepped alongside and renormalised together to
     distance ``d0`` at every global step (``step_offset`` + k) divisible by ``renormalise_every`` (see
     :mod:`kernels.lyapunov` for the indicators recorded).  With ``SECTIONS``, crossings of the sections in
-``directions`` are located and recorded as :func:`kernels.driver.drive_fixed_step` records them (the state
-as its flat rows)."""
+    their directions (``section_modes``) are located and recorded, and members stopped, as
+    :func:`kernels.driver.drive_fixed_step` does (the state as its flat rows)."""
     n_blocks, rows, lanes = x_blocks.shape
     tracking = SHADOWS and renormalise_every > 0  # noqa: F821 (bound at specialisation, see kernels.compile)
     for blk in range(n_blocks):
@@ -140,7 +140,7 @@ as its flat rows)."""
             flat_shadow_factor(x, shadow, shadow_scratch, rmat, scratch[-1])
             record_indicators(0, step_offset, renormalise_every, h, first, members, log_growth, reference, rmat,
                               indicators, log_growth_out, indicator_out)
-        sections = directions.shape[0] if SECTIONS else 0  # noqa: F821
+        sections = section_modes.shape[1] if SECTIONS else 0  # noqa: F821
         x_start = np.empty((rows, lanes if SECTIONS else 0))  # noqa: F821
         before = np.empty((sections, lanes))
         after = np.empty((sections, lanes))
@@ -163,8 +163,8 @@ as its flat rows)."""
             if SECTIONS:  # noqa: F821
                 section_values(x, after)  # noqa: F821
                 locate_crossings((step_offset + k - 1) * h, h, x_start, before, after, n, c, topology,  # noqa: F821
-                                 options, lane_status, first, members, directions, section_count, section_time,
-                                 section_state)
+                                 options, active, lane_status, lane_failed, k, first, members, section_modes,
+                                 section_count, section_time, section_state)
             if k % save_every == 0:
                 record_flat_sample(k // save_every, x, n, c, topology, first, members, lane_status, save_state,
                                    state_out, energy, diagnostics, scratch)

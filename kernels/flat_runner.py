@@ -52,10 +52,11 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     outputs = [result["state"], result["energy"], diagnostics]
     run_in_threads(
         kernel, blocks, (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars
-        + (sections.directions if sections is not None else np.zeros(0, np.int64),), keep_state,
+        + (sections.modes if sections is not None else np.zeros((2, 0), np.int64),), keep_state,
         outputs + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "carried")]
         + [growth, indicator_out] + [shadow_end[name] for name in ("state", "log_growth", "reference", "indicators")]
         + crossings, lanes, members, threads, space.memory_checks)
+    crossing_results = section_results(sections, crossings, space, n, result["status"], result["final"])
     if shadow is not None:
         end_state = space.unflatten(shadow_end["state"].reshape(members * count, rows), n)
         result.update(shadow_results(shadow, {name: value.reshape((members, count) + value.shape[1:])
@@ -66,5 +67,5 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     return dict(result, state=space.unflatten(result["state"], n), final=space.unflatten(result["final"], n),
                 diagnostics={d.name: diagnostics[:, k] for k, d in enumerate(space.diagnostics)},
                 temperature=None, implicit=False, mode="ensemble", min_separation=None,
-                sample_lag=None, sections=section_results(sections, crossings, space, n))
+                sample_lag=None, sections=crossing_results)
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import InvalidInput
 from .lanes import lane_function
-from .status import OK
+from .status import ESCAPED, OK
 
 #: direction name → the sign the kernels read (+1: from below, −1: from above, 0: either)
 DIRECTIONS = {"up": 1, "down": -1, "both": 0}
@@ -43,13 +43,16 @@ EXPRESSION_FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "sqrt", "atan2", "arc
 class Section:
     """One surface of section: ``expression`` (Python over the space's state variables, scalar), the
     ``direction`` of the crossings kept ("up", "down" or "both"), the state variables ``record``-ed at each
-    crossing (None: all) and at most ``max_crossings`` crossings kept per member and call (the rest counted)."""
+    crossing (None: all) and at most ``max_crossings`` crossings kept per member and call (the rest counted).
+    With ``stop``, a member stops at its first crossing (an escape): status ESCAPED, its final state the one
+    located there, its later samples NaN."""
 
     name: str
     expression: str
     direction: str = "up"
     record: tuple | None = None
     max_crossings: int = 1000
+    stop: bool = False
 
 
 def _symbols(space, n: int) -> tuple[dict, dict]:
@@ -145,12 +148,13 @@ from armillary.kernels.lanes import lane_function
 
 @dataclass(frozen=True)
 class SectionPlan:
-    """Sections checked against a space and body count: their generated values module, directions and
-    capacity (the most crossings any of them keeps per member and call)."""
+    """Sections checked against a space and body count: their generated values module, ``modes`` (2, S): each
+    one's direction (+1 up, −1 down, 0 both) and whether it stops members, and the capacity (the most crossings
+    any of them keeps per member and call)."""
 
     sections: tuple
     source: str
-    directions: np.ndarray
+    modes: np.ndarray
     capacity: int
 
 
@@ -183,8 +187,9 @@ def plan_sections(sections, space, n: int, method_name: str, fixed_step: bool) -
             raise InvalidInput(f"{field}.record", f"unknown {', '.join(map(str, unknown))}; the {space.name} space "
                                                   f"has {', '.join(space.names)}")
         expressions.append(section_expression(space, n, f"{field}.expression", section.expression))
-    return SectionPlan(sections, values_source(space, n, expressions),
-                       np.array([DIRECTIONS[s.direction] for s in sections], dtype=np.int64),
+    modes = np.array([[DIRECTIONS[s.direction] for s in sections], [int(bool(s.stop)) for s in sections]],
+                     dtype=np.int64)
+    return SectionPlan(sections, values_source(space, n, expressions), modes,
                        max(int(s.max_crossings) for s in sections))
 
 
@@ -197,13 +202,19 @@ def section_outputs(plan: SectionPlan | None, members: int, rows: int) -> list:
             np.zeros((members, count), np.int64)]
 
 
-def section_results(plan: SectionPlan | None, outputs: list, space, n: int) -> dict | None:
+def section_results(plan: SectionPlan | None, outputs: list, space, n: int, status: np.ndarray,
+                    final: np.ndarray) -> dict | None:
     """Each section's crossings by name: ``time`` (members, C) (s), ``count`` (members,) (every crossing found,
     also those past max_crossings) and ``state`` {variable: (members, C, *shape)}, recorded states put back on
-    the manifold (where the method kept them within STATE_TOLERANCE of it; farther ones are left as stepped)."""
+    the manifold (where the method kept them within STATE_TOLERANCE of it; farther ones are left as stepped).
+    The flat final states (members, rows) of members a section stopped (``status`` ESCAPED) become the state
+    located at their crossing, in place: the kernels step every lane of a block, stopped or not."""
     if plan is None:
         return None
     times, states, counts = outputs
+    for s, section in enumerate(plan.sections):
+        stopped = (status == ESCAPED) & (counts[:, s] > 0) if section.stop else np.zeros(len(status), bool)
+        final[stopped] = states[stopped, s, 0]
     results = {}
     for s, section in enumerate(plan.sections):
         keep = int(section.max_crossings)
@@ -274,21 +285,34 @@ def store_crossing(m, s, t, lane_state, section_count, section_time, section_sta
     section_count[m, s] = j + 1
 
 
+@lane_function
+def stop_at_escape(b, s, step, modes, active, lane_status, lane_failed):
+    """Lane b's crossing of section s: if that section stops members, lane b is ESCAPED at ``step`` (inactive)."""
+    if modes[1, s] != 0:
+        lane_status[b] = ESCAPED
+        lane_failed[b] = step
+        active[b] = False
+
+
 # Stages bound into the drivers as ``locate_crossings`` (see kernels.driver and kernels.flat_driver): the
 # (S²)ⁿ layout's and the flat layout's, and nothing for kernels without sections.
 
-def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c, topology, options, lane_status,
-                           first, members, directions, section_count, section_time, section_state):
-    """Every crossing of the step from (q_start, ω_start) at t0 (s) to the lanes' current state, located
-    by re-stepping the member alone (see the module docstring) and recorded for members still OK."""
+def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c, topology, options, active,
+                           lane_status, lane_failed, step, first, members, modes, section_count, section_time,
+                           section_state):
+    """Every crossing of the step (the call's ``step``-th) from (q_start, ω_start) at t0 (s) to the lanes' current
+    state, located by re-stepping the member alone (see the module docstring) and recorded for members still OK;
+    a section with stop (``modes[1]``) stops the member there (status ESCAPED, inactive)."""
     n = q_start.shape[0]
     lanes = q_start.shape[2]
     for b in range(lanes):
         m = first + b
         if m >= members or lane_status[b] != OK:
             continue
-        for s in range(directions.shape[0]):
-            if not crossed(directions[s], before[s, b], after[s, b]):
+        for s in range(modes.shape[1]):
+            if lane_status[b] != OK:  # stopped by an earlier section of this step
+                break
+            if not crossed(modes[0, s], before[s, b], after[s, b]):
                 continue
             q1 = np.empty((n, 3, 1))
             omega1 = np.empty((n, 3, 1))
@@ -299,7 +323,7 @@ def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c
             active1 = np.ones(1, np.bool_)
             code1 = np.zeros(1, np.int64)
             iterations1 = np.zeros(1, np.int64)
-            values1 = np.empty((directions.shape[0], 1))
+            values1 = np.empty((modes.shape[1], 1))
             bracket = np.array([0.0, before[s, b], h, after[s, b], 0.0])
             tau, value = h, after[s, b]
             for _ in range(MAX_SEARCH_STEPS):
@@ -320,10 +344,11 @@ def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c
                     lane_state[3 * i + k] = q1[i, k, 0]
                     lane_state[3 * n + 3 * i + k] = omega1[i, k, 0]
             store_crossing(m, s, t0 + tau, lane_state, section_count, section_time, section_state)
+            stop_at_escape(b, s, step, modes, active, lane_status, lane_failed)
 
 
-def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options, lane_status, first, members,
-                         directions, section_count, section_time, section_state):
+def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options, active, lane_status, lane_failed,
+                         step, first, members, modes, section_count, section_time, section_state):
     """The flat layout's :func:`sphere_locate_template`: the re-step also applies the system's constraints."""
     rows = x_start.shape[0]
     lanes = x_start.shape[1]
@@ -331,8 +356,10 @@ def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options,
         m = first + b
         if m >= members or lane_status[b] != OK:
             continue
-        for s in range(directions.shape[0]):
-            if not crossed(directions[s], before[s, b], after[s, b]):
+        for s in range(modes.shape[1]):
+            if lane_status[b] != OK:  # stopped by an earlier section of this step
+                break
+            if not crossed(modes[0, s], before[s, b], after[s, b]):
                 continue
             x1 = np.empty((rows, 1))
             c1 = c[:, b:b + 1].copy()
@@ -341,7 +368,7 @@ def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options,
             code1 = np.zeros(1, np.int64)
             iterations1 = np.zeros(1, np.int64)
             moved1 = np.zeros(1)
-            values1 = np.empty((directions.shape[0], 1))
+            values1 = np.empty((modes.shape[1], 1))
             bracket = np.array([0.0, before[s, b], h, after[s, b], 0.0])
             tau, value = h, after[s, b]
             for _ in range(MAX_SEARCH_STEPS):
@@ -357,15 +384,16 @@ def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options,
                 if search_finished(bracket, value, h):
                     break
             store_crossing(m, s, t0 + tau, x1[:, 0], section_count, section_time, section_state)
+            stop_at_escape(b, s, step, modes, active, lane_status, lane_failed)
 
 
-def no_sphere_locate(t0, h, q_start, omega_start, before, after, md, mf, c, topology, options, lane_status, first,
-                     members, directions, section_count, section_time, section_state):
+def no_sphere_locate(t0, h, q_start, omega_start, before, after, md, mf, c, topology, options, active, lane_status,
+                     lane_failed, step, first, members, modes, section_count, section_time, section_state):
     """Kernels without sections: nothing to locate."""
 
 
-def no_flat_locate(t0, h, x_start, before, after, n, c, topology, options, lane_status, first, members, directions,
-                   section_count, section_time, section_state):
+def no_flat_locate(t0, h, x_start, before, after, n, c, topology, options, active, lane_status, lane_failed, step,
+                   first, members, modes, section_count, section_time, section_state):
     """Kernels without sections: nothing to locate."""
 
 

@@ -105,14 +105,16 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         run_in_threads(
             kernel, blocks,
             (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars
-            + (track_encounters, sections.directions if sections is not None else np.zeros(0, np.int64)),
+            + (track_encounters, sections.modes if sections is not None else np.zeros((2, 0), np.int64)),
             keep_state,
             [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "work", "status", "failed_step",
                                        "solver_iterations", "q_final", "omega_final", "carried", "min_separation",
                                        "sample_lag")] + [growth, indicator_out]
             + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference", "indicators")] + crossings,
             lanes, members, threads)
-        result["sections"] = section_results(sections, crossings, system.space, n)
+        final = system.space.flatten({"q": result["q_final"], "omega": result["omega_final"]})
+        result["sections"] = section_results(sections, crossings, system.space, n, result["status"], final)
+        result["q_final"], result["omega_final"] = (system.space.unflatten(final, n)[name] for name in ("q", "omega"))
         if shadow is not None:
             result.update(shadow_results(shadow, {"q": shadow_end["q"], "omega": shadow_end["omega"]}, shadow_end,
                                          growth, indicator_out, n_steps))

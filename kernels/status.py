@@ -8,6 +8,7 @@ STEP_SIZE_UNDERFLOW = 4  # rk45 needed a step below its minimum or exceeded max_
 CHART_SINGULAR = 5  # the Lagrange formulation's Euler-angle chart reached its singularity (|cos θ| < 1e-3)
 LIFT_OFF = 6  # a rolling body's normal force reached 0: it would leave the plane (the model no longer holds)
 SLIP = 7  # a rolling body needed more friction than the static coefficient μ_s gives: it would slip
+ESCAPED = 8  # stopped at the first crossing of a section with stop (kernels.sections): done, not failed
 
 MEANINGS = {
     OK: "ok",
@@ -18,4 +19,7 @@ MEANINGS = {
     CHART_SINGULAR: "the Euler-angle chart of the lagrange formulation reached its singularity (gimbal lock)",
     LIFT_OFF: "lift-off: the normal force of the plane reached 0, so the body would leave it",
     SLIP: "slip: |tangential contact force| exceeded mu_s times the normal force",
+    ESCAPED: "escaped: stopped at the first crossing of its escape section (not a failure; its final state is there)",
 }
+#: the codes of members that did not fail: still running, or stopped where they were asked to
+NOT_FAILED = (OK, ESCAPED)

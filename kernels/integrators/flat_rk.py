@@ -100,7 +100,7 @@ def flat_dense_into(x, k, h, theta, out):
 
 
 def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology,
-                        n, dt, n_steps, save_every, options, d0, renormalise_every, step_offset, directions, members,
+                        n, dt, n_steps, save_every, options, d0, renormalise_every, step_offset, section_modes, members,
                         save_state, state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried,
                         log_growth_out, indicator_out, shadow_end, log_growth_end, reference_end, indicators_end,
                         section_time, section_state, section_count):

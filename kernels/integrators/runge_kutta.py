@@ -267,7 +267,7 @@ def dopri_gave_up(h, t_end, attempts, max_steps):
 
 def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                    log_growth_blocks, reference_blocks, indicator_blocks, topology, dt, n_steps, save_every, options,
-                   d0, renormalise_every, step_offset, track_encounters, directions, members, save_state,
+                   d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
                    q_out, omega_out, energy, unit_error, tangency_error, work_out, status, failed_step, iterations,
                    q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out, shadow_q_end,
                    shadow_omega_end, log_growth_end, reference_end, indicators_end, section_time, section_state,
