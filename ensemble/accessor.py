@@ -21,9 +21,9 @@ from armillary.kernels.errors import InvalidInput
 from armillary.kernels.spaces import SPHERE_PRODUCT
 
 from .analysis import (
-    GROWTH_BATCHES, QUANTILES, chaos_table, drift_table, energy_drift, growth_law, kinetic_temperature, lyapunov_map,
-    lyapunov_summary, momentum_error, pair_distribution, particle_points, quantile_envelope, relative_energy_error,
-    section_points, store_space, store_summary, sweep_coordinates,
+    GROWTH_BATCHES, QUANTILES, chaos_table, drift_table, energy_drift, escape_map, growth_law, kinetic_temperature,
+    lyapunov_map, lyapunov_summary, momentum_error, pair_distribution, particle_points, quantile_envelope,
+    relative_energy_error, section_points, store_space, store_summary, sweep_coordinates,
 )
 
 #: what every store has: its (member, time) grid and the names of its system and method
@@ -188,6 +188,11 @@ class ArmillaryAccessor:
         """Kinetic temperature KE/N per (member, time) (J, k_B = 1) of N particles on (S²)ⁿ, lazy.
         :func:`.analysis.kinetic_temperature`."""
         return kinetic_temperature(self._require_sphere_product("temperature"))
+
+    def escape_map(self) -> xr.Dataset:
+        """Per sweep point: ``median_escape_time`` (s, of the members that escaped) and ``escaped_fraction`` (1).
+        :func:`.analysis.escape_map`."""
+        return escape_map(self._require("escape_map", ("escape_time",), hint="run the spec with [analysis] escape"))
 
     def section_points(self, x: str | None = None, y: str | None = None) -> xr.Dataset:
         """The surface of section's stored crossings as points: ``x`` and ``y`` (components of recorded variables

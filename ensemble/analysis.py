@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 
 from armillary.kernels.errors import InvalidInput
+from armillary.kernels.status import NOT_FAILED
 
 from .spec_keys import STATISTICS
 
@@ -187,7 +188,7 @@ def analyse_store(ds: xr.Dataset, burn_in: float | None = None) -> dict:
         "alpha": law["alpha"], "alpha_low": law["alpha_low"], "alpha_high": law["alpha_high"],
         "constraint_diagnostic": headline_diagnostic(ds),
         **{f"max_{name}": float(ds[name].max().compute()) if name in ds else np.nan for name in diagnostic_names(ds)},
-        "failed_members": int(np.count_nonzero(ds.status.values)),
+        "failed_members": int(np.count_nonzero(~np.isin(ds.status.values, NOT_FAILED))),
         "max_momentum_error": float(momentum.max().compute()) if momentum is not None else np.nan,
     }
     summary.update(lyapunov_summary(ds))
@@ -268,6 +269,22 @@ def lyapunov_map(ds: xr.Dataset) -> xr.Dataset:
     result = table.to_xarray()
     result.median_lyapunov.attrs.update(units="1/s", long_name="median finite-time maximal Lyapunov exponent")
     result.chaotic_fraction.attrs.update(units="1", long_name=f"fraction of members with λ > {threshold:.3g} 1/s")
+    return result
+
+
+def escape_map(ds: xr.Dataset) -> xr.Dataset:
+    """Escape times over the sweep grid (``[analysis] escape``): ``median_escape_time`` (s; over the members that
+    escaped, NaN where none did) and ``escaped_fraction`` (1), one dimension per swept coordinate."""
+    sweeps = sweep_coordinates(ds)
+    if "escape_time" not in ds or not sweeps:
+        raise InvalidInput("dataset", "an escape-time map needs a store with [analysis] escape and at least one "
+                                      "swept parameter (or an initial-condition grid)")
+    grouped = ds[["escape_time"]].reset_coords(sweeps).to_dataframe().groupby(sweeps)["escape_time"]
+    table = grouped.median().to_frame("median_escape_time")
+    table["escaped_fraction"] = grouped.apply(lambda times: float(np.mean(np.isfinite(times))))
+    result = table.to_xarray()
+    result.median_escape_time.attrs.update(units="s", long_name="median escape time of the members that escaped")
+    result.escaped_fraction.attrs.update(units="1", long_name="fraction of members that escaped")
     return result
 
 

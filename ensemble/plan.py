@@ -137,11 +137,11 @@ class Plan:
         if self.sections is not None:
             try:
                 plan_sections(self.sections, self.space, n, self.spec.method, self.method.fixed_step)
-            except InvalidInput as error:  # the kernels name it section.section.<key>
-                raise InvalidInput(error.field.replace("section.section", "analysis.section"), error.message) from None
+            except InvalidInput as error:  # the kernels name it section.<section or escape>.<key>
+                raise InvalidInput(error.field.replace("section.", "analysis.", 1), error.message) from None
             if self.mode == "system":
-                raise InvalidInput("analysis.section", "sections run in the ensemble mode (members in parallel); "
-                                   "this run is one large system stepped in parallel")
+                raise InvalidInput(f"analysis.{self.sections[0].name}", "sections run in the ensemble mode (members "
+                                   "in parallel); this run is one large system stepped in parallel")
         optional = {d.name for d in self.space.optional_diagnostics}
         if optional & set(self.spec.variables) and self.mode != "system":
             raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "
@@ -176,14 +176,20 @@ class Plan:
             raise InvalidInput(f"integrator.{error.field}", error.message) from None
 
     @property
-    def sections(self) -> tuple[Section] | None:
-        """``[analysis] section`` as the kernels take it (named "section", as its store variables are), or None."""
-        table = self.spec.section
-        if table is None:
-            return None
-        record = table.get("record")
-        return (Section("section", table["expression"], table["direction"],
-                        tuple(record) if record is not None else None, table["max_crossings"]),)
+    def sections(self) -> tuple[Section, ...] | None:
+        """``[analysis] section`` and ``escape`` as the kernels take them (named "section" and "escape", as their
+        store variables are; the escape keeps its first crossing), or None."""
+        sections = []
+        if self.spec.section is not None:
+            table = self.spec.section
+            record = table.get("record")
+            sections.append(Section("section", table["expression"], table["direction"],
+                                    tuple(record) if record is not None else None, table["max_crossings"]))
+        if self.spec.escape is not None:
+            table = self.spec.escape
+            sections.append(Section("escape", table["expression"], table["direction"], max_crossings=1,
+                                    stop=table["stop"]))
+        return tuple(sections) or None
 
     @property
     def section_variables(self) -> tuple[str, ...]:

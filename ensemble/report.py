@@ -13,7 +13,7 @@ import xarray as xr  # noqa: E402
 
 from .accessor import open_store  # noqa: E402
 from .analysis import (  # noqa: E402
-    analyse_store, chaos_table, diagnostic_names, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
+    analyse_store, chaos_table, diagnostic_names, escape_map, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
     lyapunov_map, pair_distribution, particle_points, quantile_envelope, section_points, store_plan,
     sweep_coordinates,
 )
@@ -185,6 +185,10 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
         if "spec" in ds.attrs and store_plan(ds).space.path in ds:
             figures.append(path_figure(ds, store_plan(ds).space.path, label, out))
     figures += [section_figure(ds, label, out) for label, ds in zip(labels, datasets) if "section_time" in ds]
+    figures += [_sweep_map(escape_map(ds).median_escape_time, sweep_coordinates(ds), "median escape time (s)",
+                           f"{label}: escape time over the sweep", os.path.join(out, f"{label}_escape_map.png"),
+                           f"{label}: median escape time over the swept parameters (blank: none escaped)")
+                for label, ds in zip(labels, datasets) if "escape_time" in ds and sweep_coordinates(ds)]
     for label, ds in zip(labels, datasets):  # particle systems (a pair potential), with their state kept
         if "spec" in ds.attrs and store_plan(ds).has_system \
                 and getattr(store_plan(ds).system.definition, "pair", None) is not None \

@@ -18,7 +18,7 @@ import numpy as np
 
 from armillary.kernels import carried_names, integrate
 from armillary.kernels.lyapunov import Shadow, initial_indicators
-from armillary.kernels.status import OK
+from armillary.kernels.status import ESCAPED, OK
 
 from .lock import kernel_lock
 from .plan import Plan
@@ -176,6 +176,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
             shadow = plan.initial_shadow(first, stop, state)
         closest = np.full(stop - first, np.inf)
         crossed = np.zeros(stop - first, np.int64)
+        escaped_at = np.full(stop - first, np.nan)
     else:
         saved = store.read_checkpoint((segment - 1) % 2, first, stop, checkpoint_names(plan))
         state = {name: saved[name] for name in names}
@@ -183,9 +184,12 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         carry = {name: saved[name] for name in carried}  # e.g. rk45 continues with its proposed step
         closest = saved.get("min_separation")
         crossed = saved.get("section_count")
+        escaped_at = saved.get("escape_time")
         if spec.shadows:
             shadow = saved_shadow(plan, saved, stop - first, seg.start)
-    failed = status != OK
+    failed = status != OK  # members that failed, or stopped at their escape, in an earlier segment
+    stopped_before = status == ESCAPED
+    stopped_state = {name: value[stopped_before] for name, value in state.items()}  # kept as they stopped
     if failed.any():
         # Failed members ride along from their (valid) initial state so that the kernel sees only
         # finite input; their results are discarded.  Members are independent, so the others' bits
@@ -226,9 +230,15 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         writes.append(("min_separation", members, closest))
     for name, value in result.final.items():
         checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
-    if plan.sections is not None:
+        checkpoint[name][stopped_before] = stopped_state[name]
+    if plan.spec.section is not None:
         crossing_writes, checkpoint["section_count"] = section_writes(plan, store, result, failed, members, crossed)
         writes += crossing_writes
+    if plan.spec.escape is not None:  # the first crossing's time, once
+        first_crossing = result.sections["escape"]
+        escaped_now = ~failed & np.isnan(escaped_at) & (first_crossing["count"] > 0)
+        checkpoint["escape_time"] = np.where(escaped_now, first_crossing["time"][:, 0], escaped_at)
+        writes.append(("escape_time", members, checkpoint["escape_time"]))
     if shadow is not None:
         writes += indicator_writes(plan, result, failed, members, region, seg)
         checkpoint.update(shadow_checkpoint(plan, result.shadow_final))

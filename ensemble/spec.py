@@ -37,7 +37,7 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section")
+OPTIONAL_FIELDS = ("lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape")
 
 
 def output_variables(space, definition=None) -> tuple[str, ...]:
@@ -114,6 +114,8 @@ class Spec:
     until: dict | None = None
     #: ``[analysis] section``: {"expression", "direction", "record", "max_crossings"}, or None
     section: dict | None = None
+    #: ``[analysis] escape``: {"expression", "direction", "stop"}, or None
+    escape: dict | None = None
     #: the options of a space-declared sampler beyond ``omega_scale`` (e.g. ``particles``), None if it has none
     sampler_options: dict | None = None
     #: a model file's path (absolute; for messages) and its text, which the run is built from wherever it
@@ -171,7 +173,7 @@ class Spec:
                          **(self.sampler_options or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
-            "analysis": {name: getattr(self, name) for name in INDICATORS + ("section",)},
+            "analysis": {name: getattr(self, name) for name in INDICATORS + ("section", "escape")},
         }
         lines = []
         for section, entries in sections.items():
@@ -527,9 +529,11 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
     and renormalise_every.  (That ``count`` is at most the tangent dimension is checked by the plan, which
     knows the number of bodies.)"""
     tables = {name: section.get(name, "table") for name in INDICATORS}
-    surface = section.get("section", "table")
+    surface, escape = section.get("section", "table"), section.get("escape", "table")
     section.finish()
-    parsed, shared = {"section": _surface_of_section(surface, method, options, definition)}, None
+    parsed = {"section": _surface_of_section("section", surface, method, options, definition),
+              "escape": _surface_of_section("escape", escape, method, options, definition)}
+    shared = None
     for name, table in tables.items():
         if table is None:
             parsed[name] = None
@@ -558,18 +562,22 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
     return parsed
 
 
-def _surface_of_section(table: dict | None, method: str, options: dict, definition) -> dict | None:
-    """``[analysis] section``'s keys, typed and with their defaults (the expression and the recorded variables
-    are checked against the space by the plan, which knows the number of bodies)."""
+def _surface_of_section(name: str, table: dict | None, method: str, options: dict, definition) -> dict | None:
+    """``[analysis] section``'s or ``escape``'s keys, typed and with their defaults (the expression and the
+    recorded variables are checked against the space by the plan, which knows the number of bodies)."""
     if table is None:
         return None
     if not METHODS[method].resolve(options).fixed_step:
         fixed = ", ".join(m for m in (methods_for(definition) if definition else METHODS) if METHODS[m].fixed_step)
-        raise InvalidInput("analysis.section", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
-    surface = _Section("analysis.section", table)
+        raise InvalidInput(f"analysis.{name}", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
+    surface = _Section(f"analysis.{name}", table)
     entry = {"expression": surface.get("expression", "str", required=True),
-             "direction": surface.choice("direction", ("up", "down", "both"), "up"),
-             "max_crossings": int(surface.positive("max_crossings", "int", 1000, minimum=1, strict=False))}
+             "direction": surface.choice("direction", ("up", "down", "both"), "up")}
+    if name == "escape":
+        entry["stop"] = surface.get("stop", "bool", True)
+        surface.finish()
+        return entry
+    entry["max_crossings"] = int(surface.positive("max_crossings", "int", 1000, minimum=1, strict=False))
     record = surface.get("record", "list")
     if record is not None:
         if not (record and all(isinstance(name, str) for name in record)):

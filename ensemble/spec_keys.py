@@ -132,6 +132,14 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "analysis.section.direction": SpecKey("string", "up", "", "up (from below zero to zero or above) | down | both"),
     "analysis.section.record": SpecKey("list of strings", "every state variable", "", "the state variables stored "
                                        "at each crossing"),
+    "analysis.escape": SpecKey("table", "none", "", "an escape (fixed-step methods): the time of each member's first "
+                               "crossing of `expression` through zero in `direction`, located as a section's; with "
+                               "`stop` the member stops there, status 8 (escaped, not failed), keeping the state "
+                               "located there: `{ expression, direction, stop }`; stores `escape_time` (member)"),
+    "analysis.escape.expression": SpecKey("string", "required", "", "as analysis.section.expression"),
+    "analysis.escape.direction": SpecKey("string", "up", "", "up | down | both, as analysis.section.direction"),
+    "analysis.escape.stop": SpecKey("true or false", "true", "", "stop each member at its escape, so that an "
+                                    "escape-time map costs only the time to escape"),
     "analysis.section.max_crossings": SpecKey("integer ≥ 1", "1000", "crossings", "crossings stored per member; "
                                               "later ones are counted in `section_count`, not stored"),
 }

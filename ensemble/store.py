@@ -38,6 +38,7 @@ from zarr.core.sync import sync as zarr_sync
 
 from armillary.kernels import STATUS_MEANINGS, InvalidInput
 from armillary.kernels.lyapunov import indicator_rows
+from armillary.kernels.status import ESCAPED, NOT_FAILED
 
 from .errors import DamagedStore, StoreError
 from .lock import is_local, read_lock
@@ -94,6 +95,8 @@ SECTION_ATTRS = {
     "section_count": (("member",), "1", "crossings found so far, also those past max_crossings (not stored)"),
     "section_<variable>": (("member", "crossing", "…"), "the variable's", "a recorded state variable at each "
                            "crossing, put back on the manifold"),
+    "escape_time": (("member",), "s", "time of the member's first crossing of the escape section (NaN: none yet); "
+                    "`[analysis] escape`"),
 }
 #: the status meanings of stores written before they were stored as an attribute (all (S²)ⁿ codes)
 #: the data variables and checkpoint slots of integers (the others are float64)
@@ -117,6 +120,9 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
         over_time = name in ("energy", "lyapunov_estimate", "sample_lag", "work")
         layout[name] = ((members, samples) if over_time else (members,), ("member", "time") if over_time
                         else ("member",), unit, long_name)
+    if plan.spec.escape is not None:
+        dims, unit, long_name = SECTION_ATTRS["escape_time"]
+        layout["escape_time"] = ((members,), dims, unit, long_name)
     if plan.spec.section is not None:
         sizes = {"member": members, "crossing": plan.spec.section["max_crossings"]}
         for name in ("section_time", "section_count"):
@@ -167,6 +173,8 @@ def checkpoint_names(plan: Plan) -> tuple[str, ...]:
         names += tuple(shadow_slot_shapes(plan))
     if plan.spec.section is not None:
         names += ("section_count",)
+    if plan.spec.escape is not None:
+        names += ("escape_time",)
     return names
 
 
@@ -284,6 +292,7 @@ def write_template(plan: Plan) -> None:
     names += ["sample_lag"] * plan.samples_off_grid + ["work"] * plan.forced
     if spec.section is not None:
         names += ["section_time", "section_count"] + ["section_" + name for name in plan.section_variables]
+    names += ["escape_time"] * (spec.escape is not None)
     data, encoding = {}, {}
     for name in names:
         shape, dims, unit, long_name = layout[name]
@@ -305,7 +314,8 @@ def write_template(plan: Plan) -> None:
         "n_steps": spec.n_steps, "save_every": spec.save_every, "checkpoint_every": spec.checkpoint_every,
         "chunk": spec.chunk, "initial": spec.initial, "spec": spec.to_toml(),
         "status_meanings": json.dumps({str(code): STATUS_MEANINGS[code]
-                                       for code in method.status + plan.system.definition.statuses}),
+                                       for code in method.status + plan.system.definition.statuses
+                                       + (ESCAPED,) * bool(spec.escape and spec.escape["stop"])}),
         "method_order": method.order, "system_revision": plan.system.definition.revision, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_versions(),
         # a model's text travels with its run: workers and analysis build the system from it, never from the file
@@ -467,7 +477,7 @@ def summary(url: str) -> dict:
         "status_counts": {int(code): int(count) for code, count in zip(*np.unique(status, return_counts=True))},
         "segments_done": int(finished.sum()), "segments_total": int(done.size),
         "member_steps_done": int(work[finished].sum()), "member_steps_total": int(work.sum()),
-        "failed_members": int(np.count_nonzero(status)),
+        "failed_members": int(np.count_nonzero(~np.isin(status, NOT_FAILED))),
         "task_seconds": float(np.nansum(seconds)), "write_seconds": float(np.nansum(write_seconds)),
         "first_done": float(stamps.min()) if stamps.size else None,
         "last_done": float(stamps.max()) if stamps.size else None,

@@ -127,7 +127,7 @@ def status(args) -> int:
                 where = ", ".join(f"{name} = {value:g}" for name, value in interval["point"].items()) or "all members"
                 print(f"    {where}: {interval['estimate']:.4g} [{interval['low']:.4g}, {interval['high']:.4g}] "
                       f"(± {(interval['high'] - interval['low']) / 2:.3g})")
-        print(f"  failed        {s['failed_members']} members (status != 0)")
+        print(f"  failed        {s['failed_members']} members (status other than 0, and 8: escaped)")
         for code, count in sorted(s["status_counts"].items()):
             if code:
                 print(f"    status {code}: {count} members, {s['status_meanings'].get(code, STATUS_MEANINGS.get(code))}")

@@ -14,6 +14,8 @@ pytestmark = pytest.mark.xdist_group("sections")
 AMPLITUDES = np.array([0.5, 1.0, 2.0, 2.8])
 G, L = 9.81, 1.0
 SWING = Section("swing", "q[0][0]", "up", max_crossings=10)
+#: the first passage through the bottom, where the swing first reaches q_x = 0: an escape that stops members
+BOTTOM = Section("bottom", "q[0][0]", "down", max_crossings=1, stop=True)
 
 
 def planar_swings(copies: int = 1) -> dict:
@@ -29,10 +31,10 @@ def exact_periods(copies: int = 1) -> np.ndarray:
     return np.tile(4.0 * np.sqrt(L / G) * ellipk(np.sin(AMPLITUDES / 2.0) ** 2), copies)
 
 
-def swing(state: dict, h: float, t_end: float = 8.0, **options):
+def swing(state: dict, h: float, t_end: float = 8.0, sections=SWING, save_every: int | None = None, **options):
     pendulum = get_system("spherical_chain", m=[1.0], l=[L], g=G)
-    return integrate(pendulum, "rk4", state, h, int(round(t_end / h)), save_every=int(round(t_end / h)),
-                     outputs=(), sections=SWING, **options)
+    return integrate(pendulum, "rk4", state, h, int(round(t_end / h)), save_every=save_every or int(round(t_end / h)),
+                     outputs=(), sections=sections, **options)
 
 
 def test_crossings_of_a_planar_swing_are_its_elliptic_period_to_rk4s_order():
@@ -96,6 +98,28 @@ def test_the_lagrange_tops_crossings_keep_its_spin_and_the_chaotic_tops_do_not()
     assert spreads["lagrange"] < 1e-9 and spreads["chaotic"] > 0.2, spreads
 
 
+def test_an_escape_section_stops_each_member_at_its_quarter_period():
+    """Released from rest, the pendulum first passes the bottom (q_x = 0, downwards) a quarter period √(l/g) K(k)
+    later: the section with stop halts each member there, within 1e-9 s by rk4 at h = 1e-3.  The member is
+    ESCAPED (not failed), its final state is the one located at the crossing (q = e_z, at rest no more), and its
+    samples after the escape are NaN; the other section, which it never reached upwards, counts nothing."""
+    from armillary.kernels.status import ESCAPED
+
+    run = swing(planar_swings(), 1e-3, sections=(SWING, BOTTOM), save_every=500)
+    escape = run.sections["bottom"]
+    assert list(escape["count"]) == [1, 1, 1, 1] and list(run.sections["swing"]["count"]) == [0, 0, 0, 0]
+    assert np.abs(escape["time"][:, 0] - exact_periods() / 4).max() < 1e-9
+    assert list(run.status) == [ESCAPED] * 4
+    assert list(run.failed_step) == list(np.ceil(escape["time"][:, 0] / 1e-3).astype(int))
+    assert np.allclose(run.final["q"][:, 0], [0.0, 0.0, 1.0], atol=1e-9)
+    # the record is normalised; rk4 leaves |q| off 1 by its truncation error, 8e-13 here
+    assert np.abs(run.final["q"] - escape["state"]["q"][:, 0]).max() < 1e-11
+    speed = np.sqrt(2 * G / L * (1 - np.cos(AMPLITUDES)))  # energy: ½ l² ω² = g l (1 − cos θ₀)
+    assert np.allclose(np.linalg.norm(run.final["omega"][:, 0], axis=-1), speed, rtol=1e-9)
+    sample_times = np.arange(run.energy.shape[1]) * 0.5
+    assert np.array_equal(np.isnan(run.energy), sample_times >= escape["time"][:, :1])
+
+
 @pytest.mark.parametrize("section, field, message", [
     (Section("s", "p[0]"), "section.s.expression", "'p' is not known; allowed: the sphere_product space's variables"),
     (Section("s", "q[0]"), "section.s.expression", "must be a scalar"),
@@ -145,6 +169,7 @@ workers = {workers}
 
 [analysis]
 section = {{ expression = "q[0][0]", direction = "up", record = ["q"], max_crossings = 3 }}
+escape = {{ expression = "q[0][0]", direction = "down", stop = {stop} }}
 """
 
 
@@ -165,10 +190,13 @@ def test_a_runs_store_holds_the_crossings_bitwise_across_chunks_workers_and_segm
     specs = []
     for chunk, workers, segment in ((8, 1, 8000), (3, 2, 1000), (5, 1, 3567)):
         path = tmp_path / f"c{chunk}w{workers}s{segment}.toml"
-        path.write_text(SECTION_SPEC.format(segment=segment, chunk=chunk, workers=workers,
+        path.write_text(SECTION_SPEC.format(segment=segment, chunk=chunk, workers=workers, stop="false",
                                             initial=tmp_path / "initial.npz", store=str(path).replace(".toml", ".zarr")))
         specs.append(str(path))
-    stored = run_stores_alike(specs, ("section_time", "section_q", "section_count"))
+    stored = run_stores_alike(specs, ("section_time", "section_q", "section_count", "escape_time", "status"))
+    assert np.array_equal(stored["escape_time"], swing(state, 1e-3, sections=(SWING, BOTTOM)).sections["bottom"]
+                          ["time"][:, 0])  # without stop, the escape only times the first passage
+    assert not stored["status"].any()
     assert np.array_equal(stored["section_count"], alone["count"])
     assert np.array_equal(stored["section_time"], alone["time"][:, :3], equal_nan=True)
     assert np.array_equal(stored["section_q"], alone["state"]["q"][:, :3], equal_nan=True)
@@ -186,3 +214,50 @@ def test_a_runs_store_holds_the_crossings_bitwise_across_chunks_workers_and_segm
     write_report([specs[1].replace(".toml", ".zarr")], str(tmp_path / "report"))  # 9 samples, for the drift
     assert "surface of section q[0][0] = 0" in (tmp_path / "report" / "report.md").read_text()
     assert (tmp_path / "report" / "c3w2s1000.zarr_section.png").stat().st_size > 10_000
+
+
+def test_members_that_escape_stop_keep_their_state_and_are_not_failures(tmp_path):
+    """With ``stop``, every member stops at its first passage through the bottom (segments of 1000 steps, the
+    escape in the first or second): escape_time is the kernel's in any layout, the status is 8 (escaped) and
+    not counted as failed, the samples after it are NaN, and the state it stopped in stays the checkpoint's
+    through the later segments."""
+    from armillary.ensemble.progress import final_state
+    from armillary.ensemble.store import summary
+    from armillary.kernels.status import ESCAPED
+    from ensemble_cases import run_stores_alike
+
+    state = planar_swings(copies=2)
+    np.savez(tmp_path / "initial.npz", q0=state["q"], omega0=state["omega"])
+    kernel = swing(state, 1e-3, sections=(SWING, BOTTOM))
+    specs = []
+    for chunk, workers in ((8, 1), (3, 2)):
+        path = tmp_path / f"stop{chunk}.toml"
+        path.write_text(SECTION_SPEC.format(segment=1000, chunk=chunk, workers=workers, stop="true",
+                                            initial=tmp_path / "initial.npz", store=str(path).replace(".toml", ".zarr")))
+        specs.append(str(path))
+    stored = run_stores_alike(specs, ("escape_time", "status", "failed_step", "energy", "section_count"))
+    assert np.array_equal(stored["escape_time"], kernel.sections["bottom"]["time"][:, 0])
+    assert (stored["status"] == ESCAPED).all() and not stored["section_count"].any()
+    assert np.array_equal(stored["failed_step"], kernel.failed_step)
+    assert np.array_equal(np.isnan(stored["energy"]), np.arange(9) * 1.0 >= stored["escape_time"][:, np.newaxis])
+    store = specs[0].replace(".toml", ".zarr")
+    assert summary(store)["failed_members"] == 0
+    end = final_state(store, ("q", "omega"), 0, 8, 8)
+    assert np.array_equal(end["q"], kernel.final["q"]) and np.array_equal(end["omega"], kernel.final["omega"])
+
+
+def test_escape_map_takes_the_median_over_the_members_that_escaped_and_their_fraction():
+    """Per sweep point: the median escape time of the members that escaped (NaN where none did) and the
+    fraction that escaped."""
+    import xarray
+
+    from armillary.ensemble.analysis import escape_map
+
+    times = np.array([1.0, 3.0, np.nan, np.nan, np.nan, 2.0])
+    dataset = xarray.Dataset({"escape_time": ("member", times)},
+                             coords={"member": np.arange(6), "a": ("member", [0.0, 0.0, 0.0, 1.0, 1.0, 1.0])})
+    table = escape_map(dataset)
+    assert np.array_equal(table.median_escape_time.values, [2.0, 2.0])
+    assert np.allclose(table.escaped_fraction.values, [2 / 3, 1 / 3])
+    with pytest.raises(InvalidInput, match="an escape-time map needs a store with \\[analysis\\] escape"):
+        escape_map(dataset.drop_vars("a"))

@@ -60,6 +60,18 @@ CASES = [
     ("lyapunov renormalise_every", "renormalise_every = 7", "renormalise_every = 0",
      "analysis.lyapunov.renormalise_every: must be a finite number >= 1"),
     ("analysis unknown key", "lyapunov = {", "chaos = 1\nlyapunov = {", "analysis.chaos: unknown key"),
+    ("section naming an unknown variable", "lyapunov = {", 'section = { expression = "R[0][0][0]" }\nlyapunov = {',
+     "analysis.section.expression: 'R' is not known; allowed: the sphere_product space's variables q, omega"),
+    ("section not a scalar", "lyapunov = {", 'section = { expression = "q[0] * 2" }\nlyapunov = {',
+     "analysis.section.expression: must be a scalar"),
+    ("section direction", "lyapunov = {", 'section = { expression = "q[0][0]", direction = "left" }\nlyapunov = {',
+     "analysis.section.direction: unknown value 'left'; allowed: up, down, both"),
+    ("section max_crossings", "lyapunov = {", 'section = { expression = "q[0][0]", max_crossings = 0 }\nlyapunov = {',
+     "analysis.section.max_crossings: must be a finite number >= 1"),
+    ("section record", "lyapunov = {", 'section = { expression = "q[0][0]", record = ["Omega"] }\nlyapunov = {',
+     "analysis.section.record: unknown Omega; the sphere_product space has q, omega"),
+    ("escape stop not a boolean", "lyapunov = {", 'escape = { expression = "q[0][2]", stop = 1 }\nlyapunov = {',
+     "analysis.escape.stop: must be true or false"),
 ]
 
 
