@@ -286,6 +286,21 @@ def store_crossing(m, s, t, lane_state, section_count, section_time, section_sta
 
 
 @lane_function
+def crossing_to_locate(b, s, m, members, lane_status, modes, before, after):
+    """Whether lane b (member m) crossed section s in this step and is to be searched: a member, still OK (not
+    stopped by an earlier section of this step), its values on either side of zero in the section's direction."""
+    return m < members and lane_status[b] == OK and crossed(modes[0, s], before[s, b], after[s, b])
+
+
+@lane_function
+def search_start(b, s, h, modes, before, after):
+    """A crossing's search on a one-lane block: the solver's flags (active, code, iterations), the sections'
+    values, and the bracket [a, f(a), b, f(b), side] = [0, f(0), h, f(h), 0] of lane b's section s."""
+    return (np.ones(1, np.bool_), np.zeros(1, np.int64), np.zeros(1, np.int64), np.empty((modes.shape[1], 1)),
+            np.array([0.0, before[s, b], h, after[s, b], 0.0]))
+
+
+@lane_function
 def stop_at_escape(b, s, step, modes, active, lane_status, lane_failed):
     """Lane b's crossing of section s: if that section stops members, lane b is ESCAPED at ``step`` (inactive)."""
     if modes[1, s] != 0:
@@ -307,12 +322,8 @@ def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c
     lanes = q_start.shape[2]
     for b in range(lanes):
         m = first + b
-        if m >= members or lane_status[b] != OK:
-            continue
         for s in range(modes.shape[1]):
-            if lane_status[b] != OK:  # stopped by an earlier section of this step
-                break
-            if not crossed(modes[0, s], before[s, b], after[s, b]):
+            if not crossing_to_locate(b, s, m, members, lane_status, modes, before, after):
                 continue
             q1 = np.empty((n, 3, 1))
             omega1 = np.empty((n, 3, 1))
@@ -320,12 +331,8 @@ def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c
             mf1 = mf[:, :, b:b + 1].copy()
             c1 = c[:, b:b + 1].copy()
             work1 = integrator_allocate(n, 1)  # noqa: F821 (bound at specialisation)
-            active1 = np.ones(1, np.bool_)
-            code1 = np.zeros(1, np.int64)
-            iterations1 = np.zeros(1, np.int64)
-            values1 = np.empty((modes.shape[1], 1))
-            bracket = np.array([0.0, before[s, b], h, after[s, b], 0.0])
-            tau, value = h, after[s, b]
+            active1, code1, iterations1, values1, bracket = search_start(b, s, h, modes, before, after)
+            tau = h
             for _ in range(MAX_SEARCH_STEPS):
                 tau = next_root_guess(bracket)
                 q1[:, :, 0] = q_start[:, :, b]
@@ -354,23 +361,15 @@ def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options,
     lanes = x_start.shape[1]
     for b in range(lanes):
         m = first + b
-        if m >= members or lane_status[b] != OK:
-            continue
         for s in range(modes.shape[1]):
-            if lane_status[b] != OK:  # stopped by an earlier section of this step
-                break
-            if not crossed(modes[0, s], before[s, b], after[s, b]):
+            if not crossing_to_locate(b, s, m, members, lane_status, modes, before, after):
                 continue
             x1 = np.empty((rows, 1))
             c1 = c[:, b:b + 1].copy()
             work1 = integrator_allocate(rows, n, 1)  # noqa: F821 (bound at specialisation)
-            active1 = np.ones(1, np.bool_)
-            code1 = np.zeros(1, np.int64)
-            iterations1 = np.zeros(1, np.int64)
+            active1, code1, iterations1, values1, bracket = search_start(b, s, h, modes, before, after)
             moved1 = np.zeros(1)
-            values1 = np.empty((modes.shape[1], 1))
-            bracket = np.array([0.0, before[s, b], h, after[s, b], 0.0])
-            tau, value = h, after[s, b]
+            tau = h
             for _ in range(MAX_SEARCH_STEPS):
                 tau = next_root_guess(bracket)
                 x1[:, 0] = x_start[:, b]

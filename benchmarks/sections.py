@@ -1,0 +1,67 @@
+"""What a surface of section costs: the same ensemble stepped with and without one, in the same run.
+
+    .venv/bin/python benchmarks/sections.py [--members 4096] [--steps 4000] [--repeats 5]
+
+Example 2 (three bodies on S², ``sphere_nbody`` preset ``paper``, perturbed by 1e-3) by the explicit ``vi`` at
+h = 1e-3 on one thread, once without a section and once with ``q[0][0]`` upwards, whose crossings are rare
+(the rate per member-step is printed).  Target (issue 48): with rare crossings (fewer than one per 100
+steps) the run with the section costs ≤ 1.1× the run without.  Cases alternate and the fastest of
+``--repeats`` counts, because this kind of VM's speed drifts within minutes; both kernels are compiled (or
+loaded from Numba's cache) before any timing.
+"""
+
+import argparse
+import time
+
+import numpy as np
+from machine import run_conditions, run_start
+
+from armillary import Section, get_system, integrate
+
+SECTION = Section("x", "q[0][0]", "up", max_crossings=1000)
+
+
+def ensemble_state(members: int) -> dict:
+    """Example 2's state with every member's bodies moved by a tangent Gaussian of 1e-3."""
+    system = get_system("sphere_nbody", "paper")
+    state = system.initial_state()
+    normals = np.random.default_rng(0).standard_normal((members, system.space.normal_count(3)))
+    return system, system.space.project(system.space.perturb(state, normals, 1e-3))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--members", type=int, default=4096)
+    parser.add_argument("--steps", type=int, default=4000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    system, state = ensemble_state(args.members)
+    cases = {"without": None, "with q[0][0] up": SECTION}
+    for sections in cases.values():  # compile or load both kernels first
+        integrate(system, "vi", state, 1e-3, 2, outputs=(), threads=1, sections=sections)
+    start = run_start()
+    fastest = dict.fromkeys(cases, float("inf"))
+    crossings = 0
+    for _ in range(args.repeats):
+        for name, sections in cases.items():
+            began = time.perf_counter()
+            run = integrate(system, "vi", state, 1e-3, args.steps, save_every=args.steps, outputs=(), threads=1,
+                            sections=sections)
+            fastest[name] = min(fastest[name], time.perf_counter() - began)
+            if sections is not None:
+                crossings = int(run.sections["x"]["count"].sum())
+    member_steps = args.members * args.steps
+    print(f"sphere_nbody (Example 2), vi, h = 1e-3, {args.members} members x {args.steps} steps, one thread, "
+          f"fastest of {args.repeats}")
+    for name, seconds in fastest.items():
+        print(f"  {name:<18} {seconds:7.3f} s  {member_steps / seconds:.3e} member-steps/s")
+    ratio = fastest["with q[0][0] up"] / fastest["without"]
+    rate = crossings / member_steps
+    print(f"  crossings: {crossings} ({rate:.2e} per member-step, one per {1 / max(rate, 1e-300):.0f} steps)")
+    print(f"  cost with the section / without: {ratio:.3f}  (target <= 1.1 with rare crossings: "
+          f"{'met' if ratio <= 1.1 else 'NOT met'})")
+    print(run_conditions(start))
+
+
+if __name__ == "__main__":
+    main()
