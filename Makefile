@@ -60,6 +60,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/models.py
 	$(BIN)/python benchmarks/chaos.py
 	$(BIN)/python benchmarks/startup.py
+	$(BIN)/python benchmarks/sections.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs

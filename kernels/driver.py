@@ -16,6 +16,7 @@ import numpy as np
 
 from .lanes import add_power, constraint_errors_into, lane_function
 from .lyapunov import record_sphere_indicators, tile_lanes_2d, tile_lanes_3d, write_final_shadows
+from .sections import any_crossing, keep_step_start
 from .status import NON_FINITE, OK
 
 
@@ -268,9 +269,9 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             section_values(q, omega, after)  # noqa: F821
         for k in range(1, n_steps + 1):
             if SECTIONS:  # noqa: F821 (the step's start, from which a crossing in it is searched)
-                q_start[:] = q
-                omega_start[:] = omega
-                before[:] = after
+                keep_step_start(q, q_start)
+                keep_step_start(omega, omega_start)
+                before, after = after, before  # the last step's end values are this one's start
             integrator_step((step_offset + k - 1) * h, q, omega, md, mf, c, topology, h, options, work,  # noqa: F821
                             active, code, step_iterations)
             shadow_step(step_offset + k, q, omega, shadow_q, shadow_omega, shadow_md, shadow_mf,  # noqa: F821
@@ -280,9 +281,10 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
             if SECTIONS:  # noqa: F821
                 section_values(q, omega, after)  # noqa: F821
-                locate_crossings((step_offset + k - 1) * h, h, q_start, omega_start, before, after, md, mf, c,  # noqa: F821
-                                 topology, options, active, lane_status, lane_failed, k, first, members, section_modes,
-                                 section_count, section_time, section_state)
+                if any_crossing(section_modes, before, after, lane_status):
+                    locate_crossings((step_offset + k - 1) * h, h, q_start, omega_start, before, after, md, mf, c,  # noqa: F821
+                                     topology, options, active, lane_status, lane_failed, k, first, members,
+                                     section_modes, section_count, section_time, section_state)
             if track_encounters:
                 track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
             if FORCED:  # noqa: F821

@@ -20,6 +20,7 @@ import numpy as np
 
 from .driver import lane_bookkeeping, record_lane_failures
 from .lanes import lane_function
+from .sections import any_crossing, keep_step_start
 from .lyapunov import (accumulate_indicators, displacement_norms, forget_failed_shadows, orthogonalise,
                        record_indicators, tile_active, tile_lanes_2d, write_final_shadows)
 from .status import OK
@@ -148,8 +149,8 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
             section_values(x, after)  # noqa: F821
         for k in range(1, n_steps + 1):
             if SECTIONS:  # noqa: F821 (the step's start, from which a crossing in it is searched)
-                x_start[:] = x
-                before[:] = after
+                keep_step_start(x, x_start)
+                before, after = after, before  # the last step's end values are this one's start
             # the step's start time from the global step index, so a resumed segment sees the same times
             integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
                             step_iterations)
@@ -162,9 +163,10 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
                              scratch[-1])
             if SECTIONS:  # noqa: F821
                 section_values(x, after)  # noqa: F821
-                locate_crossings((step_offset + k - 1) * h, h, x_start, before, after, n, c, topology,  # noqa: F821
-                                 options, active, lane_status, lane_failed, k, first, members, section_modes,
-                                 section_count, section_time, section_state)
+                if any_crossing(section_modes, before, after, lane_status):
+                    locate_crossings((step_offset + k - 1) * h, h, x_start, before, after, n, c, topology,  # noqa: F821
+                                     options, active, lane_status, lane_failed, k, first, members, section_modes,
+                                     section_count, section_time, section_state)
             if k % save_every == 0:
                 record_flat_sample(k // save_every, x, n, c, topology, first, members, lane_status, save_state,
                                    state_out, energy, diagnostics, scratch)

@@ -10,11 +10,11 @@ the next step, starting where it is zero, does not find it again.
 own step of size τ from the step's start state x_k (so the sought state is the method's one-step approximation,
 local error O(τ^{p+1}) for a method of order p).  f(0) = e(x_k) and f(h) = e(x_{k+1}) bracket the root; it is
 found by the Illinois variant of regula falsi (Dowell & Jarratt 1971, BIT 11, 168: superlinear, order ≈ 1.44,
-never leaves the bracket), to a bracket of 4 ulp of h.  The located time and state are therefore accurate to the
+never leaves the bracket), to a bracket of 10⁻¹² h.  The located time and state are therefore accurate to the
 method's order: their error is the state's global error O(h^p), not the O(h²) of interpolating linearly between
 steps, and not limited by a cubic Hermite interpolant's O(h⁴) either.  Each iteration is one step of the one
 member on a one-lane block, the same arithmetic as in any block width, so crossings are bitwise independent of
-chunking, lanes and threads; a root search costs 10–20 steps of one member per crossing, nothing between them.
+chunking, lanes and threads; a root search costs 3–6 steps of one member per crossing, nothing between them.
 
 Expressions are read by sympy, as model files are, and printed into one generated lane function
 (:mod:`kernels.models.codegen`): ``values(state..., out)`` writes e of every section for every lane.
@@ -32,7 +32,11 @@ from .status import ESCAPED, OK
 
 #: direction name → the sign the kernels read (+1: from below, −1: from above, 0: either)
 DIRECTIONS = {"up": 1, "down": -1, "both": 0}
-#: the root search's largest number of steps per crossing (Illinois reaches 4 ulp of h in 10–20)
+#: the root search's bracket at which it stops, relative to h: far below any method's error in the crossing time
+#: (rk4 at h = 1e-3: ~1e-12 s), and reached in a handful of steps, where narrowing it to the last ulps would take
+#: as many again through the round-off of e(Φ_τ)
+SEARCH_TOLERANCE = 1e-12
+#: the root search's largest number of steps per crossing
 MAX_SEARCH_STEPS = 100
 #: the functions an expression may call, as sympy has them
 EXPRESSION_FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "sqrt", "atan2", "arctan2", "abs", "asin", "acos",
@@ -246,6 +250,32 @@ def crossed(direction, before, after):
 
 
 @lane_function
+def keep_step_start(state, start):
+    """start ← state, for C-contiguous blocks of one shape: one flat loop (a slice assignment of a 3-d block
+    walks its indices one axis at a time and cost half a step of Example 2's explicit vi)."""
+    flat_state = state.reshape(state.size)
+    flat_start = start.reshape(start.size)
+    for i in range(flat_state.size):
+        flat_start[i] = flat_state[i]
+
+
+@lane_function
+def any_crossing(modes, before, after, lane_status):
+    """Whether some lane still OK crossed some section in its direction this step: one branch-free sweep over the
+    lanes (the drivers search the lanes one by one only then; calling :func:`crossed` per lane and step cost 4×
+    a step of Example 2's explicit vi)."""
+    count = 0
+    for s in range(modes.shape[1]):
+        upward = modes[0, s] >= 0
+        downward = modes[0, s] <= 0
+        for b in range(before.shape[1]):
+            up = (before[s, b] < 0.0) & (after[s, b] >= 0.0) & upward
+            down = (before[s, b] > 0.0) & (after[s, b] <= 0.0) & downward
+            count += (up | down) & (lane_status[b] == OK)
+    return count > 0
+
+
+@lane_function
 def illinois_update(bracket, tau, value):
     """One Illinois regula-falsi update of ``bracket`` = [a, f(a), b, f(b), side] with the new point (τ, f(τ))."""
     if (value > 0.0) == (bracket[3] > 0.0):
@@ -270,8 +300,8 @@ def next_root_guess(bracket):
 
 @lane_function
 def search_finished(bracket, value, h):
-    """Stop at an exact zero, a non-finite value, or a bracket of 4 ulp of h."""
-    return value == 0.0 or not np.isfinite(value) or bracket[2] - bracket[0] <= 4.0 * np.finfo(np.float64).eps * h
+    """Stop at an exact zero, a non-finite value, or a bracket of SEARCH_TOLERANCE·h."""
+    return value == 0.0 or not np.isfinite(value) or bracket[2] - bracket[0] <= SEARCH_TOLERANCE * h
 
 
 @lane_function
