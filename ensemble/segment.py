@@ -56,13 +56,15 @@ def load_kernel(plan: Plan, stream) -> None:
 
 #: a fault-injection point for tests/test_faults.py: with ARMILLARY_PAUSE_BEFORE_RECORD = "PATH:SECONDS", the first
 #: task of the run to have written its data creates PATH (its pid, chunk and segment, JSON) and sleeps SECONDS
-#: before writing its completion record, so that a test can kill or signal it exactly between the two
+#: before writing its completion record, so that a test can kill or signal it exactly between the two; with
+#: ARMILLARY_PAUSE_SEGMENT = "J" too, the first task of segment J (one with earlier segments' results to keep)
 PAUSE_BEFORE_RECORD = "ARMILLARY_PAUSE_BEFORE_RECORD"
+PAUSE_SEGMENT = "ARMILLARY_PAUSE_SEGMENT"
 
 
 def _pause_before_record(chunk: int, segment: int) -> None:
     setting = os.environ.get(PAUSE_BEFORE_RECORD)
-    if not setting:
+    if not setting or os.environ.get(PAUSE_SEGMENT, str(segment)) != str(segment):
         return
     path, seconds = setting.rsplit(":", 1)
     try:

@@ -1,7 +1,7 @@
 """Process faults on the real LocalCluster: ``kill -9`` of ``armillary run`` (once, and at three
 random moments of one run), of one Dask worker mid-run and of one exactly between its data and its
 completion record; two runs of one store at once; Ctrl-C.  Every time the finished store is
-bitwise identical to an uninterrupted run, the crossings of its surface of section included."""
+bitwise identical to an uninterrupted run."""
 
 import io
 import os
@@ -28,19 +28,12 @@ LONG = dict(t_end=40.0, checkpoint_every=4000, members=4000, chunk=1000, workers
             variables=("energy", "unit_error"))
 
 
-#: every run here also locates the crossings of a surface of section, which must resume bitwise as the rest does
-SECTION = '\n[analysis]\nsection = { expression = "q[0][0]", record = ["q"], max_crossings = 40 }\n'
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     directory = tmp_path_factory.mktemp("reference")
     spec = write_spec(directory, **LONG)
-    with open(spec, "a") as handle:
-        handle.write(SECTION)
     ensemble.run(spec, stream=io.StringIO())
-    return spec, arrays(str(directory / "spec.zarr"), ("energy", "unit_error", "q0", "status", "section_time",
-                                                       "section_q", "section_count"))
+    return spec, arrays(str(directory / "spec.zarr"), ("energy", "unit_error", "q0", "status"))
 
 
 def worker_processes(pid):

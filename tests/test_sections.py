@@ -1,6 +1,8 @@
 """Surfaces of section (kernels.sections): crossings located inside the step, to the method's order, bitwise
 whatever the lanes, threads and segments, on (S²)ⁿ and on SO(3)."""
 
+import os
+
 import numpy as np
 import pytest
 from scipy.special import ellipk
@@ -259,3 +261,36 @@ def test_escape_map_takes_the_median_over_the_members_that_escaped_and_their_fra
     assert np.allclose(table.escaped_fraction.values, [2 / 3, 1 / 3])
     with pytest.raises(InvalidInput, match="an escape-time map needs a store with \\[analysis\\] escape"):
         escape_map(dataset.drop_vars("a"))
+
+
+def test_a_worker_killed_between_its_crossings_and_its_record_redoes_them_bitwise(tmp_path):
+    """A worker killed with ``kill -9`` after writing a segment's data (crossings included) and before its
+    completion record: the segment is run again from the count its predecessor's checkpoint carries, and the
+    finished store holds the kernel's crossings bit for bit, that segment attempted twice."""
+    import signal
+
+    import zarr
+    from ensemble_cases import armillary, wait_for_marker
+
+    from armillary.ensemble.segment import PAUSE_BEFORE_RECORD, PAUSE_SEGMENT
+
+    state = planar_swings(copies=2)
+    np.savez(tmp_path / "initial.npz", q0=state["q"], omega0=state["omega"])
+    kernel = swing(state, 1e-3, sections=(SWING, Section("bottom", "q[0][0]", "down", max_crossings=1))).sections
+    path = tmp_path / "killed.toml"
+    store = str(tmp_path / "killed.zarr")
+    path.write_text(SECTION_SPEC.format(segment=1000, chunk=4, workers=2, stop="false", initial=tmp_path / "initial.npz",
+                                        store=store))
+    marker = tmp_path / "paused.json"
+    # segment 5 (t = 5–6 s) of a chunk whose members crossed before it and cross in it (its first member at 5.60 s, its third)
+    process = armillary("run", str(path), env={**os.environ, PAUSE_BEFORE_RECORD: f"{marker}:600", PAUSE_SEGMENT: "5"})
+    paused = wait_for_marker(marker)
+    assert paused["segment"] == 5
+    os.kill(paused["pid"], signal.SIGKILL)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    group = zarr.open_group(store, mode="r")
+    assert group["_progress/attempts"][paused["chunk"], paused["segment"]] == 2
+    assert np.array_equal(group["section_count"][:], kernel["swing"]["count"])
+    assert np.array_equal(group["section_time"][:], kernel["swing"]["time"][:, :3], equal_nan=True)
+    assert np.array_equal(group["escape_time"][:], kernel["bottom"]["time"][:, 0])
