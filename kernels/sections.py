@@ -38,9 +38,6 @@ DIRECTIONS = {"up": 1, "down": -1, "both": 0}
 SEARCH_TOLERANCE = 1e-12
 #: the root search's largest number of steps per crossing
 MAX_SEARCH_STEPS = 100
-#: the functions an expression may call, as sympy has them
-EXPRESSION_FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "sqrt", "atan2", "arctan2", "abs", "asin", "acos",
-                        "atan", "sinh", "cosh", "tanh", "pi")
 
 
 @dataclass(frozen=True)
@@ -76,6 +73,7 @@ def _symbols(space, n: int) -> tuple[dict, dict]:
 
 
 def _functions() -> dict:
+    """The functions (and pi) an expression may name, as sympy has them: the one list the reader and its errors use."""
     import sympy
 
     return {"sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "exp": sympy.exp, "log": sympy.log,
@@ -86,12 +84,12 @@ def _functions() -> dict:
 
 def section_expression(space, n: int, field: str, expression):
     """The sympy expression of one section's text, refused (InvalidInput naming ``field``) when it is not a
-    string, names something other than the space's variables and :data:`EXPRESSION_FUNCTIONS`, indexes past a
+    string, names something other than the space's variables and :func:`_functions`' names, indexes past a
     variable's shape, is not a scalar, or does not depend on the state."""
     import sympy
 
     allowed = f"the {space.name} space's variables {', '.join(space.names)} (indexed, e.g. {space.names[0]}[0]" \
-              f"{'[0]' * (len(space.variables[0].dims) - 1)}) and {', '.join(EXPRESSION_FUNCTIONS)}"
+              f"{'[0]' * (len(space.variables[0].dims) - 1)}) and {', '.join(_functions())}"
     if not isinstance(expression, str) or not expression.strip():
         raise InvalidInput(field, f"must be a Python expression over {allowed}, got {expression!r}")
     arrays, rows = _symbols(space, n)
