@@ -31,7 +31,6 @@ STORE_DIMENSIONS = ("member", "time")
 STORE_ATTRIBUTES = ("system", "method")
 #: how the stores that lack a variable get it
 LYAPUNOV_HINT = "run the spec with [analysis] lyapunov"
-SECTION_HINT = "run the spec with [analysis] section"
 STATE_HINT = "keep the state: list its variables in [output] variables"
 
 
@@ -194,12 +193,13 @@ class ArmillaryAccessor:
         :func:`.analysis.escape_map`."""
         return escape_map(self._require("escape_map", ("escape_time",), hint="run the spec with [analysis] escape"))
 
-    def section_points(self, x: str | None = None, y: str | None = None) -> xr.Dataset:
-        """The surface of section's stored crossings as points: ``x`` and ``y`` (components of recorded variables
+    def section_points(self, x: str | None = None, y: str | None = None, section: str = "section") -> xr.Dataset:
+        """A surface of section's stored crossings as points: ``x`` and ``y`` (components of recorded variables
         as the section's expression writes them, e.g. ``"q[1][0]"``; default the two that spread most), ``time``
-        (s), ``member``, and ``colour`` (the member's λ or MEGNO ⟨Y⟩ where stored), over ``point``.
+        (s), ``member``, and ``colour`` (the member's λ or MEGNO ⟨Y⟩ where stored), over ``point``; ``section``
+        the name of one of ``[analysis] sections`` (default ``[analysis] section``).
         :func:`.analysis.section_points`."""
-        return section_points(self._require("section_points", ("section_time",), hint=SECTION_HINT), x, y)
+        return section_points(self._require("section_points"), x, y, section)
 
     def pair_distribution(self, member: int = 0, time_index: int = -1, bins: int = 90) -> tuple:
         """Geodesic pair-distribution function g(θ) (1) of one member's particles on (S²)ⁿ at sample

@@ -24,7 +24,7 @@ import xarray as xr
 from armillary.kernels.errors import InvalidInput
 from armillary.kernels.status import NOT_FAILED
 
-from .spec_keys import STATISTICS
+from .spec_keys import STATISTICS, section_prefix
 
 #: below this |E0| (J) the error is reported absolute, not relative
 ABSOLUTE_BELOW = 1e-12
@@ -564,23 +564,40 @@ SECTION_COMPONENT = re.compile(r"([A-Za-z_]\w*)((?:\[\d+\])*)")
 SECTION_COLOURS = ("lyapunov", "megno_final")
 
 
-def section_variables(ds: xr.Dataset) -> list[str]:
-    """The state variables a store recorded at its section's crossings."""
-    return [name[len("section_"):] for name in ds.data_vars
-            if name.startswith("section_") and name not in ("section_time", "section_count")]
+def section_names(ds: xr.Dataset) -> list[str]:
+    """The surfaces of section a store holds: "section" (``[analysis] section``) and ``[analysis] sections``'."""
+    names = [name[len("section_"):-len("_time")] for name in ds.data_vars
+             if name.startswith("section_") and name.endswith("_time") and name != "section_time"]
+    return ["section"] * ("section_time" in ds.data_vars) + sorted(names)
 
 
-def section_component(ds: xr.Dataset, text: str) -> xr.DataArray:
-    """One component of a recorded state variable at every crossing, (member, crossing): ``text`` as a section's
-    expression reads it (``"q[1][0]"``, ``"Omega[0][2]"``); InvalidInput naming what was recorded otherwise."""
-    recorded = section_variables(ds)
-    match = SECTION_COMPONENT.fullmatch(text.replace(" ", ""))
-    if not recorded:
+def section_variables(ds: xr.Dataset, section: str = "section") -> list[str]:
+    """The state variables a store recorded at the named section's crossings."""
+    prefix = section_prefix(section)
+    return [name for name in ds.attrs.get("state_variables", ()) if prefix + name in ds.data_vars]
+
+
+def _section_of(ds: xr.Dataset, section: str) -> str:
+    """``section`` if the store holds it (its variables' prefix), else InvalidInput naming those it holds."""
+    held = section_names(ds)
+    if not held:
         raise InvalidInput("dataset", "the store has no surface of section; run the spec with [analysis] section")
+    if section not in held:
+        raise InvalidInput("section", f"unknown section {section!r}; the store holds {', '.join(held)}")
+    return section_prefix(section)
+
+
+def section_component(ds: xr.Dataset, text: str, section: str = "section") -> xr.DataArray:
+    """One component of a recorded state variable at every crossing of the named section, (member, crossing):
+    ``text`` as a section's expression reads it (``"q[1][0]"``, ``"Omega[0][2]"``); InvalidInput naming what was
+    recorded otherwise."""
+    prefix = _section_of(ds, section)
+    recorded = section_variables(ds, section)
+    match = SECTION_COMPONENT.fullmatch(text.replace(" ", ""))
     if match is None or match[1] not in recorded:
         raise InvalidInput("section", f"{text!r} is not a component of a recorded variable; recorded: "
                                       f"{', '.join(recorded)}, indexed as in the section's expression")
-    array = ds["section_" + match[1]]
+    array = ds[prefix + match[1]]
     axes = array.dims[2:]
     indices = [int(index) for index in re.findall(r"\d+", match[2])]
     if len(indices) != len(axes) or any(i >= array.sizes[axis] for i, axis in zip(indices, axes)):
@@ -589,35 +606,36 @@ def section_component(ds: xr.Dataset, text: str) -> xr.DataArray:
     return array.isel(dict(zip(axes, indices)))
 
 
-def widest_section_components(ds: xr.Dataset, count: int = 2) -> list[str]:
-    """The ``count`` recorded components that spread most over all crossings (the section's own coordinate, zero
-    there, least): the default axes of a section's picture."""
+def widest_section_components(ds: xr.Dataset, count: int = 2, section: str = "section") -> list[str]:
+    """The ``count`` recorded components that spread most over all crossings of the named section (the section's
+    own coordinate, zero there, least): the default axes of a section's picture.  Reduced chunk by chunk."""
+    prefix = _section_of(ds, section)
     spreads = []
-    for name in section_variables(ds):
-        values = ds["section_" + name].values
-        flat = values.reshape(values.shape[:2] + (-1,))
-        with np.errstate(invalid="ignore"):
-            spread = np.nanmax(flat, axis=(0, 1)) - np.nanmin(flat, axis=(0, 1)) if np.isfinite(flat).any() \
-                else np.zeros(flat.shape[2])
-        for k, index in enumerate(np.ndindex(*values.shape[2:])):
-            spreads.append((spread[k], name + "".join(f"[{i}]" for i in index)))
+    for name in section_variables(ds, section):
+        array = ds[prefix + name]
+        spread = (array.max(("member", "crossing")) - array.min(("member", "crossing"))).fillna(0.0).values
+        for index in np.ndindex(*spread.shape):
+            spreads.append((spread[index], name + "".join(f"[{i}]" for i in index)))
     return [text for _, text in sorted(spreads, key=lambda item: -item[0])[:count]]
 
 
-def section_points(ds: xr.Dataset, x: str | None = None, y: str | None = None) -> xr.Dataset:
-    """Every stored crossing of every member as a point of the section's picture, over a ``point`` dimension:
-    ``x`` and ``y`` (two components of recorded variables, default :func:`widest_section_components`), the
-    crossing's ``time`` (s) and ``member``, and the member's λ or MEGNO where the store has them (``colour``)."""
+def section_points(ds: xr.Dataset, x: str | None = None, y: str | None = None,
+                   section: str = "section") -> xr.Dataset:
+    """Every stored crossing of every member of the named section as a point of its picture, over a ``point``
+    dimension: ``x`` and ``y`` (two components of recorded variables, default :func:`widest_section_components`),
+    the crossing's ``time`` (s) and ``member``, and the member's λ or MEGNO where the store has them
+    (``colour``)."""
+    prefix = _section_of(ds, section)
     if x is None or y is None:
-        widest = widest_section_components(ds)
+        widest = widest_section_components(ds, section=section)
         x, y = x or widest[0], y or widest[-1]
-    times = ds["section_time"].values
+    times = ds[prefix + "time"].values
     members, crossings = np.nonzero(np.isfinite(times))
-    points = xr.Dataset({"x": ("point", section_component(ds, x).values[members, crossings]),
-                         "y": ("point", section_component(ds, y).values[members, crossings]),
+    points = xr.Dataset({"x": ("point", section_component(ds, x, section).values[members, crossings]),
+                         "y": ("point", section_component(ds, y, section).values[members, crossings]),
                          "time": ("point", times[members, crossings]),
                          "member": ("point", ds["member"].values[members])})
     colour = next((name for name in SECTION_COLOURS if name in ds), None)
     if colour is not None:
         points["colour"] = ("point", ds[colour].values[members], {"long_name": colour})
-    return points.assign_attrs(x=x, y=y)
+    return points.assign_attrs(x=x, y=y, section=section)

@@ -36,6 +36,16 @@ def _npz_state(path: str, names: tuple[str, ...]) -> dict:
         raise InvalidInput("ensemble.path", f"cannot read {expected} from {path!r}: {error}") from None
 
 
+def _spec_field(field: str) -> str:
+    """The spec key of a kernels' section field ``section.<name>[.<key>]``: ``analysis.section``,
+    ``analysis.escape`` or ``analysis.sections.<name>``, then the key."""
+    _, _, rest = field.partition(".")
+    name = rest.split(".", 1)[0]
+    if not rest:
+        return "analysis.section"
+    return f"analysis.{rest}" if name in ("section", "escape") else f"analysis.sections.{rest}"
+
+
 @dataclass(frozen=True)
 class Segment:
     """Steps [start, stop) of the run; it writes samples [first_sample, last_sample] (inclusive).
@@ -137,10 +147,10 @@ class Plan:
         if self.sections is not None:
             try:
                 plan_sections(self.sections, self.space, n, self.spec.method, self.method.fixed_step)
-            except InvalidInput as error:  # the kernels name it section.<section or escape>.<key>
-                raise InvalidInput(error.field.replace("section.", "analysis.", 1), error.message) from None
+            except InvalidInput as error:  # the kernels name it section.<name>.<key>
+                raise InvalidInput(_spec_field(error.field), error.message) from None
             if self.mode == "system":
-                raise InvalidInput(f"analysis.{self.sections[0].name}", "sections run in the ensemble mode (members "
+                raise InvalidInput(_spec_field(f"section.{self.sections[0].name}"), "sections run in the ensemble mode (members "
                                    "in parallel); this run is one large system stepped in parallel")
         optional = {d.name for d in self.space.optional_diagnostics}
         if optional & set(self.spec.variables) and self.mode != "system":
@@ -177,13 +187,12 @@ class Plan:
 
     @property
     def sections(self) -> tuple[Section, ...] | None:
-        """``[analysis] section`` and ``escape`` as the kernels take them (named "section" and "escape", as their
-        store variables are; the escape keeps its first crossing), or None."""
+        """``[analysis] section``, ``sections`` and ``escape`` as the kernels take them (named "section", by their
+        names, and "escape", as their store variables are; the escape keeps its first crossing), or None."""
         sections = []
-        if self.spec.section is not None:
-            table = self.spec.section
+        for name, table in self.spec.surfaces.items():
             record = table.get("record")
-            sections.append(Section("section", table["expression"], table["direction"],
+            sections.append(Section(name, table["expression"], table["direction"],
                                     tuple(record) if record is not None else None, table["max_crossings"]))
         if self.spec.escape is not None:
             table = self.spec.escape
@@ -191,10 +200,9 @@ class Plan:
                                     stop=table["stop"]))
         return tuple(sections) or None
 
-    @property
-    def section_variables(self) -> tuple[str, ...]:
-        """The state variables stored at each crossing (every one unless ``record`` chooses)."""
-        return tuple(self.spec.section.get("record") or self.space.names) if self.spec.section else ()
+    def recorded(self, section: str) -> tuple[str, ...]:
+        """The state variables stored at each crossing of the named section (every one unless ``record`` chooses)."""
+        return tuple(self.spec.surfaces[section].get("record") or self.space.names)
 
     @property
     def tracks_encounters(self) -> bool:

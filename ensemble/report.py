@@ -14,7 +14,7 @@ import xarray as xr  # noqa: E402
 from .accessor import open_store  # noqa: E402
 from .analysis import (  # noqa: E402
     analyse_store, chaos_table, diagnostic_names, escape_map, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
-    lyapunov_map, pair_distribution, particle_points, quantile_envelope, section_points, store_plan,
+    lyapunov_map, pair_distribution, particle_points, quantile_envelope, section_names, section_points, store_plan,
     sweep_coordinates,
 )
 
@@ -184,7 +184,8 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
     for label, ds in zip(labels, datasets):
         if "spec" in ds.attrs and store_plan(ds).space.path in ds:
             figures.append(path_figure(ds, store_plan(ds).space.path, label, out))
-    figures += [section_figure(ds, label, out) for label, ds in zip(labels, datasets) if "section_time" in ds]
+    figures += [section_figure(ds, label, out, section) for label, ds in zip(labels, datasets)
+                for section in section_names(ds)]
     figures += [_sweep_map(escape_map(ds).median_escape_time, sweep_coordinates(ds), "median escape time (s)",
                            f"{label}: escape time over the sweep", os.path.join(out, f"{label}_escape_map.png"),
                            f"{label}: median escape time over the swept parameters (blank: none escaped)")
@@ -353,10 +354,10 @@ def path_figure(ds: xr.Dataset, name: str, label: str, out: str) -> tuple[str, s
     return figure, f"{label}: paths of the {name} of {len(chosen)} members (dots: start)"
 
 
-def section_figure(ds: xr.Dataset, label: str, out: str) -> tuple[str, str]:
-    """The surface of section: every member's stored crossings in the two recorded components that spread most,
-    all members overlaid, coloured by the member's λ (or MEGNO) where the store has it, else by member."""
-    points = section_points(ds)
+def section_figure(ds: xr.Dataset, label: str, out: str, section: str) -> tuple[str, str]:
+    """The named surface of section: every member's stored crossings in the two recorded components that spread
+    most, all members overlaid, coloured by the member's λ (or MEGNO) where the store has it, else by member."""
+    points = section_points(ds, section=section)
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
     colour = points["colour"] if "colour" in points else points["member"]
     drawn = ax.scatter(points["x"], points["y"], c=colour, s=2, cmap="viridis", linewidths=0)
@@ -364,9 +365,9 @@ def section_figure(ds: xr.Dataset, label: str, out: str) -> tuple[str, str]:
     ax.set_xlabel(points.attrs["x"])
     ax.set_ylabel(points.attrs["y"])
     ax.set_title(f"{label}: {points.sizes['point']} crossings of {ds.sizes['member']} members", fontsize=9)
-    figure = f"{label}_section.png"
+    figure = f"{label}_{section}.png"
     _save(fig, os.path.join(out, figure))
-    return figure, (f"{label}: surface of section {store_plan(ds).spec.section['expression']} = 0, "
+    return figure, (f"{label}: surface of section {store_plan(ds).spec.surfaces[section]['expression']} = 0, "
                     f"{points.attrs['x']} against {points.attrs['y']}")
 
 

@@ -22,6 +22,7 @@ from armillary.kernels.status import ESCAPED, OK
 
 from .lock import kernel_lock
 from .plan import Plan
+from .spec_keys import section_prefix
 from .store import RunStore, checkpoint_names, indicator_variables, shadow_slot_shapes
 
 
@@ -129,25 +130,33 @@ def indicator_writes(plan: Plan, result, failed: np.ndarray, members: slice, reg
     return writes
 
 
-def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, members: slice,
+def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, members: slice, section: str,
                    before: np.ndarray) -> tuple[list, np.ndarray]:
-    """The writes of one segment's crossings, appended to each member's earlier ones (``before`` of them) up to
-    max_crossings, and every member's count after it (crossings of members failed before it are not counted).
-    The chunk's crossing arrays are read and written whole: a segment that is run again finds the same
-    ``before`` in its checkpoint and writes the same bits at the same places."""
-    crossings = result.sections["section"]
+    """The writes of one segment's crossings of the named section, appended to each member's earlier ones
+    (``before`` of them) up to max_crossings, and every member's count after it (crossings of members failed
+    before it are not counted).  Only the crossing columns the new crossings fall in are read and written (the
+    store chunks crossings, :data:`.store.CROSSINGS_PER_CHUNK` to a chunk), so a segment's writes grow with its
+    crossings, not with the crossings stored; a segment that is run again finds the same ``before`` in its
+    checkpoint and writes the same bits at the same places."""
+    crossings = result.sections[section]
+    prefix = section_prefix(section)
     found = np.where(failed, 0, crossings["count"])
     after = before + found
-    capacity = plan.spec.section["max_crossings"]
-    arrays = {"section_time": (store.read("section_time", members), crossings["time"])}
-    arrays.update({f"section_{name}": (store.read(f"section_{name}", members), crossings["state"][name])
-                   for name in plan.section_variables})
-    for m in np.flatnonzero(found):
-        start, stop = min(before[m], capacity), min(after[m], capacity)
-        for stored, new in arrays.values():
-            stored[m, start:stop] = new[m, :stop - start]
-    writes = [(name, members, stored) for name, (stored, _) in arrays.items()]
-    return writes + [("section_count", members, after)], after
+    capacity = plan.spec.surfaces[section]["max_crossings"]
+    new = found.astype(bool) & (before < capacity)
+    writes = [(prefix + "count", members, after)]
+    if not new.any():
+        return writes, after
+    columns = slice(int(before[new].min()), int(np.minimum(after[new], capacity).max()))
+    region = (members, columns)
+    arrays = {prefix + "time": crossings["time"]}
+    arrays.update({prefix + name: crossings["state"][name] for name in plan.recorded(section)})
+    stored = {name: store.read(name, region) for name in arrays}
+    for m in np.flatnonzero(new):
+        start, stop = before[m], min(after[m], capacity)
+        for name, values in arrays.items():
+            stored[name][m, start - columns.start:stop - columns.start] = values[m, :stop - start]
+    return writes + [(name, region, value) for name, value in stored.items()], after
 
 
 def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int | None = 1) -> tuple[int, float, float]:
@@ -177,7 +186,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         if spec.shadows:
             shadow = plan.initial_shadow(first, stop, state)
         closest = np.full(stop - first, np.inf)
-        crossed = np.zeros(stop - first, np.int64)
+        crossed = {section: np.zeros(stop - first, np.int64) for section in spec.surfaces}
         escaped_at = np.full(stop - first, np.nan)
     else:
         saved = store.read_checkpoint((segment - 1) % 2, first, stop, checkpoint_names(plan))
@@ -185,7 +194,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         status, failed_step = saved["status"], saved["failed_step"]
         carry = {name: saved[name] for name in carried}  # e.g. rk45 continues with its proposed step
         closest = saved.get("min_separation")
-        crossed = saved.get("section_count")
+        crossed = {section: saved[section_prefix(section) + "count"] for section in spec.surfaces}
         escaped_at = saved.get("escape_time")
         if spec.shadows:
             shadow = saved_shadow(plan, saved, stop - first, seg.start)
@@ -233,8 +242,9 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     for name, value in result.final.items():
         checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
         checkpoint[name][stopped_before] = stopped_state[name]
-    if plan.spec.section is not None:
-        crossing_writes, checkpoint["section_count"] = section_writes(plan, store, result, failed, members, crossed)
+    for section in spec.surfaces:
+        crossing_writes, checkpoint[section_prefix(section) + "count"] = section_writes(
+            plan, store, result, failed, members, section, crossed[section])
         writes += crossing_writes
     if plan.spec.escape is not None:  # the first crossing's time, once
         first_crossing = result.sections["escape"]

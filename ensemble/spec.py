@@ -37,7 +37,8 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape")
+OPTIONAL_FIELDS = ("lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
+                   "sections")
 
 
 def output_variables(space, definition=None) -> tuple[str, ...]:
@@ -116,6 +117,8 @@ class Spec:
     section: dict | None = None
     #: ``[analysis] escape``: {"expression", "direction", "stop"}, or None
     escape: dict | None = None
+    #: ``[analysis] sections``: name → a table as ``section``'s, for several named sections, or None
+    sections: dict | None = None
     #: the options of a space-declared sampler beyond ``omega_scale`` (e.g. ``particles``), None if it has none
     sampler_options: dict | None = None
     #: a model file's path (absolute; for messages) and its text, which the run is built from wherever it
@@ -159,6 +162,11 @@ class Spec:
             fields[self.initial] = options
         return json.dumps(fields, sort_keys=True)
 
+    @property
+    def surfaces(self) -> dict:
+        """Every surface of section by name: ``section`` (named "section") first, then ``sections``'."""
+        return {**({"section": self.section} if self.section is not None else {}), **(self.sections or {})}
+
     def to_toml(self) -> str:
         """The effective spec (after defaults and overrides) as TOML text that loads back to ``self``."""
         params = dict(self.params)
@@ -173,7 +181,7 @@ class Spec:
                          **(self.sampler_options or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
-            "analysis": {name: getattr(self, name) for name in INDICATORS + ("section", "escape")},
+            "analysis": {name: getattr(self, name) for name in INDICATORS + ("section", "escape", "sections")},
         }
         lines = []
         for section, entries in sections.items():
@@ -221,18 +229,21 @@ class _Section:
     """Typed access to one table of the spec; remembers which keys were read so leftovers are errors.  Only
     declared keys may be read (:func:`declared_fields`): the docs' spec reference is made from the declarations."""
 
-    def __init__(self, name: str, table):
+    def __init__(self, name: str, table, declared: str | None = None):
+        """``declared``: the table whose key declarations this one's keys share (e.g. each of
+        ``analysis.sections``' tables: ``analysis.section``), by default its own."""
         if not isinstance(table, dict):
             raise InvalidInput(name, f"must be a table [{name}], got {type(table).__name__}")
-        self.name, self.table, self.used = name, table, set()
+        self.name, self.table, self.used, self.declared = name, table, set(), declared or name
 
     def field(self, key: str) -> str:
         return f"{self.name}.{key}"
 
     def get(self, key, kind, default=None, required=False):
-        if self.field(key) not in declared_fields():
-            raise KeyError(f"spec key {self.field(key)} is read but not declared (ensemble/spec_keys.py)")
-        READ_FIELDS.add(self.field(key))
+        declared = f"{self.declared}.{key}"
+        if declared not in declared_fields():
+            raise KeyError(f"spec key {declared} is read but not declared (ensemble/spec_keys.py)")
+        READ_FIELDS.add(declared)
         self.used.add(key)
         if key not in self.table:
             if required:
@@ -530,9 +541,11 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
     knows the number of bodies.)"""
     tables = {name: section.get(name, "table") for name in INDICATORS}
     surface, escape = section.get("section", "table"), section.get("escape", "table")
+    named = section.get("sections", "table")
     section.finish()
     parsed = {"section": _surface_of_section("section", surface, method, options, definition),
-              "escape": _surface_of_section("escape", escape, method, options, definition)}
+              "escape": _surface_of_section("escape", escape, method, options, definition),
+              "sections": _named_sections(named, method, options, definition)}
     shared = None
     for name, table in tables.items():
         if table is None:
@@ -562,15 +575,36 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
     return parsed
 
 
+def _named_sections(tables: dict | None, method: str, options: dict, definition) -> dict | None:
+    """``[analysis] sections``: name → a section's table (:func:`_surface_of_section`); names are lower-case
+    identifiers other than ``section`` and ``escape``, since each names its store variables
+    (``section_<name>_time``, …)."""
+    if tables is None:
+        return None
+    if not tables:
+        raise InvalidInput("analysis.sections", "must name at least one section: [analysis.sections.<name>]")
+    for name in tables:
+        if not SECTION_NAME.fullmatch(name) or name in ("section", "escape"):
+            raise InvalidInput(f"analysis.sections.{name}", "a section's name must be a lower-case identifier "
+                               "(a-z, 0-9, _; starting with a letter) other than section and escape")
+    return {name: _surface_of_section(f"sections.{name}", table, method, options, definition)
+            for name, table in tables.items()}
+
+
+#: the names ``[analysis] sections`` may give
+SECTION_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
 def _surface_of_section(name: str, table: dict | None, method: str, options: dict, definition) -> dict | None:
-    """``[analysis] section``'s or ``escape``'s keys, typed and with their defaults (the expression and the
-    recorded variables are checked against the space by the plan, which knows the number of bodies)."""
+    """``[analysis] section``'s, ``escape``'s or one of ``sections``' keys (``name`` "section", "escape" or
+    "sections.<name>"), typed and with their defaults (the expression and the recorded variables are checked
+    against the space by the plan, which knows the number of bodies)."""
     if table is None:
         return None
     if not METHODS[method].resolve(options).fixed_step:
         fixed = ", ".join(m for m in (methods_for(definition) if definition else METHODS) if METHODS[m].fixed_step)
         raise InvalidInput(f"analysis.{name}", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
-    surface = _Section(f"analysis.{name}", table)
+    surface = _Section(f"analysis.{name}", table, "analysis.section" if name.startswith("sections.") else None)
     entry = {"expression": surface.get("expression", "str", required=True),
              "direction": surface.choice("direction", ("up", "down", "both"), "up")}
     if name == "escape":
@@ -581,8 +615,8 @@ def _surface_of_section(name: str, table: dict | None, method: str, options: dic
     record = surface.get("record", "list")
     if record is not None:
         if not (record and all(isinstance(name, str) for name in record)):
-            raise InvalidInput("analysis.section.record", f"must be a non-empty list of state variable names, got "
-                                                          f"{record!r}")
+            raise InvalidInput(surface.field("record"), f"must be a non-empty list of state variable names, got "
+                                                        f"{record!r}")
         entry["record"] = record
     surface.finish()
     return entry

@@ -142,7 +142,18 @@ SPEC_KEYS: dict[str, SpecKey] = {
                                     "escape-time map costs only the time to escape"),
     "analysis.section.max_crossings": SpecKey("integer ≥ 1", "1000", "crossings", "crossings stored per member; "
                                               "later ones are counted in `section_count`, not stored"),
+    "analysis.sections": SpecKey("table of tables", "none", "", "several named surfaces of section, each "
+                                 "`[analysis.sections.<name>]` with the keys of analysis.section (the name a "
+                                 "lower-case identifier); each stores `section_<name>_time`, `section_<name>_<variable>` "
+                                 "and `section_<name>_count`, over one `crossing` dimension as long as the largest "
+                                 "max_crossings"),
 }
+
+
+def section_prefix(name: str) -> str:
+    """The prefix of a surface of section's store variables: ``section_`` for ``[analysis] section`` (named
+    "section"), ``section_<name>_`` for each of ``[analysis] sections``."""
+    return "section_" if name == "section" else f"section_{name}_"
 
 
 #: what ``[ensemble] until`` can stop on: statistic → (the per-member quantity it is taken of, the store

@@ -45,6 +45,7 @@ from .lock import is_local, read_lock
 from .plan import Plan
 from .progress import ATTEMPTS, PROGRESS, RECORDS
 from .spec import parse_spec
+from .spec_keys import section_prefix
 
 #: the codecs after serialisation of every array a store holds: each chunk ends in a CRC-32C of its
 #: (compressed) bytes, checked on every read, so a flipped bit or a truncated chunk is refused, not
@@ -88,7 +89,8 @@ INDICATOR_VARIABLES = {"lyapunov": LYAPUNOV_VARIABLES,
                        "lyapunov_spectrum": ("lyapunov_spectrum", "lyapunov_spectrum_estimate"),
                        "megno": ("megno", "megno_final"), "sali": ("sali",)}
 #: the variables ``[analysis] section`` adds: (dims, units, long name); ``section_<variable>`` stands for each
-#: recorded state variable, with that variable's dims after (member, crossing) and its units
+#: recorded state variable, with that variable's dims after (member, crossing) and its units.  Each of
+#: ``[analysis] sections`` adds the same with ``section_<name>_`` for ``section_`` (:func:`.spec_keys.section_prefix`).
 SECTION_ATTRS = {
     "section_time": (("member", "crossing"), "s", "time of each crossing of the surface of section, located inside "
                      "its step (NaN past the member's count)"),
@@ -99,8 +101,10 @@ SECTION_ATTRS = {
                     "`[analysis] escape`"),
 }
 #: the status meanings of stores written before they were stored as an attribute (all (S²)ⁿ codes)
-#: the data variables and checkpoint slots of integers (the others are float64)
-INTEGER_VARIABLES = ("status", "failed_step", "section_count")
+#: the data variables and checkpoint slots of integers (the others are float64), besides each section's count
+INTEGER_VARIABLES = ("status", "failed_step")
+#: crossings per Zarr chunk of the section variables: a segment rewrites only the chunks its new crossings fall in
+CROSSINGS_PER_CHUNK = 64
 LEGACY_STATUS = {str(code): meaning for code, meaning in STATUS_MEANINGS.items()}
 
 
@@ -123,21 +127,36 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
     if plan.spec.escape is not None:
         dims, unit, long_name = SECTION_ATTRS["escape_time"]
         layout["escape_time"] = ((members,), dims, unit, long_name)
-    if plan.spec.section is not None:
-        sizes = {"member": members, "crossing": plan.spec.section["max_crossings"]}
-        for name in ("section_time", "section_count"):
-            dims, unit, long_name = SECTION_ATTRS[name]
-            layout[name] = (tuple(sizes[d] for d in dims), dims, unit, long_name)
-        for v in space.variables:
-            if v.name in plan.section_variables:
-                layout["section_" + v.name] = ((members, sizes["crossing"]) + tuple(v.shape(n)),
-                                               ("member", "crossing") + v.dims, v.unit, f"{v.long_name} at each "
-                                               f"crossing of the surface of section")
+    for section in plan.spec.surfaces:
+        layout.update(section_layout(plan, section))
     exponents = (plan.spec.lyapunov_spectrum or {}).get("count", 0)
     sizes = {"member": members, "time": samples, "exponent": exponents}
     for name, (dims, unit, long_name) in INDICATOR_ATTRS.items():
         layout[name] = (tuple(sizes[d] for d in dims), dims, unit, long_name)
     return layout
+
+
+def section_layout(plan: Plan, section: str) -> dict[str, tuple[tuple, tuple[str, ...], str, str]]:
+    """:func:`variable_layout`'s entries of one surface of section, by name: its time, count and recorded state
+    variables over one ``crossing`` dimension as long as the largest max_crossings of the spec's sections."""
+    prefix, members, n = section_prefix(section), plan.spec.members, plan.n_bodies
+    crossings = max(table["max_crossings"] for table in plan.spec.surfaces.values())
+    about = "" if section == "section" else f" {section}"
+    layout = {}
+    for name in ("section_time", "section_count"):
+        dims, unit, long_name = SECTION_ATTRS[name]
+        layout[prefix + name[len("section_"):]] = ((members, crossings)[:len(dims)], dims, unit,
+                                                  long_name.replace("surface of section", f"surface of section{about}"))
+    for v in plan.space.variables:
+        if v.name in plan.recorded(section):
+            layout[prefix + v.name] = ((members, crossings) + tuple(v.shape(n)), ("member", "crossing") + v.dims,
+                                       v.unit, f"{v.long_name} at each crossing of the surface of section{about}")
+    return layout
+
+
+def is_integer_variable(name: str) -> bool:
+    """Whether a data variable or checkpoint slot holds integers (a status, a step, a section's count)."""
+    return name in INTEGER_VARIABLES or (name.startswith("section_") and name.endswith("_count"))
 
 
 def indicator_variables(spec) -> list[str]:
@@ -171,8 +190,7 @@ def checkpoint_names(plan: Plan) -> tuple[str, ...]:
         names += ("min_separation",)
     if plan.spec.shadows:
         names += tuple(shadow_slot_shapes(plan))
-    if plan.spec.section is not None:
-        names += ("section_count",)
+    names += tuple(section_prefix(section) + "count" for section in plan.spec.surfaces)
     if plan.spec.escape is not None:
         names += ("escape_time",)
     return names
@@ -290,15 +308,17 @@ def write_template(plan: Plan) -> None:
     names = list(spec.variables) + [name + "0" for name in space.names] + ["status", "failed_step"]
     names += indicator_variables(spec)
     names += ["sample_lag"] * plan.samples_off_grid + ["work"] * plan.forced
-    if spec.section is not None:
-        names += ["section_time", "section_count"] + ["section_" + name for name in plan.section_variables]
+    for section in spec.surfaces:
+        names += list(section_layout(plan, section))
     names += ["escape_time"] * (spec.escape is not None)
     data, encoding = {}, {}
     for name in names:
         shape, dims, unit, long_name = layout[name]
         over_time = dims[1:2] == ("time",)  # (member, time, …): one Zarr chunk per task's region
-        chunks = (chunk, per_segment) + shape[2:] if over_time else (chunk,) + shape[1:]
-        integer = name in INTEGER_VARIABLES
+        crossing = dims[1:2] == ("crossing",)  # (member, crossing, …): a segment writes the chunks of its crossings
+        chunks = ((chunk, per_segment) + shape[2:] if over_time else
+                  (chunk, min(CROSSINGS_PER_CHUNK, shape[1])) + shape[2:] if crossing else (chunk,) + shape[1:])
+        integer = is_integer_variable(name)
         fill = -1 if name == "failed_step" else 0 if integer else np.nan
         data[name] = xr.Variable(dims, da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
                                  {"units": unit, "long_name": long_name})
@@ -336,7 +356,7 @@ def write_template(plan: Plan) -> None:
     shapes = {**space.shapes(n), **(shadow_slot_shapes(plan) if spec.shadows else {})}
     for name in checkpoint_names(plan):
         shape = shapes.get(name, ())
-        integer = name in INTEGER_VARIABLES
+        integer = is_integer_variable(name)
         progress.create_array(f"slot_{name}", shape=(2, members) + shape, chunks=(1, chunk) + shape,
                               dtype="i8" if integer else "f8", fill_value=-1 if name == "failed_step" else
                               0 if integer else np.nan, compressors=CHECKSUMMED)

@@ -218,6 +218,43 @@ def test_a_runs_store_holds_the_crossings_bitwise_across_chunks_workers_and_segm
     assert (tmp_path / "report" / "c3w2s1000.zarr_section.png").stat().st_size > 10_000
 
 
+def test_named_sections_store_their_own_crossings_over_one_crossing_dimension(tmp_path):
+    """Two named sections (``[analysis.sections.rise]`` and ``.fall``, the swing's q_x = 0 upwards and downwards)
+    store ``section_rise_*`` and ``section_fall_*`` over one ``crossing`` dimension as long as the larger
+    max_crossings (3; fall keeps 2, its third column NaN): the kernel's crossings bit for bit, in chunks of 3
+    members over segments of 1000 steps (each segment writing only the crossing columns it adds)."""
+    import xarray
+    from ensemble_cases import run_stores_alike
+
+    import armillary  # noqa: F401 (ds.armillary)
+
+    state = planar_swings(copies=2)
+    np.savez(tmp_path / "initial.npz", q0=state["q"], omega0=state["omega"])
+    kernel = swing(state, 1e-3, sections=(SWING, Section("fall", "q[0][0]", "down", max_crossings=10))).sections
+    path = tmp_path / "named.toml"
+    text = SECTION_SPEC.format(segment=1000, chunk=3, workers=1, stop="false", initial=tmp_path / "initial.npz",
+                               store=str(path).replace(".toml", ".zarr"))
+    named = ('[analysis.sections.rise]\nexpression = "q[0][0]"\nmax_crossings = 3\n\n[analysis.sections.fall]\n'
+             'expression = "q[0][0]"\ndirection = "down"\nrecord = ["omega"]\nmax_crossings = 2\n')
+    path.write_text(text[:text.index("[analysis]")] + named)
+    names = ("section_rise_time", "section_rise_count", "section_rise_q", "section_rise_omega", "section_fall_time",
+             "section_fall_count", "section_fall_omega")
+    stored = run_stores_alike([str(path)], names)
+    for name, section, keep in (("rise", kernel["swing"], 3), ("fall", kernel["fall"], 2)):
+        assert np.array_equal(stored[f"section_{name}_count"], section["count"])
+        assert np.array_equal(stored[f"section_{name}_time"][:, :keep], section["time"][:, :keep], equal_nan=True)
+        assert np.array_equal(stored[f"section_{name}_omega"][:, :keep], section["state"]["omega"][:, :keep],
+                              equal_nan=True)
+    assert np.isnan(stored["section_fall_time"][:, 2]).all()
+    dataset = xarray.open_zarr(str(path).replace(".toml", ".zarr"))
+    assert "section_time" not in dataset and "section_fall_q" not in dataset
+    assert dataset["section_fall_omega"].dims == ("member", "crossing", "body", "xyz")
+    points = dataset.armillary.section_points("omega[0][0]", "omega[0][1]", section="fall")
+    assert points.sizes["point"] == np.minimum(kernel["fall"]["count"], 2).sum()
+    with pytest.raises(InvalidInput, match="unknown section 'swing'; the store holds fall, rise"):
+        dataset.armillary.section_points(section="swing")
+
+
 def test_members_that_escape_stop_keep_their_state_and_are_not_failures(tmp_path):
     """With ``stop``, every member stops at its first passage through the bottom (segments of 1000 steps, the
     escape in the first or second): escape_time is the kernel's bit for bit, the status is 8 (escaped) and

@@ -72,6 +72,13 @@ CASES = [
      "analysis.section.record: unknown Omega; the sphere_product space has q, omega"),
     ("escape stop not a boolean", "lyapunov = {", 'escape = { expression = "q[0][2]", stop = 1 }\nlyapunov = {',
      "analysis.escape.stop: must be true or false"),
+    ("named section's name", "lyapunov = {", 'sections = { Rise = { expression = "q[0][0]" } }\nlyapunov = {',
+     "analysis.sections.Rise: a section's name must be a lower-case identifier"),
+    ("named section's expression", "lyapunov = {",
+     'sections = { rise = { expression = "q[0][0]" }, fall = { expression = "w" } }\nlyapunov = {',
+     "analysis.sections.fall.expression: 'w' is not known"),
+    ("named section's unknown key", "lyapunov = {", 'sections = { rise = { expression = "q[0][0]", stop = true } }\n'
+     'lyapunov = {', "analysis.sections.rise.stop: unknown key; allowed in [analysis.sections.rise]"),
 ]
 
 
