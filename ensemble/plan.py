@@ -15,7 +15,7 @@ from armillary.kernels import InvalidInput, carried_names, execution_mode, get_s
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.models.checks import check_states, gradient_error
-from armillary.kernels.sections import Section, plan_sections
+from armillary.kernels.sections import Section, parameter_shapes, plan_sections
 from armillary.kernels.system_parallel import cutoff_of
 from armillary.kernels.systems import MODELS
 
@@ -146,7 +146,8 @@ class Plan:
         self.method  # refuses a method variant the system cannot take (adaptive vi), naming the option
         if self.sections is not None:
             try:
-                plan_sections(self.sections, self.space, n, self.spec.method, self.method.fixed_step)
+                plan_sections(self.sections, self.space, n, self.spec.method, self.method.fixed_step,
+                              parameter_shapes(self.chunk_system(0, min(self.spec.chunk, self.spec.members)), n))
             except InvalidInput as error:  # the kernels name it section.<name>.<key>
                 raise InvalidInput(_spec_field(error.field), error.message) from None
             if self.mode == "system":
@@ -193,12 +194,25 @@ class Plan:
         for name, table in self.spec.surfaces.items():
             record = table.get("record")
             sections.append(Section(name, table["expression"], table["direction"],
-                                    tuple(record) if record is not None else None, table["max_crossings"]))
+                                    tuple(record) if record is not None else None, table["max_crossings"],
+                                    function=self._section_function(name, table)))
         if self.spec.escape is not None:
             table = self.spec.escape
             sections.append(Section("escape", table["expression"], table["direction"], max_crossings=1,
-                                    stop=table["stop"]))
+                                    stop=table["stop"], function=self._section_function("escape", table)))
         return tuple(sections) or None
+
+    def _section_function(self, name: str, table: dict):
+        """The model file's function of a section's name, for a section without an expression; InvalidInput
+        naming the expression when there is none."""
+        if table["expression"] is not None:
+            return None
+        model = self.system.definition.model
+        function = model.functions.get(name) if model is not None else None
+        if function is None:
+            raise InvalidInput(_spec_field(f"section.{name}.expression"), "is required, unless the model file "
+                               f"defines the section as a function {name}({', '.join(self.space.names)}, p)")
+        return function
 
     def recorded(self, section: str) -> tuple[str, ...]:
         """The state variables stored at each crossing of the named section (every one unless ``record`` chooses)."""

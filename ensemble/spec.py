@@ -605,7 +605,7 @@ def _surface_of_section(name: str, table: dict | None, method: str, options: dic
         fixed = ", ".join(m for m in (methods_for(definition) if definition else METHODS) if METHODS[m].fixed_step)
         raise InvalidInput(f"analysis.{name}", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
     surface = _Section(f"analysis.{name}", table, "analysis.section" if name.startswith("sections.") else None)
-    entry = {"expression": surface.get("expression", "str", required=True),
+    entry = {"expression": surface.get("expression", "str"),  # absent: the model file's function of that name
              "direction": surface.choice("direction", ("up", "down", "both"), "up")}
     if name == "escape":
         entry["stop"] = surface.get("stop", "bool", True)

@@ -126,9 +126,12 @@ SPEC_KEYS: dict[str, SpecKey] = {
                                 "order, and its time and state stored: `{ expression, direction, record, "
                                 "max_crossings }`; stores `section_time` (member, crossing), `section_<variable>` "
                                 "(member, crossing, …) and `section_count` (member)"),
-    "analysis.section.expression": SpecKey("string", "required", "", "a scalar Python expression over the space's "
-                                           "state variables, indexed (`q[0][0]`, `Omega[0][1]`, `R[0][2][2]`), with "
-                                           "+ − × ÷ **, sin, cos, tan, exp, log, sqrt, atan2, abs, … and pi"),
+    "analysis.section.expression": SpecKey("string", "required (unless the model file defines the section's "
+                                           "function)", "", "a scalar Python expression over the space's "
+                                           "state variables, indexed (`q[0][0]`, `Omega[0][1]`, `R[0][2][2]`), and "
+                                           "the system's parameters `p.<name>` (`p.l[0]`), with + − × ÷ **, sin, "
+                                           "cos, tan, exp, log, sqrt, atan2, abs, … and pi; without it, a model "
+                                           "file's function of the section's name, e.g. `def section(q, omega, p)`"),
     "analysis.section.direction": SpecKey("string", "up", "", "up (from below zero to zero or above) | down | both"),
     "analysis.section.record": SpecKey("list of strings", "every state variable", "", "the state variables stored "
                                        "at each crossing"),

@@ -266,7 +266,7 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         before = np.empty((sections, lanes))
         after = np.empty((sections, lanes))
         if SECTIONS:  # noqa: F821
-            section_values(q, omega, after)  # noqa: F821
+            section_values(q, omega, c, after)  # noqa: F821
         for k in range(1, n_steps + 1):
             if SECTIONS:  # noqa: F821 (the step's start, from which a crossing in it is searched)
                 keep_step_start(q, q_start)
@@ -280,7 +280,7 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                         scratch[0], column)
             check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k, scratch)
             if SECTIONS:  # noqa: F821
-                section_values(q, omega, after)  # noqa: F821
+                section_values(q, omega, c, after)  # noqa: F821
                 if any_crossing(section_modes, before, after, lane_status):
                     locate_crossings((step_offset + k - 1) * h, h, q_start, omega_start, before, after, md, mf, c,  # noqa: F821
                                      topology, options, active, lane_status, lane_failed, k, first, members,

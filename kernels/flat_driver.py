@@ -146,7 +146,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         before = np.empty((sections, lanes))
         after = np.empty((sections, lanes))
         if SECTIONS:  # noqa: F821
-            section_values(x, after)  # noqa: F821
+            section_values(x, c, after)  # noqa: F821
         for k in range(1, n_steps + 1):
             if SECTIONS:  # noqa: F821 (the step's start, from which a crossing in it is searched)
                 keep_step_start(x, x_start)
@@ -162,7 +162,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
             check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
                              scratch[-1])
             if SECTIONS:  # noqa: F821
-                section_values(x, after)  # noqa: F821
+                section_values(x, c, after)  # noqa: F821
                 if any_crossing(section_modes, before, after, lane_status):
                     locate_crossings((step_offset + k - 1) * h, h, x_start, before, after, n, c, topology,  # noqa: F821
                                      options, active, lane_status, lane_failed, k, first, members, section_modes,

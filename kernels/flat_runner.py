@@ -8,7 +8,7 @@ from .blocks import lane_width, member_outcomes, run_in_threads, to_blocks, to_s
 from .compile import compiled_kernel
 from .integrators import FLAT, KERNEL_METHODS
 from .lyapunov import Shadow, shadow_arrays, shadow_outputs, shadow_record_blocks, shadow_results
-from .sections import SectionPlan, section_outputs, section_results
+from .sections import SectionPlan, section_outputs, section_results, with_section_parameters
 
 
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
@@ -24,7 +24,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     x = space.flatten(state)
     members, rows = x.shape
     params = system.broadcast(members, n)
-    coef = system.definition.member_coefficients(params, n, members)
+    # a section's p.<name> values ride after the system's own coefficient rows (kernels.sections)
+    coef = with_section_parameters(system.definition.member_coefficients(params, n, members), sections, params)
     topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
     lanes = lane_width(KERNEL_METHODS[method].lanes, members)
     samples = n_steps // save_every + 1

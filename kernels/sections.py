@@ -17,7 +17,10 @@ member on a one-lane block, the same arithmetic as in any block width, so crossi
 chunking, lanes and threads; a root search costs 3–6 steps of one member per crossing, nothing between them.
 
 Expressions are read by sympy, as model files are, and printed into one generated lane function
-(:mod:`kernels.models.codegen`): ``values(state..., out)`` writes e of every section for every lane.
+(:mod:`kernels.models.codegen`): ``section_values(state..., c, out)`` writes e of every section for every lane.
+An expression may name the system's parameters as ``p.<name>`` (indexed as the parameter is shaped: ``p.l[0]``);
+their per-member values ride in the last rows of the coefficient block ``c`` (:func:`with_section_parameters`),
+so swept parameters move the section member by member.
 """
 
 from __future__ import annotations
@@ -46,14 +49,17 @@ class Section:
     ``direction`` of the crossings kept ("up", "down" or "both"), the state variables ``record``-ed at each
     crossing (None: all) and at most ``max_crossings`` crossings kept per member and call (the rest counted).
     With ``stop``, a member stops at its first crossing (an escape): status ESCAPED, its final state the one
-    located there, its later samples NaN."""
+    located there, its later samples NaN.  ``function`` (with no expression): a Python function of the space's
+    variables and ``p``, called once with symbols (a model file's ``def section(q, omega, p)``), in place of the
+    expression's text."""
 
     name: str
-    expression: str
+    expression: str | None
     direction: str = "up"
     record: tuple | None = None
     max_crossings: int = 1000
     stop: bool = False
+    function: object = None
 
 
 def _symbols(space, n: int) -> tuple[dict, dict]:
@@ -72,6 +78,35 @@ def _symbols(space, n: int) -> tuple[dict, dict]:
     return arrays, rows
 
 
+class SectionParameters:
+    """``p`` of a section's expression: ``p.<name>`` is the parameter's symbol, or an array of them shaped as the
+    parameter is per member; every symbol read is remembered (``used``, in reading order) with its
+    (name, flat index)."""
+
+    def __init__(self, shapes: dict):
+        object.__setattr__(self, "_shapes", shapes)
+        object.__setattr__(self, "used", {})
+
+    def __getattr__(self, name):
+        import sympy
+
+        shapes = object.__getattribute__(self, "_shapes")
+        if name.startswith("__") or name not in shapes:
+            raise _UnknownParameter(name, shapes)
+        used = object.__getattribute__(self, "used")
+        symbols = []
+        for index in range(int(np.prod(shapes[name], dtype=np.int64))):
+            symbol = sympy.Symbol(f"p_{name}_{index}", real=True)
+            used.setdefault(symbol, (name, index))
+            symbols.append(symbol)
+        return symbols[0] if shapes[name] == () else np.array(symbols, dtype=object).reshape(shapes[name])
+
+
+class _UnknownParameter(Exception):
+    def __init__(self, name: str, shapes: dict):
+        super().__init__(f"unknown parameter p.{name}; the system's parameters: {', '.join(shapes) or 'none'}")
+
+
 def _functions() -> dict:
     """The functions (and pi) an expression may name, as sympy has them: the one list the reader and its errors use."""
     import sympy
@@ -82,29 +117,39 @@ def _functions() -> dict:
             "pi": sympy.pi}
 
 
-def section_expression(space, n: int, field: str, expression):
-    """The sympy expression of one section's text, refused (InvalidInput naming ``field``) when it is not a
-    string, names something other than the space's variables and :func:`_functions`' names, indexes past a
-    variable's shape, is not a scalar, or does not depend on the state."""
+def section_expression(space, n: int, field: str, section, parameters: dict):
+    """The sympy expression of one section (its ``expression`` text, or its ``function`` called with symbols),
+    refused (InvalidInput naming ``field``) when the text is not a string, names something other than the
+    space's variables, ``p.<parameter>`` (``parameters``: name → per-member shape) and :func:`_functions`' names,
+    indexes past a variable's shape, is not a scalar, or does not depend on the state.  Also the symbols' rows:
+    {symbol: state row} and {symbol: (parameter, flat index)}."""
     import sympy
 
     allowed = f"the {space.name} space's variables {', '.join(space.names)} (indexed, e.g. {space.names[0]}[0]" \
-              f"{'[0]' * (len(space.variables[0].dims) - 1)}) and {', '.join(_functions())}"
-    if not isinstance(expression, str) or not expression.strip():
-        raise InvalidInput(field, f"must be a Python expression over {allowed}, got {expression!r}")
+              f"{'[0]' * (len(space.variables[0].dims) - 1)}), p.<parameter> and {', '.join(_functions())}"
     arrays, rows = _symbols(space, n)
-    try:
-        code = compile(expression, "<section>", "eval")
-    except SyntaxError as error:
-        raise InvalidInput(field, f"is not a Python expression ({error.msg}): {expression!r}") from None
-    try:
-        value = eval(code, {"__builtins__": {}}, {**arrays, **_functions()})  # noqa: S307 - the user's own spec
-    except NameError as error:
-        raise InvalidInput(field, f"{error.name!r} is not known; allowed: {allowed}") from None
-    except IndexError as error:
-        raise InvalidInput(field, f"{error} in {expression!r}; shapes: {space.expected(n)}") from None
-    except (TypeError, ValueError, AttributeError) as error:
-        raise InvalidInput(field, f"cannot be evaluated ({error}): {expression!r}") from None
+    p = SectionParameters(parameters)
+    expression = section.expression
+    if section.function is not None and expression is None:
+        value = _called(section.function, field, [arrays[name] for name in space.names] + [p])
+        expression = f"{section.name}({', '.join(space.names)}, p)"
+    else:
+        if not isinstance(expression, str) or not expression.strip():
+            raise InvalidInput(field, f"must be a Python expression over {allowed}, got {expression!r}")
+        try:
+            code = compile(expression, "<section>", "eval")
+        except SyntaxError as error:
+            raise InvalidInput(field, f"is not a Python expression ({error.msg}): {expression!r}") from None
+        try:
+            value = eval(code, {"__builtins__": {}}, {**arrays, **_functions(), "p": p})  # noqa: S307 - the user's spec
+        except NameError as error:
+            raise InvalidInput(field, f"{error.name!r} is not known; allowed: {allowed}") from None
+        except _UnknownParameter as error:
+            raise InvalidInput(field, str(error)) from None
+        except IndexError as error:
+            raise InvalidInput(field, f"{error} in {expression!r}; shapes: {space.expected(n)}") from None
+        except (TypeError, ValueError, AttributeError) as error:
+            raise InvalidInput(field, f"cannot be evaluated ({error}): {expression!r}") from None
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise InvalidInput(field, f"must be a scalar; {expression!r} has shape {value.shape} (index it further)")
@@ -115,26 +160,42 @@ def section_expression(space, n: int, field: str, expression):
         raise InvalidInput(field, f"must be a scalar number, got {type(value).__name__}") from None
     if not isinstance(value, sympy.Expr) or not (value.free_symbols & set(rows)):
         raise InvalidInput(field, f"must depend on the state; {expression!r} is the constant {value}")
-    return value, rows
+    return value, rows, p.used
 
 
-def values_source(space, n: int, expressions: list) -> str:
-    """A generated module with ``section_values(state..., out)``: out[s, b] = e_s of lane b.  The (S²)ⁿ layout
-    passes q and ω blocks (n, 3, L), the flat layout one block x (rows, L)."""
+def _called(function, field: str, arguments: list):
+    """A model file's section function called with symbols; its failures are bad input naming ``field``."""
+    try:
+        return function(*arguments)
+    except InvalidInput as error:  # a model file's function: its message names the file and line
+        raise InvalidInput(field, error.message) from None
+    except _UnknownParameter as error:
+        raise InvalidInput(field, str(error)) from None
+    except Exception as error:  # noqa: BLE001 - any failure of user code is bad input
+        raise InvalidInput(field, f"{getattr(function, '__name__', 'section')}(…) failed: {type(error).__name__}: "
+                                  f"{error}") from None
+
+
+def values_source(space, n: int, expressions: list, used: dict) -> str:
+    """A generated module with ``section_values(state..., c, out)``: out[s, b] = e_s of lane b.  The (S²)ⁿ layout
+    passes q and ω blocks (n, 3, L), the flat layout one block x (rows, L); ``c`` is the coefficient block whose
+    last ``len(used)`` rows hold the parameters the expressions name (``used``: symbol → (name, index), in the
+    order :func:`with_section_parameters` appends them)."""
     from .models.codegen import lane_function_source
 
     rows = {}
-    for _, row_of in expressions:
+    for _, row_of, _ in expressions:
         rows.update(row_of)
     if space.layout == "sphere":
         names = {symbol: (f"q[{row // 3}, {row % 3}, b]" if row < 3 * n else
                           f"omega[{(row - 3 * n) // 3}, {row % 3}, b]") for symbol, row in rows.items()}
-        arguments, lanes = "q, omega, out", "q.shape[2]"
+        arguments, lanes = "q, omega, c, out", "q.shape[2]"
     else:
         names = {symbol: f"x[{row}, b]" for symbol, row in rows.items()}
-        arguments, lanes = "x, out", "x.shape[1]"
+        arguments, lanes = "x, c, out", "x.shape[1]"
+    names.update({symbol: f"c[c.shape[0] - {len(used) - k}, b]" for k, symbol in enumerate(used)})
     body = lane_function_source("section_values", arguments, lanes, names,
-                                [(f"out[{s}, b]", expr) for s, (expr, _) in enumerate(expressions)],
+                                [(f"out[{s}, b]", expr) for s, (expr, _, _) in enumerate(expressions)],
                                 "Each section's expression at every lane's state (generated).")
     return SECTION_HEADER + body
 
@@ -151,17 +212,21 @@ from armillary.kernels.lanes import lane_function
 @dataclass(frozen=True)
 class SectionPlan:
     """Sections checked against a space and body count: their generated values module, ``modes`` (2, S): each
-    one's direction (+1 up, −1 down, 0 both) and whether it stops members, and the capacity (the most crossings
-    any of them keeps per member and call)."""
+    one's direction (+1 up, −1 down, 0 both) and whether it stops members, the capacity (the most crossings
+    any of them keeps per member and call) and the parameter components the expressions read, (name, flat
+    index) in the order they ride in the coefficients."""
 
     sections: tuple
     source: str
     modes: np.ndarray
     capacity: int
+    parameters: tuple = ()
 
 
-def plan_sections(sections, space, n: int, method_name: str, fixed_step: bool) -> SectionPlan | None:
-    """Validate ``sections`` (a sequence of :class:`Section`) for ``space`` with n bodies; None for none."""
+def plan_sections(sections, space, n: int, method_name: str, fixed_step: bool,
+                  parameters: dict | None = None) -> SectionPlan | None:
+    """Validate ``sections`` (a sequence of :class:`Section`) for ``space`` with n bodies and the system's
+    ``parameters`` (name → per-member shape: what ``p.<name>`` may read); None for none."""
     if not sections:
         return None
     if isinstance(sections, Section):
@@ -188,11 +253,31 @@ def plan_sections(sections, space, n: int, method_name: str, fixed_step: bool) -
         if unknown:
             raise InvalidInput(f"{field}.record", f"unknown {', '.join(map(str, unknown))}; the {space.name} space "
                                                   f"has {', '.join(space.names)}")
-        expressions.append(section_expression(space, n, f"{field}.expression", section.expression))
+        expressions.append(section_expression(space, n, f"{field}.expression", section, parameters or {}))
+    used = {}
+    for _, _, read in expressions:
+        used.update(read)
     modes = np.array([[DIRECTIONS[s.direction] for s in sections], [int(bool(s.stop)) for s in sections]],
                      dtype=np.int64)
-    return SectionPlan(sections, values_source(space, n, expressions), modes,
-                       max(int(s.max_crossings) for s in sections))
+    return SectionPlan(sections, values_source(space, n, expressions, used), modes,
+                       max(int(s.max_crossings) for s in sections), tuple(used.values()))
+
+
+def parameter_shapes(system, n: int) -> dict:
+    """What ``p.<name>`` of a section may read: each numeric (not structural) parameter's per-member shape."""
+    values = system.broadcast(system.member_count() or 1, n)
+    return {p.name: values[p.name].shape[1:] for p in system.definition.parameters if not p.structural}
+
+
+def with_section_parameters(coef: np.ndarray, plan: SectionPlan | None, params: dict) -> np.ndarray:
+    """The coefficients (members, P) with the parameter components ``plan``'s expressions read appended as
+    columns (from ``params``, broadcast to members), where the generated ``section_values`` reads them."""
+    if plan is None or not plan.parameters:
+        return coef
+    members = coef.shape[0]
+    columns = [np.asarray(params[name], dtype=np.float64).reshape(members, -1)[:, index]
+               for name, index in plan.parameters]
+    return np.ascontiguousarray(np.column_stack([coef] + columns))
 
 
 def section_outputs(plan: SectionPlan | None, members: int, rows: int) -> list:
@@ -368,7 +453,7 @@ def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c
                 integrator_begin(q1, omega1, md1, mf1, c1, topology, tau, options, work1)  # noqa: F821
                 integrator_step(t0, q1, omega1, md1, mf1, c1, topology, tau, options, work1, active1,  # noqa: F821
                                 code1, iterations1)
-                section_values(q1, omega1, values1)  # noqa: F821
+                section_values(q1, omega1, c1, values1)  # noqa: F821
                 value = values1[s, 0]
                 illinois_update(bracket, tau, value)
                 if search_finished(bracket, value, h):
@@ -405,7 +490,7 @@ def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options,
                 integrator_step(x1, n, c1, topology, t0, tau, options, work1, active1, code1,  # noqa: F821
                                 iterations1)
                 system_constrain(x1, n, c1, topology, moved1)  # noqa: F821
-                section_values(x1, values1)  # noqa: F821
+                section_values(x1, c1, values1)  # noqa: F821
                 value = values1[s, 0]
                 illinois_update(bracket, tau, value)
                 if search_finished(bracket, value, h):
@@ -425,12 +510,12 @@ def no_flat_locate(t0, h, x_start, before, after, n, c, topology, options, activ
 
 
 @lane_function
-def no_sphere_values(q, omega, out):
+def no_sphere_values(q, omega, c, out):
     """``section_values`` of kernels without sections."""
 
 
 @lane_function
-def no_flat_values(x, out):
+def no_flat_values(x, c, out):
     """``section_values`` of kernels without sections."""
 
 

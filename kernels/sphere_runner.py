@@ -12,7 +12,7 @@ from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, KERNEL_METHODS
 from .integrators.formulations import DEFAULT_FORMULATION
 from .lyapunov import Shadow, shadow_arrays, shadow_outputs, shadow_record_blocks, shadow_results
-from .sections import SectionPlan, section_outputs, section_results
+from .sections import SectionPlan, section_outputs, section_results, with_section_parameters
 
 
 def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
@@ -48,7 +48,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     members, n = q.shape[:2]
     params = system.broadcast(members, n)
     mass = _checked_inertia(system, params, n, members)
-    coef = system.definition.member_coefficients(params, n, members)
+    # a section's p.<name> values ride after the system's own coefficient rows (kernels.sections)
+    coef = with_section_parameters(system.definition.member_coefficients(params, n, members), sections, params)
     topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
 
     implicit = method == "vi" and (not system.definition.diagonal_inertia or bool(options.get("implicit")))

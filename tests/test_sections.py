@@ -122,8 +122,53 @@ def test_an_escape_section_stops_each_member_at_its_quarter_period():
     assert np.array_equal(np.isnan(run.energy), sample_times >= escape["time"][:, :1])
 
 
+def test_an_escape_at_a_per_member_parameter_stops_each_member_at_the_elliptic_time():
+    """The escape q_z = cos θ_s with θ_s read from each member's own parameter (``p.m[0]``: the point mass, which a
+    single pendulum's motion does not depend on, so here a free per-member threshold, θ_s = θ₀/2): released from
+    rest at θ₀, the pendulum reaches θ_s at t = √(l/g) (K(k) − F(φ, k)), k = sin(θ₀/2), sin φ = sin(θ_s/2)/k
+    (scipy's ellipk and ellipkinc take m = k²); rk4 at h = 1e-3 stops each member there within 1e-9 s."""
+    from scipy.special import ellipkinc
+
+    threshold = AMPLITUDES / 2.0
+    pendulum = get_system("spherical_chain", m=threshold[:, np.newaxis], l=[L], g=G)
+    reach = Section("reach", "q[0][2] - cos(p.m[0])", "up", max_crossings=1, stop=True)
+    run = integrate(pendulum, "rk4", planar_swings(), 1e-3, 2000, save_every=2000, outputs=(), sections=reach)
+    k = np.sin(AMPLITUDES / 2.0)
+    phi = np.arcsin(np.sin(threshold / 2.0) / k)
+    exact = np.sqrt(L / G) * (ellipk(k ** 2) - ellipkinc(phi, k ** 2))
+    assert np.abs(run.sections["reach"]["time"][:, 0] - exact).max() < 1e-9
+    assert np.allclose(run.final["q"][:, 0, 2], np.cos(threshold), rtol=0, atol=1e-12)
+
+
+def test_a_model_files_section_function_reads_as_its_expression_text(tmp_path):
+    """A model file's ``def section(q, omega, p)`` stands for the spec's expression: the same generated lane function
+    as the text it returns, its parameter read per member; a section without expression whose model lacks the
+    function is refused naming the expression; the function's own failure names the file and line."""
+    from armillary.ensemble.plan import Plan
+    from armillary.ensemble.spec import parse_spec
+    from armillary.kernels.sections import parameter_shapes, plan_sections
+
+    model = open(os.path.join(os.path.dirname(__file__), "..", "examples", "models", "spherical_chain.py")).read()
+    (tmp_path / "chain.py").write_text(model + "\n\ndef section(q, omega, p):\n    return q[1][0] - 0.1 * p.l[0]\n"
+                                       "\n\ndef fall(q, omega, p):\n    return q[0][3]\n")
+    spec = ('[system]\nmodel = "chain.py"\n[integrator]\nmethod = "rk4"\ndt = 0.01\nt_end = 0.1\n[ensemble]\n'
+            'members = 2\n[output]\nstore = "s.zarr"\n[analysis]\n')
+    plan = Plan(parse_spec(spec + 'section = { direction = "up" }\n', directory=str(tmp_path)))
+    plan.validate()
+    system, n = plan.chunk_system(0, 2), plan.n_bodies
+    text = Section("section", "q[1][0] - 0.1 * p.l[0]")
+    assert plan_sections(plan.sections, plan.space, n, "rk4", True, parameter_shapes(system, n)).source == \
+        plan_sections((text,), plan.space, n, "rk4", True, parameter_shapes(system, n)).source
+    with pytest.raises(InvalidInput, match="analysis.escape.expression: is required, unless the model file defines "
+                                           "the section as a function escape\\(q, omega, p\\)"):
+        Plan(parse_spec(spec + 'escape = { direction = "up" }\n', directory=str(tmp_path))).validate()
+    with pytest.raises(InvalidInput, match=r"analysis.sections.fall.expression: .*chain.py:\d+: IndexError in fall"):
+        Plan(parse_spec(spec + '[analysis.sections.fall]\ndirection = "up"\n', directory=str(tmp_path))).validate()
+
+
 @pytest.mark.parametrize("section, field, message", [
-    (Section("s", "p[0]"), "section.s.expression", "'p' is not known; allowed: the sphere_product space's variables"),
+    (Section("s", "w[0]"), "section.s.expression", "'w' is not known; allowed: the sphere_product space's variables"),
+    (Section("s", "q[0][0] - p.x"), "section.s.expression", "unknown parameter p.x; the system's parameters: m, l, g"),
     (Section("s", "q[0]"), "section.s.expression", "must be a scalar"),
     (Section("s", "q[3][0]"), "section.s.expression", "index 3 is out of bounds"),
     (Section("s", "2.0 * pi"), "section.s.expression", "must depend on the state"),

@@ -15,12 +15,13 @@ import ast
 import functools
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import pathlib
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -160,7 +161,7 @@ def initial_state(model: ModelFile, space, params: dict) -> dict:
 @functools.cache
 def _build(source: str, path: str):
     from .codegen import load_generated
-    from .loader import read_model
+    from .loader import model_call, read_model
 
     model = read_model(source, path)
     start = time.perf_counter()
@@ -174,9 +175,11 @@ def _build(source: str, path: str):
     definition = space_builder.assemble(model, module, meta, common)
     state = (lambda params: initial_state(model, space_builder.SPACE, params)) if model.has("initial_state") else None
     # a definition is frozen; what the model adds is set once here, before anyone holds the definition
+    functions = {key: functools.partial(model_call, path, key, value) for key, value in model.namespace.items()
+                 if inspect.isfunction(value)}
     object.__setattr__(definition, "model", ModelInfo(path=path, source=source, text=text, initial_state=state,
                                                       derive_seconds=derive_seconds,
-                                                      load_seconds=time.perf_counter() - start))
+                                                      load_seconds=time.perf_counter() - start, functions=functions))
     MODELS[name] = definition
     return definition
 
@@ -188,8 +191,9 @@ def _members(params: dict) -> int:
 @dataclass(frozen=True)
 class ModelInfo:
     """Where a model came from (its file's path and text, the generated module's text), its
-    ``initial_state(params)`` (None if the file has none) and what building it cost (s; derivation 0 when
-    it came from the cache)."""
+    ``initial_state(params)`` (None if the file has none), what building it cost (s; derivation 0 when
+    it came from the cache) and the file's functions by name (e.g. a section's, ``def section(q, omega, p)``),
+    their errors naming the file and line."""
 
     path: str
     source: str
@@ -197,6 +201,7 @@ class ModelInfo:
     initial_state: Callable[[dict], dict] | None
     derive_seconds: float
     load_seconds: float
+    functions: dict = field(default_factory=dict)
 
 
 def build_model(source: str, path: str = "<model>"):
