@@ -249,7 +249,9 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     if plan.spec.escape is not None:  # the first crossing's time, once
         first_crossing = result.sections["escape"]
         escaped_now = ~failed & np.isnan(escaped_at) & (first_crossing["count"] > 0)
-        checkpoint["escape_time"] = np.where(escaped_now, first_crossing["time"][:, 0], escaped_at)
+        checkpoint["escape_time"] = escaped_at.copy()
+        if escaped_now.any():  # (the kernel's crossing arrays are as wide as the most crossings stored: maybe 0)
+            checkpoint["escape_time"][escaped_now] = first_crossing["time"][escaped_now, 0]
         writes.append(("escape_time", members, checkpoint["escape_time"]))
     if shadow is not None:
         writes += indicator_writes(plan, result, failed, members, region, seg)

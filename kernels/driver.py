@@ -16,7 +16,7 @@ import numpy as np
 
 from .lanes import add_power, constraint_errors_into, lane_function
 from .lyapunov import record_sphere_indicators, tile_lanes_2d, tile_lanes_3d, write_final_shadows
-from .sections import any_crossing, keep_step_start
+from .sections import any_crossing
 from .status import NON_FINITE, OK
 
 
@@ -261,16 +261,12 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                                      members, log_growth, reference, indicators, log_growth_out, indicator_out, dq,
                                      dw, rmat, scratch[0])
         sections = section_modes.shape[1] if SECTIONS else 0  # noqa: F821
-        q_start = np.empty((n, 3, lanes if SECTIONS else 0))  # noqa: F821
-        omega_start = np.empty(q_start.shape)
         before = np.empty((sections, lanes))
         after = np.empty((sections, lanes))
         if SECTIONS:  # noqa: F821
             section_values(q, omega, c, after)  # noqa: F821
         for k in range(1, n_steps + 1):
-            if SECTIONS:  # noqa: F821 (the step's start, from which a crossing in it is searched)
-                keep_step_start(q, q_start)
-                keep_step_start(omega, omega_start)
+            if SECTIONS:  # noqa: F821
                 before, after = after, before  # the last step's end values are this one's start
             integrator_step((step_offset + k - 1) * h, q, omega, md, mf, c, topology, h, options, work,  # noqa: F821
                             active, code, step_iterations)
@@ -282,7 +278,7 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
             if SECTIONS:  # noqa: F821
                 section_values(q, omega, c, after)  # noqa: F821
                 if any_crossing(section_modes, before, after, lane_status):
-                    locate_crossings((step_offset + k - 1) * h, h, q_start, omega_start, before, after, md, mf, c,  # noqa: F821
+                    locate_crossings((step_offset + k - 1) * h, h, q, omega, before, after, md, mf, c,  # noqa: F821
                                      topology, options, active, lane_status, lane_failed, k, first, members,
                                      section_modes, section_count, section_time, section_state)
             if track_encounters:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .driver import lane_bookkeeping, record_lane_failures
 from .lanes import lane_function
-from .sections import any_crossing, keep_step_start
+from .sections import any_crossing
 from .lyapunov import (accumulate_indicators, displacement_norms, forget_failed_shadows, orthogonalise,
                        record_indicators, tile_active, tile_lanes_2d, write_final_shadows)
 from .status import OK
@@ -142,14 +142,12 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
             record_indicators(0, step_offset, renormalise_every, h, first, members, log_growth, reference, rmat,
                               indicators, log_growth_out, indicator_out)
         sections = section_modes.shape[1] if SECTIONS else 0  # noqa: F821
-        x_start = np.empty((rows, lanes if SECTIONS else 0))  # noqa: F821
         before = np.empty((sections, lanes))
         after = np.empty((sections, lanes))
         if SECTIONS:  # noqa: F821
             section_values(x, c, after)  # noqa: F821
         for k in range(1, n_steps + 1):
-            if SECTIONS:  # noqa: F821 (the step's start, from which a crossing in it is searched)
-                keep_step_start(x, x_start)
+            if SECTIONS:  # noqa: F821
                 before, after = after, before  # the last step's end values are this one's start
             # the step's start time from the global step index, so a resumed segment sees the same times
             integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
@@ -164,7 +162,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
             if SECTIONS:  # noqa: F821
                 section_values(x, c, after)  # noqa: F821
                 if any_crossing(section_modes, before, after, lane_status):
-                    locate_crossings((step_offset + k - 1) * h, h, x_start, before, after, n, c, topology,  # noqa: F821
+                    locate_crossings((step_offset + k - 1) * h, h, x, before, after, n, c, topology,  # noqa: F821
                                      options, active, lane_status, lane_failed, k, first, members, section_modes,
                                      section_count, section_time, section_state)
             if k % save_every == 0:

@@ -76,7 +76,7 @@ class Trajectory:
     gali: np.ndarray | None = None
     work: np.ndarray | None = None
     #: with ``sections``: each section's crossings by name (see :mod:`kernels.sections`): ``time`` (members, C)
-    #: (s; NaN past a member's count), ``count`` (members,) (all crossings found in this call, also those past
+    #: (s; NaN past a member's count; C the most crossings any member stored, at most max_crossings), ``count`` (members,) (all crossings found in this call, also those past
     #: max_crossings) and ``state`` {variable: (members, C, *shape)} at each crossing, on the manifold
     sections: dict | None = None
 

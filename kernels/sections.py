@@ -6,15 +6,19 @@ A section is a scalar expression e of the space's state variables (``"q[0][0]"``
 half-open, so a crossing that lands exactly on a step's end (or a segment's end) belongs to that step alone and
 the next step, starting where it is zero, does not find it again.
 
-**Where in the step.** The crossing time is the root τ ∈ (0, h] of f(τ) = e(Φ_τ(x_k)), where Φ_τ is the method's
-own step of size τ from the step's start state x_k (so the sought state is the method's one-step approximation,
-local error O(τ^{p+1}) for a method of order p).  f(0) = e(x_k) and f(h) = e(x_{k+1}) bracket the root; it is
-found by the Illinois variant of regula falsi (Dowell & Jarratt 1971, BIT 11, 168: superlinear, order ≈ 1.44,
-never leaves the bracket), to a bracket of 10⁻¹² h.  The located time and state are therefore accurate to the
-method's order: their error is the state's global error O(h^p), not the O(h²) of interpolating linearly between
-steps, and not limited by a cubic Hermite interpolant's O(h⁴) either.  Each iteration is one step of the one
-member on a one-lane block, the same arithmetic as in any block width, so crossings are bitwise independent of
-chunking, lanes and threads; a root search costs 3–6 steps of one member per crossing, nothing between them.
+**Where in the step.** The crossing time is the root τ ∈ (0, h] of f(τ) = e(Φ_{τ−h}(x_{k+1})), where Φ_σ is
+the method's own step of size σ, here backwards from the step's end state x_{k+1} (so the sought state is
+the method's one-step approximation, local error O(|τ − h|^{p+1}) for a method of order p; its steps run
+backwards as well as forwards).  f(h) = e(x_{k+1}) and e(x_k), which f(0) approximates to that local error,
+bracket the root; it is found by the Illinois variant of regula falsi (Dowell & Jarratt 1971, BIT 11, 168:
+superlinear, order ≈ 1.44, never leaves the bracket), to a bracket of 10⁻¹² h.  The located time and state
+are therefore accurate to the method's order: their error is the state's global error O(h^p), not the O(h²)
+of interpolating linearly between steps, and not limited by a cubic Hermite interpolant's O(h⁴) either.
+Searching back from x_{k+1}, which the step leaves in place, spares the time loop a copy of every member's
+state at every step (for Example 2's explicit vi, 15 % of the step), and x_{k+1}'s bits are the same in every
+layout.  Each iteration is one step of the one member on a one-lane block, the same arithmetic as in any
+block width, so crossings are bitwise independent of chunking, lanes and threads; a root search costs 3–6
+steps of one member per crossing, nothing between them.
 
 Expressions are read by sympy, as model files are, and printed into one generated lane function
 (:mod:`kernels.models.codegen`): ``section_values(state..., c, out)`` writes e of every section for every lane.
@@ -282,18 +286,23 @@ def with_section_parameters(coef: np.ndarray, plan: SectionPlan | None, params: 
 
 def section_outputs(plan: SectionPlan | None, members: int, rows: int) -> list:
     """The kernels' section outputs: crossing times (members, S, C), states (members, S, C, rows) and counts
-    (members, S); with no sections, empty arrays of those ranks."""
+    (members, S); with no sections, empty arrays of those ranks.  Times and states are views of crossing-major
+    memory, so that the members' j-th crossings lie together and a call touches memory in proportion to the
+    crossings it stores (member-major, each member's first crossing fell on pages of its own: 130 µs of page
+    faults per member with C = 1000, more than stepping it 2000 times); they are left unfilled: the kernels
+    write the first C crossings of each member and :func:`section_results` reads no further than the counts."""
     count = len(plan.sections) if plan else 0
     capacity = plan.capacity if plan else 0
-    return [np.full((members, count, capacity), np.nan), np.full((members, count, capacity, rows), np.nan),
-            np.zeros((members, count), np.int64)]
+    return [np.empty((count, capacity, members)).transpose(2, 0, 1),
+            np.empty((count, capacity, members, rows)).transpose(2, 0, 1, 3), np.zeros((members, count), np.int64)]
 
 
 def section_results(plan: SectionPlan | None, outputs: list, space, n: int, status: np.ndarray,
                     final: np.ndarray) -> dict | None:
     """Each section's crossings by name: ``time`` (members, C) (s), ``count`` (members,) (every crossing found,
-    also those past max_crossings) and ``state`` {variable: (members, C, *shape)}, recorded states put back on
-    the manifold (where the method kept them within STATE_TOLERANCE of it; farther ones are left as stepped).
+    also those past max_crossings) and ``state`` {variable: (members, C, *shape)}, NaN past each member's
+    stored crossings, C the most any member stored (at most max_crossings); recorded states put back on the
+    manifold (where the method kept them within STATE_TOLERANCE of it; farther ones are left as stepped).
     The flat final states (members, rows) of members a section stopped (``status`` ESCAPED) become the state
     located at their crossing, in place: the kernels step every lane of a block, stopped or not."""
     if plan is None:
@@ -304,9 +313,13 @@ def section_results(plan: SectionPlan | None, outputs: list, space, n: int, stat
         final[stopped] = states[stopped, s, 0]
     results = {}
     for s, section in enumerate(plan.sections):
-        keep = int(section.max_crossings)
-        flat = states[:, s, :keep]
-        found = np.isfinite(flat).all(axis=-1)
+        stored = np.minimum(counts[:, s], int(section.max_crossings))
+        width = int(stored.max(initial=0))
+        found = np.arange(width) < stored[:, np.newaxis]
+        time = np.full((len(stored), width), np.nan)
+        time[found] = times[:, s, :width][found]
+        flat = np.full((len(stored), width, states.shape[-1]), np.nan)
+        flat[found] = states[:, s, :width][found]
         state = space.unflatten(flat, n)
         if found.any():
             on_manifold = space.unflatten(flat[found], n)
@@ -318,7 +331,7 @@ def section_results(plan: SectionPlan | None, outputs: list, space, n: int, stat
                 state[name] = state[name].copy()
                 state[name][found] = value
         record = section.record or space.names
-        results[section.name] = {"time": times[:, s, :keep], "count": counts[:, s].copy(),
+        results[section.name] = {"time": time, "count": counts[:, s].copy(),
                                  "state": {name: state[name] for name in record}}
     return results
 
@@ -330,16 +343,6 @@ def crossed(direction, before, after):
     up = before < 0.0 and after >= 0.0
     down = before > 0.0 and after <= 0.0
     return up if direction > 0 else down if direction < 0 else up or down
-
-
-@lane_function
-def keep_step_start(state, start):
-    """start ← state, for C-contiguous blocks of one shape: one flat loop (a slice assignment of a 3-d block
-    walks its indices one axis at a time and cost half a step of Example 2's explicit vi)."""
-    flat_state = state.reshape(state.size)
-    flat_start = start.reshape(start.size)
-    for i in range(flat_state.size):
-        flat_start[i] = flat_state[i]
 
 
 @lane_function
@@ -408,7 +411,7 @@ def crossing_to_locate(b, s, m, members, lane_status, modes, before, after):
 @lane_function
 def search_start(b, s, h, modes, before, after):
     """A crossing's search on a one-lane block: the solver's flags (active, code, iterations), the sections'
-    values, and the bracket [a, f(a), b, f(b), side] = [0, f(0), h, f(h), 0] of lane b's section s."""
+    values, and the bracket [a, f(a), b, f(b), side] = [0, e(x_k), h, e(x_{k+1}), 0] of lane b's section s."""
     return (np.ones(1, np.bool_), np.zeros(1, np.int64), np.zeros(1, np.int64), np.empty((modes.shape[1], 1)),
             np.array([0.0, before[s, b], h, after[s, b], 0.0]))
 
@@ -425,40 +428,43 @@ def stop_at_escape(b, s, step, modes, active, lane_status, lane_failed):
 # Stages bound into the drivers as ``locate_crossings`` (see kernels.driver and kernels.flat_driver): the
 # (S²)ⁿ layout's and the flat layout's, and nothing for kernels without sections.
 
-def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c, topology, options, active,
-                           lane_status, lane_failed, step, first, members, modes, section_count, section_time,
-                           section_state):
-    """Every crossing of the step (the call's ``step``-th) from (q_start, ω_start) at t0 (s) to the lanes' current
-    state, located by re-stepping the member alone (see the module docstring) and recorded for members still OK;
-    a section with stop (``modes[1]``) stops the member there (status ESCAPED, inactive)."""
-    n = q_start.shape[0]
-    lanes = q_start.shape[2]
+def sphere_locate_template(t0, h, q, omega, before, after, md, mf, c, topology, options, active, lane_status,
+                           lane_failed, step, first, members, modes, section_count, section_time, section_state):
+    """Every crossing of the step (the call's ``step``-th) from t0 (s) to t0 + h that ended in the lanes' state
+    (q, ω), located by re-stepping the member alone back from there (see the module docstring) and recorded for
+    members still OK; a section with stop (``modes[1]``) stops the member there (status ESCAPED, inactive)."""
+    n = q.shape[0]
+    lanes = q.shape[2]
+    # one member's one-lane block, allocated once for every crossing of the step
+    q1 = np.empty((n, 3, 1))
+    omega1 = np.empty((n, 3, 1))
+    md1 = np.empty((md.shape[0], 1))
+    mf1 = np.empty((mf.shape[0], mf.shape[1], 1))
+    c1 = np.empty((c.shape[0], 1))
+    work1 = integrator_allocate(n, 1)  # noqa: F821 (bound at specialisation)
+    lane_state = np.empty(6 * n)
     for b in range(lanes):
         m = first + b
         for s in range(modes.shape[1]):
             if not crossing_to_locate(b, s, m, members, lane_status, modes, before, after):
                 continue
-            q1 = np.empty((n, 3, 1))
-            omega1 = np.empty((n, 3, 1))
-            md1 = md[:, b:b + 1].copy()
-            mf1 = mf[:, :, b:b + 1].copy()
-            c1 = c[:, b:b + 1].copy()
-            work1 = integrator_allocate(n, 1)  # noqa: F821 (bound at specialisation)
+            md1[:, 0] = md[:, b]
+            mf1[:, :, 0] = mf[:, :, b]
+            c1[:, 0] = c[:, b]
             active1, code1, iterations1, values1, bracket = search_start(b, s, h, modes, before, after)
             tau = h
             for _ in range(MAX_SEARCH_STEPS):
                 tau = next_root_guess(bracket)
-                q1[:, :, 0] = q_start[:, :, b]
-                omega1[:, :, 0] = omega_start[:, :, b]
-                integrator_begin(q1, omega1, md1, mf1, c1, topology, tau, options, work1)  # noqa: F821
-                integrator_step(t0, q1, omega1, md1, mf1, c1, topology, tau, options, work1, active1,  # noqa: F821
-                                code1, iterations1)
+                q1[:, :, 0] = q[:, :, b]
+                omega1[:, :, 0] = omega[:, :, b]
+                integrator_begin(q1, omega1, md1, mf1, c1, topology, tau - h, options, work1)  # noqa: F821
+                integrator_step(t0 + h, q1, omega1, md1, mf1, c1, topology, tau - h, options, work1,  # noqa: F821
+                                active1, code1, iterations1)
                 section_values(q1, omega1, c1, values1)  # noqa: F821
                 value = values1[s, 0]
                 illinois_update(bracket, tau, value)
                 if search_finished(bracket, value, h):
                     break
-            lane_state = np.empty(6 * n)
             for i in range(n):
                 for k in range(3):
                     lane_state[3 * i + k] = q1[i, k, 0]
@@ -467,27 +473,29 @@ def sphere_locate_template(t0, h, q_start, omega_start, before, after, md, mf, c
             stop_at_escape(b, s, step, modes, active, lane_status, lane_failed)
 
 
-def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options, active, lane_status, lane_failed,
-                         step, first, members, modes, section_count, section_time, section_state):
+def flat_locate_template(t0, h, x, before, after, n, c, topology, options, active, lane_status, lane_failed, step,
+                         first, members, modes, section_count, section_time, section_state):
     """The flat layout's :func:`sphere_locate_template`: the re-step also applies the system's constraints."""
-    rows = x_start.shape[0]
-    lanes = x_start.shape[1]
+    rows = x.shape[0]
+    lanes = x.shape[1]
+    # one member's one-lane block, allocated once for every crossing of the step
+    x1 = np.empty((rows, 1))
+    c1 = np.empty((c.shape[0], 1))
+    work1 = integrator_allocate(rows, n, 1)  # noqa: F821 (bound at specialisation)
+    moved1 = np.zeros(1)
     for b in range(lanes):
         m = first + b
         for s in range(modes.shape[1]):
             if not crossing_to_locate(b, s, m, members, lane_status, modes, before, after):
                 continue
-            x1 = np.empty((rows, 1))
-            c1 = c[:, b:b + 1].copy()
-            work1 = integrator_allocate(rows, n, 1)  # noqa: F821 (bound at specialisation)
+            c1[:, 0] = c[:, b]
             active1, code1, iterations1, values1, bracket = search_start(b, s, h, modes, before, after)
-            moved1 = np.zeros(1)
             tau = h
             for _ in range(MAX_SEARCH_STEPS):
                 tau = next_root_guess(bracket)
-                x1[:, 0] = x_start[:, b]
-                integrator_begin(x1, n, c1, topology, tau, options, work1)  # noqa: F821
-                integrator_step(x1, n, c1, topology, t0, tau, options, work1, active1, code1,  # noqa: F821
+                x1[:, 0] = x[:, b]
+                integrator_begin(x1, n, c1, topology, tau - h, options, work1)  # noqa: F821
+                integrator_step(x1, n, c1, topology, t0 + h, tau - h, options, work1, active1, code1,  # noqa: F821
                                 iterations1)
                 system_constrain(x1, n, c1, topology, moved1)  # noqa: F821
                 section_values(x1, c1, values1)  # noqa: F821
@@ -499,13 +507,13 @@ def flat_locate_template(t0, h, x_start, before, after, n, c, topology, options,
             stop_at_escape(b, s, step, modes, active, lane_status, lane_failed)
 
 
-def no_sphere_locate(t0, h, q_start, omega_start, before, after, md, mf, c, topology, options, active, lane_status,
-                     lane_failed, step, first, members, modes, section_count, section_time, section_state):
+def no_sphere_locate(t0, h, q, omega, before, after, md, mf, c, topology, options, active, lane_status, lane_failed,
+                     step, first, members, modes, section_count, section_time, section_state):
     """Kernels without sections: nothing to locate."""
 
 
-def no_flat_locate(t0, h, x_start, before, after, n, c, topology, options, active, lane_status, lane_failed, step,
-                   first, members, modes, section_count, section_time, section_state):
+def no_flat_locate(t0, h, x, before, after, n, c, topology, options, active, lane_status, lane_failed, step, first,
+                   members, modes, section_count, section_time, section_state):
     """Kernels without sections: nothing to locate."""
 
 
