@@ -146,8 +146,8 @@ class Plan:
         self.method  # refuses a method variant the system cannot take (adaptive vi), naming the option
         if self.sections is not None:
             try:
-                plan_sections(self.sections, self.space, n, self.spec.method, self.method.fixed_step,
-                              parameter_shapes(self.chunk_system(0, min(self.spec.chunk, self.spec.members)), n))
+                system = self.chunk_system(0, min(self.spec.chunk, self.spec.members))
+                plan_sections(self.sections, self.space, n, parameter_shapes(system, n))
             except InvalidInput as error:  # the kernels name it section.<name>.<key>
                 raise InvalidInput(_spec_field(error.field), error.message) from None
             if self.mode == "system":

@@ -543,9 +543,8 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
     surface, escape = section.get("section", "table"), section.get("escape", "table")
     named = section.get("sections", "table")
     section.finish()
-    parsed = {"section": _surface_of_section("section", surface, method, options, definition),
-              "escape": _surface_of_section("escape", escape, method, options, definition),
-              "sections": _named_sections(named, method, options, definition)}
+    parsed = {"section": _surface_of_section("section", surface), "escape": _surface_of_section("escape", escape),
+              "sections": _named_sections(named)}
     shared = None
     for name, table in tables.items():
         if table is None:
@@ -575,7 +574,7 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
     return parsed
 
 
-def _named_sections(tables: dict | None, method: str, options: dict, definition) -> dict | None:
+def _named_sections(tables: dict | None) -> dict | None:
     """``[analysis] sections``: name → a section's table (:func:`_surface_of_section`); names are lower-case
     identifiers other than ``section`` and ``escape``, since each names its store variables
     (``section_<name>_time``, …)."""
@@ -587,23 +586,19 @@ def _named_sections(tables: dict | None, method: str, options: dict, definition)
         if not SECTION_NAME.fullmatch(name) or name in ("section", "escape"):
             raise InvalidInput(f"analysis.sections.{name}", "a section's name must be a lower-case identifier "
                                "(a-z, 0-9, _; starting with a letter) other than section and escape")
-    return {name: _surface_of_section(f"sections.{name}", table, method, options, definition)
-            for name, table in tables.items()}
+    return {name: _surface_of_section(f"sections.{name}", table) for name, table in tables.items()}
 
 
 #: the names ``[analysis] sections`` may give
 SECTION_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def _surface_of_section(name: str, table: dict | None, method: str, options: dict, definition) -> dict | None:
+def _surface_of_section(name: str, table: dict | None) -> dict | None:
     """``[analysis] section``'s, ``escape``'s or one of ``sections``' keys (``name`` "section", "escape" or
     "sections.<name>"), typed and with their defaults (the expression and the recorded variables are checked
     against the space by the plan, which knows the number of bodies)."""
     if table is None:
         return None
-    if not METHODS[method].resolve(options).fixed_step:
-        fixed = ", ".join(m for m in (methods_for(definition) if definition else METHODS) if METHODS[m].fixed_step)
-        raise InvalidInput(f"analysis.{name}", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
     surface = _Section(f"analysis.{name}", table, "analysis.section" if name.startswith("sections.") else None)
     entry = {"expression": surface.get("expression", "str"),  # absent: the model file's function of that name
              "direction": surface.choice("direction", ("up", "down", "both"), "up")}

@@ -121,7 +121,7 @@ SPEC_KEYS: dict[str, SpecKey] = {
                              "stores `sali` (and `gali`) (member, time)"),
     "analysis.sali.d0": SpecKey("number in (0, 0.01)", "1e-8", "the state's", "as analysis.lyapunov.d0"),
     "analysis.sali.renormalise_every": SpecKey("integer ≥ 1", "10", "steps", "as analysis.lyapunov.renormalise_every"),
-    "analysis.section": SpecKey("table", "none", "", "a surface of section (fixed-step methods): every crossing of "
+    "analysis.section": SpecKey("table", "none", "", "a surface of section (every method): every crossing of "
                                 "`expression` through zero in `direction` is located inside its step, to the method's "
                                 "order, and its time and state stored: `{ expression, direction, record, "
                                 "max_crossings }`; stores `section_time` (member, crossing), `section_<variable>` "
@@ -135,7 +135,7 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "analysis.section.direction": SpecKey("string", "up", "", "up (from below zero to zero or above) | down | both"),
     "analysis.section.record": SpecKey("list of strings", "every state variable", "", "the state variables stored "
                                        "at each crossing"),
-    "analysis.escape": SpecKey("table", "none", "", "an escape (fixed-step methods): the time of each member's first "
+    "analysis.escape": SpecKey("table", "none", "", "an escape (every method): the time of each member's first "
                                "crossing of `expression` through zero in `direction`, located as a section's; with "
                                "`stop` the member stops there, status 8 (escaped, not failed), keeping the state "
                                "located there: `{ expression, direction, stop }`; stores `escape_time` (member)"),

@@ -299,7 +299,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         if start_step not in (0, shadow.step_offset):
             raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
         start_step = shadow.step_offset
-    section_plan = plan_sections(sections, space, space.body_count(state), method, runs.fixed_step,
+    section_plan = plan_sections(sections, space, space.body_count(state),
                                  parameter_shapes(system, space.body_count(state)) if sections else None)
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)

@@ -227,8 +227,7 @@ class SectionPlan:
     parameters: tuple = ()
 
 
-def plan_sections(sections, space, n: int, method_name: str, fixed_step: bool,
-                  parameters: dict | None = None) -> SectionPlan | None:
+def plan_sections(sections, space, n: int, parameters: dict | None = None) -> SectionPlan | None:
     """Validate ``sections`` (a sequence of :class:`Section`) for ``space`` with n bodies and the system's
     ``parameters`` (name → per-member shape: what ``p.<name>`` may read); None for none."""
     if not sections:
@@ -236,9 +235,6 @@ def plan_sections(sections, space, n: int, method_name: str, fixed_step: bool,
     if isinstance(sections, Section):
         sections = (sections,)
     sections = tuple(sections)
-    if not fixed_step:
-        raise InvalidInput("section", f"sections are located in the steps of fixed-step methods; {method_name!r} "
-                                      "takes its own steps (sections with rk45 and adaptive vi are not built yet)")
     expressions, seen = [], set()
     for section in sections:
         if not isinstance(section, Section):
@@ -402,6 +398,16 @@ def store_crossing(m, s, t, lane_state, section_count, section_time, section_sta
 
 
 @lane_function
+def sphere_lane_state(q, omega, out):
+    """out ← lane 0 of (q, ω) (n, 3, L) flattened as the section outputs hold it: q's rows, then ω's."""
+    n = q.shape[0]
+    for i in range(n):
+        for k in range(3):
+            out[3 * i + k] = q[i, k, 0]
+            out[3 * n + 3 * i + k] = omega[i, k, 0]
+
+
+@lane_function
 def crossing_to_locate(b, s, m, members, lane_status, modes, before, after):
     """Whether lane b (member m) crossed section s in this step and is to be searched: a member, still OK (not
     stopped by an earlier section of this step), its values on either side of zero in the section's direction."""
@@ -465,10 +471,7 @@ def sphere_locate_template(t0, h, q, omega, before, after, md, mf, c, topology, 
                 illinois_update(bracket, tau, value)
                 if search_finished(bracket, value, h):
                     break
-            for i in range(n):
-                for k in range(3):
-                    lane_state[3 * i + k] = q1[i, k, 0]
-                    lane_state[3 * n + 3 * i + k] = omega1[i, k, 0]
+            sphere_lane_state(q1, omega1, lane_state)
             store_crossing(m, s, t0 + tau, lane_state, section_count, section_time, section_state)
             stop_at_escape(b, s, step, modes, active, lane_status, lane_failed)
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..driver import check_lanes, lane_bookkeeping, write_final_state
 from ..lanes import lane_function
+from ..sections import any_crossing
 from ..status import OK, STEP_SIZE_UNDERFLOW
 
 #: the adaptive options in the ``options`` array, after the Newton tolerance and iteration limit
@@ -68,8 +69,9 @@ def drive_adaptive_vi(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow
     taken; ``carried`` holds (ρ, lag) in and out.  The controller evaluates the encounter at every
     step anyway, so ``min_separation`` is kept whatever ``track_encounters`` says.  A member whose density stops being positive or
     that needs more than ``max_steps`` steps fails with STEP_SIZE_UNDERFLOW.  Shares
-    :func:`kernels.driver.drive_fixed_step`'s signature; shadows and sections are refused by
-    :func:`kernels.integrate`."""
+    :func:`kernels.driver.drive_fixed_step`'s signature; shadows are refused by :func:`kernels.integrate`.
+    Sections (``SECTIONS``) are located in each step by re-stepping it (``locate_crossings``, as the fixed-step
+    drivers do: the step of the member's own size h, backwards from its end)."""
     n_blocks, n, _, lanes = q_blocks.shape
     tolerance = options[TOLERANCE]
     max_step = options[MAX_STEP]
@@ -102,6 +104,11 @@ def drive_adaptive_vi(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow
                       save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
         next_sample = 1
         steps = 0
+        sections = section_modes.shape[1] if SECTIONS else 0  # noqa: F821
+        before = np.empty((sections, 1))
+        after = np.empty((sections, 1))
+        if SECTIONS:  # noqa: F821
+            section_values(q, omega, c, after)  # noqa: F821
         while next_sample < n_samples:
             rho_half = rho + 0.5 * rate
             if not rho_half > 0.0 or steps >= max_steps:
@@ -119,6 +126,15 @@ def drive_adaptive_vi(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow
             if lane_status[0] != OK:
                 lane_failed[0] = nominal_step(next_sample, save_every, elapsed, dt)
                 break
+            if SECTIONS:  # noqa: F821 (located by re-stepping this step of size h, see kernels.sections)
+                before, after = after, before
+                section_values(q, omega, c, after)  # noqa: F821
+                if any_crossing(section_modes, before, after, lane_status):
+                    locate_crossings(t, h, q, omega, before, after, md, mf, c, topology, options, active,  # noqa: F821
+                                     lane_status, lane_failed, nominal_step(next_sample, save_every, elapsed, dt), blk,
+                                     members, section_modes, section_count, section_time, section_state)
+                    if lane_status[0] != OK:  # stopped at an escape: its samples from then on stay NaN
+                        break
             system_encounter(q, omega, md, c, topology, encounter_out)  # noqa: F821
             closest[0] = min(closest[0], encounter_out[0, 0])
             rate = target_density(encounter_out, inverse_max_step2, tolerance)[1]

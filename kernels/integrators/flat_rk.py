@@ -16,7 +16,9 @@ import numpy as np
 
 from ..flat_driver import write_flat_final
 from ..lanes import lane_function
-from ..status import STEP_SIZE_UNDERFLOW
+from ..sections import (MAX_SEARCH_STEPS, any_crossing, crossing_to_locate, illinois_update, next_root_guess,
+                        search_finished, search_start, stop_at_escape, store_crossing)
+from ..status import OK, STEP_SIZE_UNDERFLOW
 from .runge_kutta import ATOL, DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P, MAX_STEPS, RTOL, dopri_gave_up, dopri_next_step
 
 
@@ -99,6 +101,40 @@ def flat_dense_into(x, k, h, theta, out):
         out[row, 0] = x[row, 0] + h * total
 
 
+def flat_dense_locate_template(t0, h, u, k, before, after, n, c, topology, lane_status, lane_failed, step, first,
+                               members, modes, section_count, section_time, section_state, y, stored):
+    """The flat layout's :func:`kernels.integrators.runge_kutta.dense_locate_template`: the crossings in one
+    member's accepted step from the formulation's u at t0 (s), of size h (s), on the dense output, in the stored
+    variables and put on the system's constraints as the step's end is; returns the time (s) at which a section
+    with stop stopped the member, else inf.  ``y`` and ``stored`` are scratch (rows, 1)."""
+    stopped_at = np.inf
+    inactive = np.zeros(1, np.bool_)
+    moved = np.zeros(1)
+    code = np.zeros(1, np.int64)
+    for s in range(modes.shape[1]):
+        if not crossing_to_locate(0, s, first, members, lane_status, modes, before, after):
+            continue
+        values, bracket = search_start(0, s, h, modes, before, after)[3:]
+        tau = h
+        for _ in range(MAX_SEARCH_STEPS):
+            tau = next_root_guess(bracket)
+            flat_dense_into(u, k, h, tau / h, y)
+            if CONVERTS:  # noqa: F821 (bound at specialisation)
+                from_formulation(y, n, c, stored, code)  # noqa: F821
+            else:
+                stored[:] = y
+            system_constrain(stored, n, c, topology, moved)  # noqa: F821
+            section_values(stored, c, values)  # noqa: F821
+            illinois_update(bracket, tau, values[s, 0])
+            if search_finished(bracket, values[s, 0], h):
+                break
+        store_crossing(first, s, t0 + tau, stored[:, 0], section_count, section_time, section_state)
+        stop_at_escape(0, s, step, modes, inactive, lane_status, lane_failed)
+        if lane_status[0] != OK:
+            stopped_at = min(stopped_at, t0 + tau)
+    return stopped_at
+
+
 def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology,
                         n, dt, n_steps, save_every, options, d0, renormalise_every, step_offset, section_modes, members,
                         save_state, state_out, energy, diagnostics, status, failed_step, iterations, x_end, carried,
@@ -107,8 +143,9 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
     """Dormand–Prince 5(4) with a step size per member (blocks of one lane), dense output at the save
     times, the last step clipped onto n_steps·dt, and the controller's next step returned in
     ``carried[:, 0]`` (``step_size``, the carried state of a later segment); the same controller as the (S²)ⁿ kernel
-    (:func:`kernels.integrators.runge_kutta.drive_adaptive`).  Shares
-    :func:`kernels.flat_driver.drive_flat_fixed`'s signature; shadows and sections are refused for it."""
+    (:func:`kernels.integrators.runge_kutta.drive_adaptive`), sections located on the dense output
+    (:func:`flat_dense_locate_template`).  Shares :func:`kernels.flat_driver.drive_flat_fixed`'s signature;
+    shadows are refused for it."""
     n_blocks, rows, lanes = x_blocks.shape
     t_end = n_steps * dt
     n_samples = n_steps // save_every + 1
@@ -140,6 +177,11 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
             to_formulation(x, n, c, u, code)  # noqa: F821
         t_start = step_offset * dt  # the segment's time origin, from the global step index
         vector_field(u, n, c, topology, t_start, k[0], field_work)  # noqa: F821
+        sections = section_modes.shape[1] if SECTIONS else 0  # noqa: F821
+        before = np.empty((sections, 1))
+        after = np.empty((sections, 1))
+        if SECTIONS:  # noqa: F821
+            section_values(x, c, after)  # noqa: F821
         t = 0.0
         next_sample = 1
         attempts = 0
@@ -167,7 +209,21 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                 if code[0] != 0:  # the accepted step left the system's model: the member stops here
                     break
                 t_new = t_end if last else t + h_step
-                while next_sample < n_samples and next_sample * save_every * dt <= t_new:
+                stopped_at = np.inf  # (s) a section with stop: samples from then on stay NaN
+                if SECTIONS:  # noqa: F821
+                    before, after = after, before
+                    if CONVERTS:  # noqa: F821
+                        from_formulation(x_new, n, c, scratch_field, code)  # noqa: F821
+                    else:
+                        scratch_field[:] = x_new
+                    section_values(scratch_field, c, after)  # noqa: F821
+                    if any_crossing(section_modes, before, after, lane_status):
+                        stopped_at = locate_dense_crossings(t_start + t, h_step, u, k, before, after, n, c,  # noqa: F821
+                                                            topology, lane_status, lane_failed, int(t / dt) + 1, blk,
+                                                            members, section_modes, section_count, section_time,
+                                                            section_state, y, scratch_field)
+                while next_sample < n_samples and next_sample * save_every * dt <= t_new \
+                        and t_start + next_sample * save_every * dt < stopped_at:
                     t_sample = next_sample * save_every * dt
                     if t_sample == t_new:
                         y[:] = x_new
@@ -179,6 +235,8 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                     record_flat_sample(next_sample, y, n, c, topology, blk, members, lane_status,  # noqa: F821
                                        save_state, state_out, energy, diagnostics, scratch)
                     next_sample += 1
+                if lane_status[0] != OK:  # stopped at an escape
+                    break
                 u[:] = x_new
                 if CONVERTS:  # noqa: F821
                     # every step starts from the stored state, as a resumed segment does (no FSAL)
