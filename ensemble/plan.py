@@ -122,6 +122,9 @@ class Plan:
                                "per-member values; vary it over members with a sweep, { values = [...] }")
         n = self.n_bodies
         points = self.spec.sweep_points
+        if self.spec.initial == "section" and self.spec.sweeps:  # its energy is the system's own parameters'
+            raise InvalidInput("ensemble.initial", '"section" seeds every member at one energy of the system\'s own '
+                               "parameters; sweep them in separate runs (or seed the sweep with initial = \"file\")")
         for member in range(0, self.spec.members, self.spec.members // points):
             self.chunk_system(member, member + 1)
         # the state that `perturb` moves has member 0's bodies, and the retraction keeps what it moves admissible:

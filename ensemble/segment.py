@@ -130,6 +130,12 @@ def indicator_writes(plan: Plan, result, failed: np.ndarray, members: slice, reg
     return writes
 
 
+def crossing_variables(plan: Plan, section: str) -> list[str]:
+    """The store variables over (member, crossing, …) of the named section: its time, then each recorded variable."""
+    prefix = section_prefix(section)
+    return [prefix + "time"] + [prefix + name for name in plan.recorded(section)]
+
+
 def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, members: slice, section: str,
                    before: np.ndarray) -> tuple[list, np.ndarray]:
     """The writes of one segment's crossings of the named section, appended to each member's earlier ones
@@ -149,8 +155,8 @@ def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, memb
         return writes, after
     columns = slice(int(before[new].min()), int(np.minimum(after[new], capacity).max()))
     region = (members, columns)
-    arrays = {prefix + "time": crossings["time"]}
-    arrays.update({prefix + name: crossings["state"][name] for name in plan.recorded(section)})
+    arrays = dict(zip(crossing_variables(plan, section),
+                      [crossings["time"]] + [crossings["state"][name] for name in plan.recorded(section)]))
     stored = {name: store.read(name, region) for name in arrays}
     for m in np.flatnonzero(new):
         start, stop = before[m], min(after[m], capacity)
@@ -242,6 +248,9 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     for name, value in result.final.items():
         checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
         checkpoint[name][stopped_before] = stopped_state[name]
+    if segment == 0 and spec.surfaces:  # every crossing chunk exists from here on, NaN until a crossing lands
+        store.write_all([(name, members, np.nan) for section in spec.surfaces
+                         for name in crossing_variables(plan, section)])
     for section in spec.surfaces:
         crossing_writes, checkpoint[section_prefix(section) + "count"] = section_writes(
             plan, store, result, failed, members, section, crossed[section])

@@ -507,6 +507,10 @@ def _sampler_options(section: _Section, space, initial: str) -> dict | None:
     for key, (default, kind, doc) in sampler.options.items():
         if isinstance(kind, tuple):
             options[key] = section.choice(key, kind, default, required=default is None)
+        elif kind == "number":  # any finite number, negative ones included
+            options[key] = section.get(key, "float", default, required=default is None)
+            if not math.isfinite(options[key]):
+                raise InvalidInput(section.field(key), f"must be a finite number, got {options[key]!r}")
         else:
             options[key] = section.positive(key, kind, default, required=default is None, strict=False)
     sampler.check(options)

@@ -176,8 +176,8 @@ class _Layout:
         c = index[0]
         if dims[1:2] == ("time",):
             j = self.segment_of_time_chunk(index[1])
-        elif name in tuple(n + "0" for n in self.state_names):
-            j = 0
+        elif name in tuple(n + "0" for n in self.state_names) or dims[1:2] == ("crossing",):
+            j = 0  # crossings: filled by segment 0, then appended to; a lost one is recomputed from the start
         elif name in FINAL_VARIABLES:
             j = len(self.plan.segments) - 1
         else:  # status, failed_step: rewritten by every segment

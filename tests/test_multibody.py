@@ -407,3 +407,56 @@ def test_kill_9_and_resume_of_a_cart_chain_run_is_bitwise(tmp_path):
     spec = runner_spec(str(tmp_path), "chain.toml", CART_CHAIN, ["q", "energy"], method="midpoint", segment=50,
                        chunk=40, workers=2, t_end=2.0, members=400, scale=1e-2)
     kill_9_and_resume_match(spec, str(tmp_path), ("q", "energy", "q0", "u0", "status"))
+
+
+@MULTIBODY_KERNELS
+def test_section_seed_puts_a_planar_double_pendulum_on_its_energy_surface_crossing_the_section_upwards():
+    """``initial = "section"`` (the generalised space's sampler) on a planar double pendulum (two revolute joints
+    about z, point masses 1 kg at the ends of 1 m links, gravity −y): every member has q₀ = 0 (the first link
+    along x, on the section q₀ = 0), its grid's q₁ and a fraction of u₁'s accessible range, u₀ > 0, and the
+    energy E = 12 J by the closed form T + V of the two point masses (not the system's own energy, which found
+    it) within 1e-12 J, the same through a spec's [ensemble] keys; a grid point whose potential exceeds E, a
+    system of three coordinates and sweeps are refused naming the key."""
+    from armillary.kernels.spaces.generalised import GENERALISED
+
+    planar = dict(joints=[{"type": "revolute", "parent": -1}, {"type": "revolute", "parent": 0}],
+                  axis=[[0.0, 0.0, 1.0]] * 2, origin=[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], mass=[1.0, 1.0],
+                  com=[[1.0, 0.0, 0.0]] * 2, inertia=[np.zeros((3, 3))] * 2, g=9.81,
+                  gravity_direction=[0.0, -1.0, 0.0])
+    system = get_system("multibody", **planar)
+    sampler = GENERALISED.samplers["section"]
+    options = {"section_energy": 12.0, "section_coordinate": 0, "section_value": 0.0, "q_min": -2.0, "q_max": 2.0,
+               "grid_q": 6, "grid_u": 5}
+    sampler.check(options)
+    state = sampler.draw(system, 2, np.arange(30), 0, options, None)
+    theta1, theta2 = state["q"][:, 0], state["q"][:, 0] + state["q"][:, 1]
+    rate1, rate2 = state["u"][:, 0], state["u"][:, 0] + state["u"][:, 1]
+    kinetic = 0.5 * (rate1 ** 2 + (rate1 ** 2 + rate2 ** 2 + 2 * rate1 * rate2 * np.cos(theta2 - theta1)))
+    potential = 9.81 * (np.sin(theta1) + np.sin(theta1) + np.sin(theta2))
+    assert np.abs(kinetic + potential - 12.0).max() < 1e-12
+    assert np.all(state["q"][:, 0] == 0.0) and np.all(state["u"][:, 0] > 0.0)
+    assert np.allclose(state["q"][::5, 1], np.linspace(-2.0, 2.0, 6), rtol=0, atol=1e-15)
+    coordinates = sampler.coordinates(np.arange(30), options)
+    assert np.allclose(coordinates["section_u1_fraction"][0][:5], [-0.8, -0.4, 0.0, 0.4, 0.8])
+    with pytest.raises(InvalidInput, match="ensemble.section_energy: -30.0 J is below the potential"):
+        sampler.draw(system, 2, np.arange(30), 0, {**options, "section_energy": -30.0}, None)
+    with pytest.raises(InvalidInput, match='ensemble.initial: "section" seeds systems with two coordinates'):
+        sampler.draw(system, 3, np.arange(2), 0, options, None)
+    with pytest.raises(InvalidInput, match="ensemble.section_coordinate: must be 0 or 1"):
+        sampler.check({**options, "section_coordinate": 2})
+    from armillary.ensemble.plan import Plan
+    from armillary.ensemble.spec import parse_spec
+
+    spec = ('[system]\nname = "multibody"\nparams = { joints = [{ type = "revolute", parent = -1 }, { type = '
+            '"revolute", parent = 0 }], axis = [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]], origin = [[0.0, 0.0, 0.0], '
+            '[1.0, 0.0, 0.0]], mass = [1.0, 1.0], com = [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]], inertia = [[[0.0, 0.0, '
+            '0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]], g = 9.81, '
+            'gravity_direction = [0.0, -1.0, 0.0]SWEEP }\n[integrator]\nmethod = "rk4"\ndt = 0.01\nt_end = 1.0\n'
+            '[ensemble]\nmembers = 30\ninitial = "section"\nsection_energy = 12.0\nq_min = -2.0\nq_max = 2.0\n'
+            'grid_q = 6\ngrid_u = 5\n[output]\nstore = "s.zarr"\n')
+    plan = Plan(parse_spec(spec.replace("SWEEP", "")))
+    plan.validate()
+    assert np.array_equal(plan.initial_state(0, 30)["u"], state["u"])
+    with pytest.raises(InvalidInput, match="ensemble.initial: \"section\" seeds every member at one energy"):
+        Plan(parse_spec(spec.replace("SWEEP", "").replace("members = 30", "members = 60")
+                        .replace("g = 9.81", "g = { values = [9.0, 9.81] }"))).validate()

@@ -39,7 +39,7 @@ class Sampler:
     """An initial-condition sampler of a space, chosen by ``[ensemble] initial``.
 
     ``options``: its own ``[ensemble]`` keys, key → (default, kind, doc) with kind "int" or "float"
-    (≥ 0) or a tuple of allowed strings (default None: required); every sampler also receives the
+    (≥ 0), "number" (any finite number) or a tuple of allowed strings (default None: required); every sampler also receives the
     generic ``omega_scale`` (std of the velocity variables, rad/s).
     ``draw(system, n, member_ids, seed, options, normals)`` → state dict with a leading member axis,
     where ``normals(count)`` gives (members, count) standard normals from each member's own seed (a

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..lanes import lane_function, pull_toward
-from .base import STATE_TOLERANCE, Diagnostic, StateSpace, Variable
+from .base import STATE_TOLERANCE, Diagnostic, Sampler, StateSpace, Variable
 
 
 @lane_function
@@ -140,6 +140,84 @@ class GeneralisedSpace(StateSpace):
         return self._moved(q, u, s * draws)
 
 
+def _section_grid(member_ids: np.ndarray, options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Member m's grid point (m mod grid_q·grid_u): the free coordinate q_j over [q_min, q_max] (both ends) and
+    s ∈ (−1, 1), the cell centres of the speed grid (the fraction of u_j's accessible range, see
+    :func:`_on_section`)."""
+    point = np.asarray(member_ids) % (options["grid_q"] * options["grid_u"])
+    q_index, s_index = point // options["grid_u"], point % options["grid_u"]
+    fraction = q_index / max(options["grid_q"] - 1, 1)
+    return (options["q_min"] + (options["q_max"] - options["q_min"]) * fraction,
+            -1.0 + (2.0 * s_index + 1.0) / options["grid_u"])
+
+
+def _section_coordinates(member_ids, options) -> dict:
+    """The seed's grid on the section: the free coordinate and the fraction of its rate's accessible range."""
+    q_free, fraction = _section_grid(member_ids, options)
+    j = 1 - options["section_coordinate"]
+    return {f"section_q{j}": (q_free, "rad or m", f"q[{j}] on the surface of section (the seed's grid)"),
+            f"section_u{j}_fraction": (fraction, "1", f"u[{j}] as a fraction of its accessible range at that "
+                                                      "q and energy (the seed's grid)")}
+
+
+def _energies(system, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """E (J) of each state (q, u) (members, 2), by the system's own energy (a kernel's sample 0)."""
+    from ..integration import integrate  # the kernels build on the spaces, not the other way round
+
+    return integrate(system, "rk4", {"q": q, "u": u}, 1e-6, 1, outputs=(), threads=1).energy[:, 0]
+
+
+def _on_section(system, n, member_ids, seed, options, normals) -> dict:
+    """Members on the surface of section q_i = section_value at the energy E, crossing it upwards, over a grid
+    of the other coordinate q_j and its rate u_j (a system with two coordinates, so that the section at fixed
+    energy is two-dimensional).  T = ½ uᵀ M(q) u is quadratic in u: E at u = (0, 0), (1, 0), (0, 1) and (1, 1)
+    gives V, M_ii, M_jj and M_ij exactly (the system's own energy, to round-off).  Then u_i > 0 exists where
+    ½ M_jj u_j² < E − V if M_ij u_j ≥ 0 and where ½ (M_jj − M_ij²/M_ii) u_j² < E − V if M_ij u_j < 0 (the bounds
+    U₊ and U₋ of u_j); u_j = s U, s the grid's fraction, and u_i is the larger root of
+    ½ M_ii u_i² + M_ij u_j u_i + ½ M_jj u_j² + V − E = 0."""
+    if n != 2:
+        raise InvalidInput("ensemble.initial", f'"section" seeds systems with two coordinates (a two-dimensional '
+                           f"section at fixed energy); {system.name} here has {n} coordinates: seed it with "
+                           'initial = "file"')
+    i = options["section_coordinate"]
+    j = 1 - i
+    q_free, fraction = _section_grid(member_ids, options)
+    members = len(q_free)
+    q = np.empty((members, 2))
+    q[:, i], q[:, j] = options["section_value"], q_free
+    unit = np.zeros((4, members, 2))
+    unit[1, :, i] = unit[3, :, i] = 1.0
+    unit[2, :, j] = unit[3, :, j] = 1.0
+    energies = _energies(system, np.tile(q, (4, 1)), unit.reshape(4 * members, 2)).reshape(4, members)
+    potential = energies[0]
+    m_ii, m_jj = 2.0 * (energies[1] - potential), 2.0 * (energies[2] - potential)
+    m_ij = energies[3] - energies[1] - energies[2] + potential
+    available = options["section_energy"] - potential
+    if not np.all(available > 0.0):
+        worst = q_free[np.argmin(available)]
+        raise InvalidInput("ensemble.section_energy", f"{options['section_energy']!r} J is below the potential at "
+                           f"q[{j}] = {worst:.6g} on the section (V = {potential.max():.6g} J): raise it or narrow "
+                           "q_min … q_max")
+    against = m_ij * fraction < 0.0  # u_j's direction in which the coupling helps u_i upwards
+    bound = np.sqrt(2.0 * available / np.where(against, m_jj - m_ij ** 2 / m_ii, m_jj))
+    u = np.empty((members, 2))
+    u[:, j] = fraction * bound
+    b = m_ij * u[:, j]
+    u[:, i] = (-b + np.sqrt(b ** 2 - m_ii * (m_jj * u[:, j] ** 2 - 2.0 * available))) / m_ii
+    return {"q": q, "u": u}
+
+
+def _check_section_seed(options: dict) -> None:
+    if options["section_coordinate"] not in (0, 1):
+        raise InvalidInput("ensemble.section_coordinate", f"must be 0 or 1 (a system with two coordinates), got "
+                           f"{options['section_coordinate']}")
+    for key in ("grid_q", "grid_u"):
+        if options[key] < 1:
+            raise InvalidInput(f"ensemble.{key}", f"must be at least 1, got {options[key]}")
+    if options["q_max"] < options["q_min"]:
+        raise InvalidInput("ensemble.q_max", f"must be >= q_min = {options['q_min']!r}, got {options['q_max']!r}")
+
+
 GENERALISED = GeneralisedSpace(
     name="generalised",
     summary="generalised coordinates q of a multibody tree (joint angles, rad, travels, m, unit quaternions) and "
@@ -157,4 +235,17 @@ GENERALISED = GeneralisedSpace(
                             "constraint error)")),
     layout="flat",
     lane={"diagnostics": quaternion_error_lanes, "pull_back": pull_back_generalised},
+    samplers={"section": Sampler(
+        "section", "members on a surface of section q_i = section_value at one energy, crossing it upwards, over a "
+        "grid of the other coordinate and its rate's accessible range (systems with two coordinates)",
+        {"section_energy": (None, "number", "the energy E of every member (J)"),
+         "section_coordinate": (0, "int", "i: the coordinate held on the section; its rate u_i > 0 is solved from "
+                                          "the energy"),
+         "section_value": (0.0, "number", "the section's value of q_i (rad or m)"),
+         "q_min": (None, "number", "the other coordinate q_j's grid from (rad or m)"),
+         "q_max": (None, "number", "… to (rad or m), both ends included"),
+         "grid_q": (16, "int", "points of q_j's grid"),
+         "grid_u": (16, "int", "points across u_j's accessible range at each q_j (cell centres, so none on its "
+                               "edge); member m takes grid point m mod grid_q·grid_u")},
+        _on_section, check=_check_section_seed, coordinates=_section_coordinates)},
 )
