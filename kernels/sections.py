@@ -510,6 +510,33 @@ def flat_locate_template(t0, h, x, before, after, n, c, topology, options, activ
             stop_at_escape(b, s, step, modes, active, lane_status, lane_failed)
 
 
+def dense_locate_template(t0, h, dense, before, after, lane_status, lane_failed, step, first, members, modes,
+                          section_count, section_time, section_state, lane_state):
+    """The crossings in one member's accepted step of a method with dense output (rk45; a one-lane block) from
+    t0 (s), of size h (s): each the root of e on the step's dense output, by the search of this module; returns
+    the time (s) at which a section with stop stopped the member (status ESCAPED), else inf.  ``dense`` is what
+    the layout's bound ``dense_values(theta, dense, values, lane_state)`` reads to write the sections' values and
+    the flat state at t0 + θh; ``lane_state`` (rows,) is scratch."""
+    stopped_at = np.inf
+    inactive = np.zeros(1, np.bool_)
+    for s in range(modes.shape[1]):
+        if not crossing_to_locate(0, s, first, members, lane_status, modes, before, after):
+            continue
+        values, bracket = search_start(0, s, h, modes, before, after)[3:]
+        tau = h
+        for _ in range(MAX_SEARCH_STEPS):
+            tau = next_root_guess(bracket)
+            dense_values(tau / h, dense, values, lane_state)  # noqa: F821 (bound at specialisation)
+            illinois_update(bracket, tau, values[s, 0])
+            if search_finished(bracket, values[s, 0], h):
+                break
+        store_crossing(first, s, t0 + tau, lane_state, section_count, section_time, section_state)
+        stop_at_escape(0, s, step, modes, inactive, lane_status, lane_failed)
+        if lane_status[0] != OK:
+            stopped_at = min(stopped_at, t0 + tau)
+    return stopped_at
+
+
 def no_sphere_locate(t0, h, q, omega, before, after, md, mf, c, topology, options, active, lane_status, lane_failed,
                      step, first, members, modes, section_count, section_time, section_state):
     """Kernels without sections: nothing to locate."""

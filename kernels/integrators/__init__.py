@@ -8,6 +8,7 @@ from typing import Callable
 from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template, trapezoid_work_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
+from ..sections import dense_locate_template
 from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion, midpoint, motion_formulations, nhvi
 from . import runge_kutta as rk
 from . import vi
@@ -149,7 +150,8 @@ def _rk45_recipe_of(formulation):
     def recipe(kind):
         return Recipe(rk.drive_adaptive, (("record_sample", record_sample_template),) + _equations(kind, formulation)
                       + (("dense_power", rk.dense_power_template), ("simpson_power", rk.simpson_power_template),
-                         ("locate_dense_crossings", rk.dense_locate_template)),
+                         ("dense_values", rk.sphere_dense_values_template),
+                         ("locate_dense_crossings", dense_locate_template)),
                       {"CONVERTS": formulation != formulations.DEFAULT_FORMULATION})
     return recipe
 
@@ -203,8 +205,9 @@ def _flat_rk_recipe(tableau_a, tableau_b, formulation=None):
 def _flat_rk45_recipe_of(formulation=None):
     helpers, constants = _conversions(formulation)
     return lambda kind: Recipe(flat_rk.drive_flat_adaptive, helpers + (("record_flat_sample", record_flat_sample),
-                                                                  ("locate_dense_crossings",
-                                                                   flat_rk.flat_dense_locate_template)), constants)
+                                                                  ("dense_values", flat_rk.flat_dense_values_template),
+                                                                  ("locate_dense_crossings", dense_locate_template)),
+                               constants)
 
 
 def _on_flat_spaces(recipe):

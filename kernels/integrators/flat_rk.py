@@ -16,8 +16,7 @@ import numpy as np
 
 from ..flat_driver import write_flat_final
 from ..lanes import lane_function
-from ..sections import (MAX_SEARCH_STEPS, any_crossing, crossing_to_locate, illinois_update, next_root_guess,
-                        search_finished, search_start, stop_at_escape, store_crossing)
+from ..sections import any_crossing
 from ..status import OK, STEP_SIZE_UNDERFLOW
 from .runge_kutta import ATOL, DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P, MAX_STEPS, RTOL, dopri_gave_up, dopri_next_step
 
@@ -101,38 +100,20 @@ def flat_dense_into(x, k, h, theta, out):
         out[row, 0] = x[row, 0] + h * total
 
 
-def flat_dense_locate_template(t0, h, u, k, before, after, n, c, topology, lane_status, lane_failed, step, first,
-                               members, modes, section_count, section_time, section_state, y, stored):
-    """The flat layout's :func:`kernels.integrators.runge_kutta.dense_locate_template`: the crossings in one
-    member's accepted step from the formulation's u at t0 (s), of size h (s), on the dense output, in the stored
-    variables and put on the system's constraints as the step's end is; returns the time (s) at which a section
-    with stop stopped the member, else inf.  ``y`` and ``stored`` are scratch (rows, 1)."""
-    stopped_at = np.inf
-    inactive = np.zeros(1, np.bool_)
-    moved = np.zeros(1)
-    code = np.zeros(1, np.int64)
-    for s in range(modes.shape[1]):
-        if not crossing_to_locate(0, s, first, members, lane_status, modes, before, after):
-            continue
-        values, bracket = search_start(0, s, h, modes, before, after)[3:]
-        tau = h
-        for _ in range(MAX_SEARCH_STEPS):
-            tau = next_root_guess(bracket)
-            flat_dense_into(u, k, h, tau / h, y)
-            if CONVERTS:  # noqa: F821 (bound at specialisation)
-                from_formulation(y, n, c, stored, code)  # noqa: F821
-            else:
-                stored[:] = y
-            system_constrain(stored, n, c, topology, moved)  # noqa: F821
-            section_values(stored, c, values)  # noqa: F821
-            illinois_update(bracket, tau, values[s, 0])
-            if search_finished(bracket, values[s, 0], h):
-                break
-        store_crossing(first, s, t0 + tau, stored[:, 0], section_count, section_time, section_state)
-        stop_at_escape(0, s, step, modes, inactive, lane_status, lane_failed)
-        if lane_status[0] != OK:
-            stopped_at = min(stopped_at, t0 + tau)
-    return stopped_at
+def flat_dense_values_template(theta, dense, values, lane_state):
+    """``dense_values`` of the flat rk45 kernel (see :func:`kernels.sections.dense_locate_template`): the
+    sections' values and the state at θ of the accepted step that ``dense`` describes, (u, k, h, n, c,
+    topology) and scratch (y, stored, moved, code), by its dense output, in the stored variables and put on the
+    system's constraints as the step's end is."""
+    u, k, h, n, c, topology, y, stored, moved, code = dense
+    flat_dense_into(u, k, h, theta, y)
+    if CONVERTS:  # noqa: F821 (bound at specialisation)
+        from_formulation(y, n, c, stored, code)  # noqa: F821
+    else:
+        stored[:] = y
+    system_constrain(stored, n, c, topology, moved)  # noqa: F821
+    section_values(stored, c, values)  # noqa: F821
+    lane_state[:] = stored[:, 0]
 
 
 def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology,
@@ -144,8 +125,8 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
     times, the last step clipped onto n_steps·dt, and the controller's next step returned in
     ``carried[:, 0]`` (``step_size``, the carried state of a later segment); the same controller as the (S²)ⁿ kernel
     (:func:`kernels.integrators.runge_kutta.drive_adaptive`), sections located on the dense output
-    (:func:`flat_dense_locate_template`).  Shares :func:`kernels.flat_driver.drive_flat_fixed`'s signature;
-    shadows are refused for it."""
+    (:func:`kernels.sections.dense_locate_template`, reading it through :func:`flat_dense_values_template`).
+    Shares :func:`kernels.flat_driver.drive_flat_fixed`'s signature; shadows are refused for it."""
     n_blocks, rows, lanes = x_blocks.shape
     t_end = n_steps * dt
     n_samples = n_steps // save_every + 1
@@ -180,6 +161,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
         sections = section_modes.shape[1] if SECTIONS else 0  # noqa: F821
         before = np.empty((sections, 1))
         after = np.empty((sections, 1))
+        lane_state = np.empty(rows if SECTIONS else 0)  # noqa: F821
         if SECTIONS:  # noqa: F821
             section_values(x, c, after)  # noqa: F821
         t = 0.0
@@ -218,10 +200,11 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                         scratch_field[:] = x_new
                     section_values(scratch_field, c, after)  # noqa: F821
                     if any_crossing(section_modes, before, after, lane_status):
-                        stopped_at = locate_dense_crossings(t_start + t, h_step, u, k, before, after, n, c,  # noqa: F821
-                                                            topology, lane_status, lane_failed, int(t / dt) + 1, blk,
-                                                            members, section_modes, section_count, section_time,
-                                                            section_state, y, scratch_field)
+                        dense = (u, k, h_step, n, c, topology, y, scratch_field, np.zeros(1), np.zeros(1, np.int64))
+                        stopped_at = locate_dense_crossings(t_start + t, h_step, dense, before, after,  # noqa: F821
+                                                            lane_status, lane_failed, int(t / dt) + 1, blk, members,
+                                                            section_modes, section_count, section_time,
+                                                            section_state, lane_state)
                 while next_sample < n_samples and next_sample * save_every * dt <= t_new \
                         and t_start + next_sample * save_every * dt < stopped_at:
                     t_sample = next_sample * save_every * dt

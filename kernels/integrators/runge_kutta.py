@@ -11,8 +11,7 @@ import numpy as np
 
 from ..driver import record_work, write_final_state
 from ..lanes import add_power, add_scaled, lane_function, solve_in_lanes, velocities_into
-from ..sections import (MAX_SEARCH_STEPS, any_crossing, crossing_to_locate, illinois_update, next_root_guess, search_finished,
-                        search_start, sphere_lane_state, stop_at_escape, store_crossing)
+from ..sections import any_crossing, sphere_lane_state
 from ..status import OK, STEP_SIZE_UNDERFLOW
 from .formulations import add_configuration_force
 from .vi import assemble_velocity_matrix
@@ -267,37 +266,18 @@ def dopri_gave_up(h, t_end, attempts, max_steps):
     return h < 16.0 * np.finfo(np.float64).eps * t_end or attempts >= max_steps
 
 
-def dense_locate_template(t0, h, q, v, kq, kw, before, after, mf, c, topology, lane_status, lane_failed, step, first,
-                          members, modes, section_count, section_time, section_state, yq, yw, yomega, eq_work):
-    """The crossings in one member's accepted Dormand–Prince step (a one-lane block) from (q, v) at t0 (s), of
-    size h (s), each the root of e on the step's dense output (fourth order, as the saved samples are), found by
-    :mod:`kernels.sections`' search; returns the time (s) at which a section with stop stopped the member
-    (status ESCAPED), else inf.  ``yq``, ``yw``, ``yomega`` and ``eq_work`` are scratch."""
-    stopped_at = np.inf
-    lane_state = np.empty(6 * q.shape[0])
-    inactive = np.zeros(1, np.bool_)
-    for s in range(modes.shape[1]):
-        if not crossing_to_locate(0, s, first, members, lane_status, modes, before, after):
-            continue
-        values, bracket = search_start(0, s, h, modes, before, after)[3:]
-        tau = h
-        for _ in range(MAX_SEARCH_STEPS):
-            tau = next_root_guess(bracket)
-            dopri_dense_into(q, v, kq, kw, h, tau / h, yq, yw)
-            if CONVERTS:  # noqa: F821 (bound at specialisation)
-                velocity_to_stored(yq, yw, mf, c, topology, yomega, eq_work)  # noqa: F821
-            else:
-                yomega[:] = yw
-            section_values(yq, yomega, c, values)  # noqa: F821
-            illinois_update(bracket, tau, values[s, 0])
-            if search_finished(bracket, values[s, 0], h):
-                break
-        sphere_lane_state(yq, yomega, lane_state)
-        store_crossing(first, s, t0 + tau, lane_state, section_count, section_time, section_state)
-        stop_at_escape(0, s, step, modes, inactive, lane_status, lane_failed)
-        if lane_status[0] != OK:
-            stopped_at = min(stopped_at, t0 + tau)
-    return stopped_at
+def sphere_dense_values_template(theta, dense, values, lane_state):
+    """``dense_values`` of the (S²)ⁿ rk45 kernel (see :func:`kernels.sections.dense_locate_template`): the
+    sections' values and the flat state (q, then ω) at θ of the accepted step that ``dense`` describes,
+    (q, v, kq, kw, h, mf, c, topology) and scratch (yq, yw, yomega, eq_work), by its dense output."""
+    q, v, kq, kw, h, mf, c, topology, yq, yw, yomega, eq_work = dense
+    dopri_dense_into(q, v, kq, kw, h, theta, yq, yw)
+    if CONVERTS:  # noqa: F821 (bound at specialisation)
+        velocity_to_stored(yq, yw, mf, c, topology, yomega, eq_work)  # noqa: F821
+    else:
+        yomega[:] = yw
+    section_values(yq, yomega, c, values)  # noqa: F821
+    sphere_lane_state(yq, yomega, lane_state)
 
 
 def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
@@ -317,8 +297,9 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
     Shares :func:`kernels.driver.drive_fixed_step`'s signature; Benettin shadows need renormalisation
     at common fixed steps, so :func:`kernels.integrate` refuses them here and the shadow arguments
     are unused.  Sections (``SECTIONS``, see :mod:`kernels.sections`) are located on each accepted step's dense
-    output by ``locate_dense_crossings`` (:func:`dense_locate_template`); a member stopped at an escape keeps
-    its samples before it.  Forced kernels integrate the forces' power P by Simpson's rule over each accepted step
+    output by ``locate_dense_crossings`` (:func:`kernels.sections.dense_locate_template`, reading it through
+    :func:`sphere_dense_values_template`); a member stopped at an escape keeps its samples before it.
+    Forced kernels integrate the forces' power P by Simpson's rule over each accepted step
     (P at the step's ends and at its midpoint's dense-output state; to a sample inside a step, over
     [t, t_sample] likewise) into ``work_out``, carried in the last column of ``carried``: fifth order
     per step, so the work is as accurate as the state."""
@@ -370,6 +351,7 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
         sections = section_modes.shape[1] if SECTIONS else 0  # noqa: F821
         before = np.empty((sections, 1))
         after = np.empty((sections, 1))
+        lane_state = np.empty(6 * n if SECTIONS else 0)  # noqa: F821
         if SECTIONS:  # noqa: F821
             section_values(q, omega, c, after)  # noqa: F821
         t = 0.0
@@ -407,10 +389,11 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
                         yomega[:] = omega_new
                     section_values(q_new, yomega, c, after)  # noqa: F821
                     if any_crossing(section_modes, before, after, lane_status):
-                        stopped_at = locate_dense_crossings(t_start + t, h_step, q, v, kq, kw, before, after, mf, c,  # noqa: F821
-                                                            topology, lane_status, lane_failed, int(t / dt) + 1, blk,
-                                                            members, section_modes, section_count, section_time,
-                                                            section_state, yq, yw, yomega, eq_work)
+                        dense = (q, v, kq, kw, h_step, mf, c, topology, yq, yw, yomega, eq_work)
+                        stopped_at = locate_dense_crossings(t_start + t, h_step, dense, before, after,  # noqa: F821
+                                                            lane_status, lane_failed, int(t / dt) + 1, blk, members,
+                                                            section_modes, section_count, section_time,
+                                                            section_state, lane_state)
                 while next_sample < n_samples and next_sample * save_every * dt <= t_new \
                         and t_start + next_sample * save_every * dt < stopped_at:
                     t_sample = next_sample * save_every * dt
