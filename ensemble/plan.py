@@ -154,8 +154,8 @@ class Plan:
             except InvalidInput as error:  # the kernels name it section.<name>.<key>
                 raise InvalidInput(_spec_field(error.field), error.message) from None
             if self.mode == "system":
-                raise InvalidInput(_spec_field(f"section.{self.sections[0].name}"), "sections run in the ensemble mode (members "
-                                   "in parallel); this run is one large system stepped in parallel")
+                raise InvalidInput(_spec_field(f"section.{self.sections[0].name}"), "sections run in the ensemble "
+                                   "mode (members in parallel); this run is one large system stepped in parallel")
         optional = {d.name for d in self.space.optional_diagnostics}
         if optional & set(self.spec.variables) and self.mode != "system":
             raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "

@@ -208,28 +208,50 @@ def test_rk45_locates_crossings_on_its_dense_output_and_stops_at_an_escape():
 
 def test_adaptive_vi_locates_its_crossings_by_re_stepping_its_own_steps():
     """Example 2 perturbed (4 members, 3 s) by adaptive vi: every upward crossing of q₁ₓ = 0 lies on the section
-    to 1e-12 and agrees with rk45's at rtol 1e-11 to the adaptive method's error (within 1e-6 s, measured 6e-8,
-    its steps about 0.44 ms); split into two calls, the run finds the same crossings bit for bit."""
+    to 1e-12; its times converge as the tolerance falls (1e-3, 5e-4, 2.5e-4: steps of 0.44, 0.24 and 0.12 ms),
+    within 1e-6 s of the tightest run (measured 5e-8, as against rk45 at rtol 1e-11) and closer at each halving;
+    split into two calls, the run finds the same crossings bit for bit."""
     bodies = get_system("sphere_nbody", "paper")
     state = bodies.space.project(bodies.space.perturb(bodies.initial_state(), np.random.default_rng(1)
                                                       .standard_normal((4, bodies.space.normal_count(3))), 1e-3))
     rise = Section("rise", "q[0][0]", "up", max_crossings=20)
-    adaptive = integrate(bodies, "vi", state, 1e-3, 3000, save_every=1000, outputs=(), sections=rise, adaptive=True,
-                         tolerance=1e-3)
-    reference = integrate(bodies, "rk45", state, 1e-3, 3000, save_every=3000, outputs=(), sections=rise, rtol=1e-11,
-                          atol=1e-13)
-    found = adaptive.sections["rise"]
-    assert found["count"].min() >= 1 and np.array_equal(found["count"], reference.sections["rise"]["count"])
-    assert np.nanmax(np.abs(found["state"]["q"][..., 0, 0])) < 1e-12
-    assert np.nanmax(np.abs(found["time"] - reference.sections["rise"]["time"])) < 1e-6
-    first = integrate(bodies, "vi", state, 1e-3, 2000, save_every=1000, outputs=(), sections=rise, adaptive=True,
-                      tolerance=1e-3)
-    rest = integrate(bodies, "vi", first.final, 1e-3, 1000, save_every=1000, outputs=(), sections=rise, adaptive=True,
-                     tolerance=1e-3, restart=True, carry=first.carry, start_step=2000)
+
+    def run(tolerance, n_steps=3000, **options):
+        return integrate(bodies, "vi", options.pop("start", state), 1e-3, n_steps, save_every=1000, outputs=(),
+                         sections=rise, adaptive=True, tolerance=tolerance, **options)
+
+    found = run(1e-3).sections["rise"]
+    times = {tolerance: run(tolerance).sections["rise"]["time"] for tolerance in (5e-4, 2.5e-4)}
+    assert found["count"].min() >= 1 and np.nanmax(np.abs(found["state"]["q"][..., 0, 0])) < 1e-12
+    errors = [np.nanmax(np.abs(time - times[2.5e-4])) for time in (found["time"], times[5e-4])]
+    assert errors[0] < 1e-6 and errors[1] < errors[0] / 2, errors
+    first = run(1e-3, 2000)
+    rest = run(1e-3, 1000, start=first.final, restart=True, carry=first.carry, start_step=2000)
     for m in range(4):
         joined = np.concatenate([part.sections["rise"]["time"][m, :part.sections["rise"]["count"][m]]
                                  for part in (first, rest)])
         assert np.array_equal(joined, found["time"][m, :found["count"][m]])
+
+
+def test_rk45_on_so3_locates_the_crossings_lgvis_converge_to():
+    """The flat layout's rk45 (SO(3), the Lagrange top, rtol 1e-10, steps of about 1.6 ms) locates its crossings of
+    Ω₂ = 0 on its dense output: lgvi's 30 crossings over 10 s approach them at second order (7.1e-4 s at h = 1e-3,
+    1.8e-4 s at h = 5e-4: a ratio of 4.0), their Richardson extrapolation (4 t(h/2) − t(h))/3 lies within 1e-7 s
+    of them (measured 2.4e-8; interpolating linearly between rk45's step ends would be off by about 1e-6 s), and on
+    them Ω₂ is 0 to 1e-15 and the symmetric top's spin Ω₃ unchanged."""
+    top = get_system("heavy_top", "lagrange")
+    state = {name: value[np.newaxis] for name, value in top.initial_state().items()}
+    spin = Section("spin", "Omega[0][1]", "up", record=("Omega", "R"), max_crossings=500)
+    reference = integrate(top, "rk45", state, 0.005, 2000, save_every=2000, outputs=(), sections=spin, rtol=1e-10,
+                          atol=1e-12).sections["spin"]
+    assert reference["count"][0] == 30
+    omega = reference["state"]["Omega"][0, :, 0]
+    assert np.abs(omega[:, 1]).max() < 1e-15 and omega[:, 2].max() - omega[:, 2].min() < 1e-12
+    coarse, fine = (integrate(top, "lgvi", state, h, int(round(10.0 / h)), save_every=int(round(10.0 / h)),
+                              outputs=(), sections=spin).sections["spin"]["time"] for h in (1e-3, 5e-4))
+    errors = [np.abs(times - reference["time"]).max() for times in (coarse, fine)]
+    assert 2 ** 1.8 < errors[0] / errors[1] < 2 ** 2.2, errors
+    assert np.abs((4.0 * fine - coarse) / 3.0 - reference["time"]).max() < 1e-7
 
 
 SECTION_SPEC = """
