@@ -23,7 +23,8 @@ from armillary.kernels.status import ESCAPED, OK
 from .lock import kernel_lock
 from .plan import Plan
 from .spec_keys import section_prefix
-from .store import RunStore, checkpoint_names, indicator_variables, shadow_slot_shapes
+from .store import (CROSSINGS_PER_CHUNK, RunStore, capacity_of, checkpoint_names, crossing_variables,
+                    indicator_variables, shadow_slot_shapes)
 
 
 def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: int, save_every: int, *,
@@ -130,20 +131,15 @@ def indicator_writes(plan: Plan, result, failed: np.ndarray, members: slice, reg
     return writes
 
 
-def crossing_variables(plan: Plan, section: str) -> list[str]:
-    """The store variables over (member, crossing, …) of the named section: its time, then each recorded variable."""
-    prefix = section_prefix(section)
-    return [prefix + "time"] + [prefix + name for name in plan.recorded(section)]
-
-
 def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, members: slice, section: str,
                    before: np.ndarray) -> tuple[list, np.ndarray]:
     """The writes of one segment's crossings of the named section, appended to each member's earlier ones
     (``before`` of them) up to max_crossings, and every member's count after it (crossings of members failed
     before it are not counted).  Only the crossing columns the new crossings fall in are read and written (the
-    store chunks crossings, :data:`.store.CROSSINGS_PER_CHUNK` to a chunk), so a segment's writes grow with its
-    crossings, not with the crossings stored; a segment that is run again finds the same ``before`` in its
-    checkpoint and writes the same bits at the same places."""
+    store chunks crossings, :data:`.store.CROSSINGS_PER_CHUNK` to a chunk; chunks past every member's count are
+    never written and read as NaN), so a segment's writes grow with its crossings, not with the crossings
+    stored; a member chunk's first crossings are written as whole Zarr chunks, without reading.  A segment that
+    is run again finds the same ``before`` in its checkpoint and writes the same bits at the same places."""
     crossings = result.sections[section]
     prefix = section_prefix(section)
     found = np.where(failed, 0, crossings["count"])
@@ -154,10 +150,15 @@ def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, memb
     if not new.any():
         return writes, after
     columns = slice(int(before[new].min()), int(np.minimum(after[new], capacity).max()))
-    region = (members, columns)
     arrays = dict(zip(crossing_variables(plan, section),
                       [crossings["time"]] + [crossings["state"][name] for name in plan.recorded(section)]))
-    stored = {name: store.read(name, region) for name in arrays}
+    if not before.any():  # the member chunk's first crossings: whole Zarr chunks written, nothing read
+        columns = slice(0, min(-(-columns.stop // CROSSINGS_PER_CHUNK) * CROSSINGS_PER_CHUNK, capacity_of(plan)))
+        stored = {name: np.full((members.stop - members.start, columns.stop) + values.shape[2:], np.nan)
+                  for name, values in arrays.items()}
+    else:
+        stored = {name: store.read(name, (members, columns)) for name in arrays}
+    region = (members, columns)
     for m in np.flatnonzero(new):
         start, stop = before[m], min(after[m], capacity)
         for name, values in arrays.items():
@@ -248,9 +249,6 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     for name, value in result.final.items():
         checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
         checkpoint[name][stopped_before] = stopped_state[name]
-    if segment == 0 and spec.surfaces:  # every crossing chunk exists from here on, NaN until a crossing lands
-        store.write_all([(name, members, np.nan) for section in spec.surfaces
-                         for name in crossing_variables(plan, section)])
     for section in spec.surfaces:
         crossing_writes, checkpoint[section_prefix(section) + "count"] = section_writes(
             plan, store, result, failed, members, section, crossed[section])

@@ -136,11 +136,22 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
     return layout
 
 
+def capacity_of(plan: Plan) -> int:
+    """The length of a store's ``crossing`` dimension: the largest max_crossings of its sections."""
+    return max(table["max_crossings"] for table in plan.spec.surfaces.values())
+
+
+def crossing_variables(plan: Plan, section: str) -> list[str]:
+    """The store variables over (member, crossing, …) of the named section: its time, then each recorded variable."""
+    prefix = section_prefix(section)
+    return [prefix + "time"] + [prefix + name for name in plan.recorded(section)]
+
+
 def section_layout(plan: Plan, section: str) -> dict[str, tuple[tuple, tuple[str, ...], str, str]]:
     """:func:`variable_layout`'s entries of one surface of section, by name: its time, count and recorded state
     variables over one ``crossing`` dimension as long as the largest max_crossings of the spec's sections."""
     prefix, members, n = section_prefix(section), plan.spec.members, plan.n_bodies
-    crossings = max(table["max_crossings"] for table in plan.spec.surfaces.values())
+    crossings = capacity_of(plan)
     about = "" if section == "section" else f" {section}"
     layout = {}
     for name in ("section_time", "section_count"):

@@ -37,7 +37,8 @@ from .lock import read_lock, run_lock
 from .plan import Plan
 from .spec import parse_spec
 from .progress import PROGRESS, RECORDS
-from .store import RunStore, concurrently, coordinates
+from .spec_keys import section_prefix
+from .store import CROSSINGS_PER_CHUNK, RunStore, concurrently, coordinates, crossing_variables
 
 #: variables written once, by a chunk's last segment
 FINAL_VARIABLES = ("lyapunov", "lyapunov_spectrum", "megno_final")
@@ -159,6 +160,18 @@ class _Layout:
         self.slot_owner = [[max((j for j in np.flatnonzero(row) if j % 2 == slot), default=-1) for slot in (0, 1)]
                            for row in done]
 
+    def count_crossings(self, arrays: dict) -> None:
+        """Per crossing variable, the most crossings any member of each member chunk has stored (its section's
+        count, capped at max_crossings; a count that cannot be read vouches for every chunk)."""
+        self.stored_crossings = {}
+        for section, table in self.plan.spec.surfaces.items():
+            try:
+                counts = np.minimum(arrays[section_prefix(section) + "count"][:], table["max_crossings"])
+            except Exception:  # noqa: BLE001 - a damaged count is reported as such; every crossing chunk is checked
+                counts = np.full(self.plan.spec.members, table["max_crossings"])
+            most = np.array([counts[first:stop].max(initial=0) for first, stop in self.plan.chunks])
+            self.stored_crossings.update(dict.fromkeys(crossing_variables(self.plan, section), most))
+
     def segment_of_time_chunk(self, t: int) -> int:
         return min(t * self.per_time_chunk // self.plan.samples_per_segment, len(self.plan.segments) - 1)
 
@@ -176,8 +189,12 @@ class _Layout:
         c = index[0]
         if dims[1:2] == ("time",):
             j = self.segment_of_time_chunk(index[1])
-        elif name in tuple(n + "0" for n in self.state_names) or dims[1:2] == ("crossing",):
-            j = 0  # crossings: filled by segment 0, then appended to; a lost one is recomputed from the start
+        elif dims[1:2] == ("crossing",):  # appended to from segment 0 on: a lost one is recomputed from the start
+            if index[1] * CROSSINGS_PER_CHUNK >= self.stored_crossings[name][c]:
+                return None  # past every member's stored crossings: never written, read as NaN
+            j = 0
+        elif name in tuple(n + "0" for n in self.state_names):
+            j = 0
         elif name in FINAL_VARIABLES:
             j = len(self.plan.segments) - 1
         else:  # status, failed_step: rewritten by every segment
@@ -242,6 +259,7 @@ def verify(url: str) -> Verification:
     arrays = _arrays(group)
     done, record_damage = _read_records(store, arrays[f"{PROGRESS}/done"], f"{PROGRESS}/done")
     layout = _Layout(plan, done)
+    layout.count_crossings(arrays)
     # a dimension's own labels are coordinates too (read from the store: a model store's system is not built)
     layout.coordinates |= {name for name, array in arrays.items()
                            if tuple(array.metadata.dimension_names or ()) == (name,)}
@@ -317,6 +335,11 @@ def _mark_for_recomputation(verification: Verification) -> dict[int, list[int]]:
     store = RunStore(verification.url)
     store.write_all([(f"{PROGRESS}/{name}", (c, j), np.nan) for c, segments in redo.items() for j in segments
                      for name in RECORDS])
+    # a damaged chunk of crossings goes: the recomputation appends to what it reads, and an absent chunk reads NaN
+    group = zarr.open_group(verification.url, mode="r+")
+    crossing = [d for d in verification.damaged if d.variable in group
+                and tuple(group[d.variable].metadata.dimension_names or ())[1:2] == ("crossing",)]
+    zarr_sync(concurrently([group.store.delete(_key(group[d.variable], d.chunk)) for d in crossing]))
     values = coordinates(verification.plan)  # a model store's labels need its model: they stay reported damaged
     rewrite = sorted({d.variable for d in verification.damaged if d.owner == TEMPLATE and d.variable in values})
     store.write_all([(name, slice(None), values[name][1]) for name in rewrite])

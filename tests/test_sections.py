@@ -413,7 +413,9 @@ def test_escape_map_takes_the_median_over_the_members_that_escaped_and_their_fra
 def test_a_worker_killed_between_its_crossings_and_its_record_redoes_them_bitwise(tmp_path):
     """A worker killed with ``kill -9`` after writing a segment's data (crossings included) and before its
     completion record: the segment is run again from the count its predecessor's checkpoint carries, and the
-    finished store holds the kernel's crossings bit for bit, that segment attempted twice."""
+    finished store holds the kernel's crossings bit for bit, that segment attempted twice.  Then a chunk of
+    crossings is deleted: ``verify`` names it (the counts say crossings lie there; chunks past them are never
+    written), ``verify --repair`` and ``run`` recompute its member chunk from segment 0, bit for bit again."""
     import signal
 
     import zarr
@@ -441,3 +443,20 @@ def test_a_worker_killed_between_its_crossings_and_its_record_redoes_them_bitwis
     assert np.array_equal(group["section_count"][:], kernel["swing"]["count"])
     assert np.array_equal(group["section_time"][:], kernel["swing"]["time"][:, :3], equal_nan=True)
     assert np.array_equal(group["escape_time"][:], kernel["bottom"]["time"][:, 0])
+
+    # a lost chunk of crossings: verify names it, the repair recomputes its member chunk from the start, bitwise
+    def cli(*args):
+        child = armillary(*args)
+        out, err = child.communicate(timeout=300)
+        return child.returncode, out + err
+
+    os.remove(os.path.join(store, "section_q", "c", "1", "0", "0", "0"))
+    code, out = cli("verify", store)
+    assert code == 1 and "section_q chunk (1, 0, 0, 0)" in out and "is missing" in out, out
+    assert cli("verify", "--repair", store)[0] == 0
+    assert cli("run", str(path))[0] == 0
+    code, out = cli("verify", store)
+    assert code == 0 and out.rstrip().endswith("sound"), out
+    group = zarr.open_group(store, mode="r")
+    assert np.array_equal(group["section_q"][:], kernel["swing"]["state"]["q"][:, :3], equal_nan=True)
+    assert np.array_equal(group["section_time"][:], kernel["swing"]["time"][:, :3], equal_nan=True)
