@@ -156,6 +156,7 @@ def test_a_model_files_section_function_reads_as_its_expression_text(tmp_path):
             'members = 2\n[output]\nstore = "s.zarr"\n[analysis]\n')
     plan = Plan(parse_spec(spec + 'section = { direction = "up" }\n', directory=str(tmp_path)))
     plan.validate()
+    assert parse_spec(plan.spec.to_toml(), stored=True).identity() == plan.spec.identity()  # as a store keeps it
     system, n = plan.chunk_system(0, 2), plan.n_bodies
     text = Section("section", "q[1][0] - 0.1 * p.l[0]")
     assert plan_sections(plan.sections, plan.space, n, parameter_shapes(system, n)).source == \
