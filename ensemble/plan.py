@@ -11,7 +11,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from armillary.kernels import InvalidInput, carried_names, execution_mode, get_system, resolve_method
+from armillary.kernels import (InvalidInput, carried_names, check_stochastic, execution_mode, get_system,
+                               resolve_method)
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.models.checks import check_states, gradient_error
@@ -147,6 +148,13 @@ class Plan:
             first = min(self.spec.chunk, self.spec.members)
             check_states(self.chunk_system(0, first), self.space.admit(self.initial_state(0, first), n))
         self.method  # refuses a method variant the system cannot take (adaptive vi), naming the option
+        if self.method.stochastic:
+            try:
+                check_stochastic(self.method, self.chunk_system(0, 1), bool(self.spec.shadows), bool(self.sections))
+            except InvalidInput as error:
+                field = {"shadow": "analysis", "sections": _spec_field(f"section.{self.sections[0].name}")
+                         if self.sections else "analysis", "method": "integrator.method"}[error.field]
+                raise InvalidInput(field, error.message) from None
         if self.sections is not None:
             try:
                 system = self.chunk_system(0, min(self.spec.chunk, self.spec.members))
@@ -231,6 +239,11 @@ class Plan:
     def forced(self) -> bool:
         """Whether forces act on some member (sweeps included): the store then keeps ``work``."""
         return self.chunk_system(0, self.spec.members).forced
+
+    @property
+    def heat(self) -> bool:
+        """Whether the method stores the heat its bath gives (langevin): the store then keeps ``heat``."""
+        return self.method.heat
 
     @cached_property
     def carried(self) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: i
     return integrate(plan.chunk_system(first, stop), spec.method, state, spec.dt, n_steps, save_every,
                      outputs=outputs, threads=None if plan.mode == "system" else threads, restart=restart,
                      shadow=shadow, mode=plan.mode, carry=carry, start_step=start_step, sections=plan.sections,
-                     **spec.options)
+                     seed=spec.seed, member_ids=np.arange(first, stop), **spec.options)
 
 
 def load_kernel(plan: Plan, stream) -> None:
@@ -232,9 +232,9 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     failed_step = np.where(new_failure, seg.start + result.failed_step, failed_step)
     region = (members, slice(seg.first_sample, seg.last_sample + 1))
     work = result.work if result.work is not None else np.zeros_like(result.energy)
-    timed = {"energy": result.energy, "sample_lag": result.sample_lag, "work": work}
+    timed = {"energy": result.energy, "sample_lag": result.sample_lag, "work": work, "heat": result.heat}
     for name in ([v for v in spec.variables if v != "min_separation"] + ["sample_lag"] * plan.samples_off_grid
-                 + ["work"] * plan.forced):
+                 + ["work"] * plan.forced + ["heat"] * plan.heat):
         source = result.state if name in names else timed if name in timed else result.diagnostics
         values = source[name][:, :samples].copy()
         values[failed] = np.nan

@@ -17,6 +17,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
 from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
+from armillary.kernels.integrators import NON_NEGATIVE_OPTIONS
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.systems import system_definition
 from armillary.kernels.spaces import SPACES
@@ -428,9 +429,14 @@ def _integrator_section(section: _Section, definition) -> dict:
         kind = "bool" if isinstance(default, bool) else "int" if key.endswith(("iterations", "steps")) else "float"
         value = section.get(key, kind)
         if value is not None:
-            if kind != "bool" and not value > 0:
+            if key in NON_NEGATIVE_OPTIONS and not value >= 0:
+                raise InvalidInput(section.field(key), f"must be >= 0, got {value!r}")
+            if kind != "bool" and key not in NON_NEGATIVE_OPTIONS and not value > 0:
                 raise InvalidInput(section.field(key), f"must be > 0, got {value!r}")
             options[key] = value
+    if METHODS[method].stochastic and "temperature" not in options:
+        raise InvalidInput(section.field("temperature"), f"{method} needs the bath's temperature (J, k_B = 1), "
+                           "a number >= 0")
     unknown = sorted(set(section.table) - section.used)
     other = {key for m in METHODS.values() for key in m.options}
     for key in unknown:
@@ -554,9 +560,12 @@ def _analysis_section(section: _Section, method: str, options: dict, definition)
         if table is None:
             parsed[name] = None
             continue
-        if METHODS[method].resolve(options).lanes == 1:
-            fixed = ", ".join(m for m in (methods_for(definition) if definition else METHODS) if METHODS[m].lanes is None)
-            raise InvalidInput(f"analysis.{name}", f"needs a fixed-step method, not {method!r}; allowed: {fixed}")
+        runs = METHODS[method].resolve(options)
+        if runs.lanes == 1 or runs.stochastic:  # shadows follow a deterministic flow step by step
+            fixed = ", ".join(m for m in (methods_for(definition) if definition else METHODS)
+                              if METHODS[m].lanes is None and not METHODS[m].stochastic)
+            raise InvalidInput(f"analysis.{name}", f"needs a deterministic fixed-step method, not {method!r}; "
+                               f"allowed: {fixed}")
         indicator = _Section(f"analysis.{name}", table)
         d0 = indicator.positive("d0", "float", 1e-8)
         if d0 >= 1e-2:

@@ -70,6 +70,7 @@ COMMON_ATTRS = {
                        "distance from its singularity)"),
     "sample_lag": ("s", "time of the saved step minus the sample's nominal time (adaptive steps)"),
     "work": ("J", "work done by the forces since t = 0 (E(t) - E(0) - work is the integrator's error)"),
+    "heat": ("J", "heat the bath gave since t = 0 (E(t) - E(0) - heat is the integrator's error)"),
 }
 LYAPUNOV_VARIABLES = ("lyapunov", "lyapunov_estimate")
 #: the chaos indicators' variables beyond λ: (dims, units, long name); ``exponent`` counts the spectrum's
@@ -123,7 +124,7 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
     for d in space.diagnostics + space.optional_diagnostics:
         layout[d.name] = ((members, samples), ("member", "time"), d.unit, d.long_name)
     for name, (unit, long_name) in COMMON_ATTRS.items():
-        over_time = name in ("energy", "lyapunov_estimate", "sample_lag", "work")
+        over_time = name in ("energy", "lyapunov_estimate", "sample_lag", "work", "heat")
         layout[name] = ((members, samples) if over_time else (members,), ("member", "time") if over_time
                         else ("member",), unit, long_name)
     if plan.spec.escape is not None:
@@ -195,7 +196,7 @@ def shadow_slot_shapes(plan: Plan) -> dict[str, tuple]:
 
 def checkpoint_names(plan: Plan) -> tuple[str, ...]:
     """Per-member state a segment hands to the next through the checkpoint slots: the state variables,
-    the method's carried solver state (and a forced run's work), status, failed_step; with ``[analysis]``
+    the method's carried solver state (and a forced run's work or a bath's heat), status, failed_step; with ``[analysis]``
     indicators also the shadows (:func:`shadow_slot_shapes`); for systems with encounters the running
     ``min_separation``."""
     names = plan.space.names + plan.carried + ("status", "failed_step")
@@ -320,7 +321,7 @@ def write_template(plan: Plan) -> None:
     layout = variable_layout(plan)
     names = list(spec.variables) + [name + "0" for name in space.names] + ["status", "failed_step"]
     names += indicator_variables(spec)
-    names += ["sample_lag"] * plan.samples_off_grid + ["work"] * plan.forced
+    names += ["sample_lag"] * plan.samples_off_grid + ["work"] * plan.forced + ["heat"] * plan.heat
     for section in spec.surfaces:
         names += list(section_layout(plan, section))
     names += ["escape_time"] * (spec.escape is not None)

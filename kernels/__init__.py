@@ -9,10 +9,10 @@ from .exports import lazy_exports
 create_kernel_cache()  # before any module whose cached functions make Numba create it
 
 __getattr__ = lazy_exports(__name__, {
-    "Trajectory": ".integration", "carried_names": ".integration", "execution_mode": ".integration",
+    "Trajectory": ".integration", "carried_names": ".integration", "check_stochastic": ".integration", "execution_mode": ".integration",
     "integrate": ".integration", "resolve_method": ".integration", "METHODS": ".integrators",
     "methods_for": ".integrators", "SPACES": ".spaces", "STATUS_MEANINGS": ".status:MEANINGS", "SYSTEMS": ".systems",
     "get_system": ".systems"})
 
 __all__ = ["get_system", "integrate", "carried_names", "Trajectory", "InvalidInput", "SYSTEMS", "METHODS", "SPACES",
-           "STATUS_MEANINGS", "methods_for", "execution_mode", "resolve_method"]
+           "STATUS_MEANINGS", "methods_for", "execution_mode", "resolve_method", "check_stochastic"]

@@ -90,6 +90,7 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
             "system_force": definition.force if forced else no_force,
             "system_force_damping": definition.force_damping if forced else no_force_damping,
             "FORCED": forced,
+            "EXCHANGES": forced,  # a stochastic method's recipe sets it: its bath exchanges heat
             "system_inertia": definition.configuration_inertia or no_configuration_inertia,
             "system_inertia_gradient": definition.configuration_inertia_gradient or no_configuration_inertia,
             "VARIABLE_INERTIA": definition.configuration_inertia is not None,

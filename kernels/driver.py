@@ -4,8 +4,8 @@ These are plain Python functions, specialised per (integrator, system) by :mod:`
 which binds the free names ``integrator_allocate``, ``integrator_begin``, ``integrator_step``,
 ``record_sample``, ``track_separation``, ``system_potential``, ``system_encounter``, ``system_force``,
 ``system_force_damping``, ``kinetic_energy``, ``system_inertia``, ``system_inertia_gradient``,
-``section_values``, ``locate_crossings`` and the constants ``FORCED``, ``VARIABLE_INERTIA``, ``SHADOWS`` and
-``SECTIONS`` before jitting.  Every step
+``section_values``, ``locate_crossings`` and the constants ``FORCED``, ``EXCHANGES`` (the members exchange
+energy with the outside: forces or a heat bath), ``VARIABLE_INERTIA``, ``SHADOWS`` and ``SECTIONS`` before jitting.  Every step
 gets the time t (s) at its start, (step_offset + k − 1)·h, computed from the global step index so a
 resumed segment sees the same bits.  Members are processed
 in blocks of ``lanes`` (see :mod:`kernels.lanes`).  Kernels are serial and release the GIL;
@@ -188,7 +188,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
     ``track_encounters`` also each member's least close-encounter separation over every step
     (``min_separation``, else left at inf).  Forced kernels also integrate the forces' power into
     ``work_out`` at the samples, continuing from (and returning in) the last column of ``carried``, each
-    step by the method's ``integrator_work`` (the trapezoidal rule, or the method's own quadrature).
+    step by the method's ``integrator_work`` (the trapezoidal rule, or the method's own quadrature); kernels of
+    a stochastic method (``EXCHANGES`` without ``FORCED``) likewise the heat their bath gives.
 
     ``step_offset`` is the global index of the step before the call's first: step k starts at time
     (step_offset + k − 1)·h.  With ``renormalise_every`` > 0 (and ``SHADOWS``, see :mod:`kernels.compile`)
@@ -249,10 +250,11 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         done_work = np.zeros(lanes)
         power = np.zeros(lanes)
         next_power = np.zeros(lanes)
-        if FORCED:  # noqa: F821
+        if EXCHANGES:  # noqa: F821
             for b in range(min(lanes, members - first)):
                 done_work[b] = carried[first + b, work_column]
-            force_power(step_offset * h, q, omega, c, topology, moments, power)  # noqa: F821
+            if FORCED:  # noqa: F821
+                force_power(step_offset * h, q, omega, c, topology, moments, power)  # noqa: F821
             record_work(0, done_work, first, members, lane_status, work_out)
         if track_encounters:
             track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
@@ -283,13 +285,13 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                                      section_modes, section_count, section_time, section_state)
             if track_encounters:
                 track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
-            if FORCED:  # noqa: F821
+            if EXCHANGES:  # noqa: F821
                 integrator_work((step_offset + k) * h, q, omega, c, topology, moments, power,  # noqa: F821
                                 next_power, done_work, h, work)
             if k % save_every == 0:
                 record_sample(k // save_every, q, omega, md, mf, c, topology, first, members, lane_status,  # noqa: F821
                               save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
-                if FORCED:  # noqa: F821
+                if EXCHANGES:  # noqa: F821
                     record_work(k // save_every, done_work, first, members, lane_status, work_out)
                 if tracking:
                     record_sphere_indicators(k // save_every, step_offset + k, renormalise_every, h, q, omega,
@@ -297,7 +299,7 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
                                              indicators, log_growth_out, indicator_out, dq, dw, rmat, scratch[0])
         write_final_state(q, omega, closest, first, members, lane_status, lane_failed, lane_iterations,
                           status, failed_step, iterations, q_end, omega_end, min_separation)
-        if FORCED:  # noqa: F821
+        if EXCHANGES:  # noqa: F821
             for b in range(min(lanes, members - first)):
                 carried[first + b, work_column] = done_work[b]
         if tracking:

@@ -14,11 +14,12 @@ from .sections import SectionPlan, section_outputs, section_results, with_sectio
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
-        sections: SectionPlan | None = None) -> dict:
+        sections: SectionPlan | None = None, bath: tuple | None = None) -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
     returns the fields of a :class:`~kernels.integration.Trajectory`.  ``start_step``: the global index of
     the step this call continues after (its time origin start_step·dt, which time-dependent loads see; a
-    shadow's step_offset equals it); ``sections``: the checked sections whose crossings are located."""
+    shadow's step_offset equals it); ``sections``: the checked sections whose crossings are located; ``bath`` is
+    always None here (the stochastic methods step (S²)ⁿ only)."""
     space = system.space
     n = space.body_count(state)
     x = space.flatten(state)

@@ -12,6 +12,7 @@ from .caches import kernel_cache_directory
 from .errors import InvalidInput
 from .integrators import FORMULATIONS_OF, METHODS, Method, methods_for
 from .lyapunov import Shadow, indicator_rows
+from .noise import noise_key
 from .sections import Section, parameter_shapes, plan_sections
 from .systems import SYSTEMS, System
 
@@ -75,6 +76,9 @@ class Trajectory:
     sali: np.ndarray | None = None
     gali: np.ndarray | None = None
     work: np.ndarray | None = None
+    #: stochastic methods that store it (langevin): Q(t) (members, samples), the heat the bath gave since the first
+    #: call (J, continued through ``carry["heat"]``), so that E(t) − E(0) − Q(t) is the integrator's own error
+    heat: np.ndarray | None = None
     #: with ``sections``: each section's crossings by name (see :mod:`kernels.sections`): ``time`` (members, C)
     #: (s; NaN past a member's count; C the most crossings any member stored, at most max_crossings), ``count`` (members,) (all crossings found in this call, also those past
     #: max_crossings) and ``state`` {variable: (members, C, *shape)} at each crossing, on the manifold
@@ -129,6 +133,9 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
     for name in ("newton_tol", "rtol", "atol", "tolerance"):
         if name in merged and not (np.isfinite(merged[name]) and merged[name] > 0):
             raise InvalidInput(name, f"must be > 0, got {merged[name]!r}")
+    if spec.stochastic:
+        _bath_values("temperature", merged["temperature"], 0.0, "J", f"{method} needs the bath's temperature")
+        _bath_values("friction", merged["friction"], None, "1/s", "")
     if "newton_max_iterations" in merged:
         _positive_int("newton_max_iterations", merged["newton_max_iterations"])
     if "max_steps" in merged:
@@ -141,6 +148,21 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
             raise InvalidInput("max_step", f"must be in (0, dt = {dt!r}] (s), got {merged['max_step']!r}")
     runs = spec.resolve(merged)
     return runs, merged, np.array([merged[name] for name in runs.option_vector], dtype=np.float64)
+
+
+def _bath_values(name: str, value, least: float | None, unit: str, missing: str) -> np.ndarray:
+    """A bath option as float64 (a scalar or one value per member), refused unless finite and > 0 (>= ``least``
+    where that is given)."""
+    if value is None:
+        raise InvalidInput(name, f"{missing} ({unit}, k_B = 1)")
+    try:
+        values = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInput(name, f"must be a number or one per member ({unit}), got {value!r}") from None
+    bound = "> 0" if least is None else f">= {least:g}"
+    if values.ndim > 1 or not np.all(np.isfinite(values) & ((values > 0) if least is None else (values >= least))):
+        raise InvalidInput(name, f"must be finite and {bound} ({unit}), a scalar or one per member; got {value!r}")
+    return values
 
 
 def _check_variant(definition, method: str, runs: Method, options: dict) -> None:
@@ -206,8 +228,9 @@ def _checked_shadow(shadow: Shadow, system: System, method: str, runs: Method, s
 
 def carried_names(runs: Method, system: System) -> tuple:
     """What a call carries to the next, in column order: the method's solver state, then for a forced
-    system the work its forces have done (J), which the kernels keep in the last column."""
-    return runs.carry + (("work",) if system.forced else ())
+    system the work its forces have done (J), or for a method that stores it the heat its bath gave (J),
+    which the kernels keep in the last column."""
+    return runs.carry + (("work",) if system.forced else ("heat",) if runs.heat else ())
 
 
 def _initial_carry(runs: Method, names: tuple, options: dict, carry: dict | None, dt: float,
@@ -216,7 +239,7 @@ def _initial_carry(runs: Method, names: tuple, options: dict, carry: dict | None
     finite, else the start (rk45 ``step_size``: ``first_step``, else dt; adaptive vi: ``step_density``
     NaN, i.e. the target density of the initial state, and ``sample_lag`` 0; ``work`` 0)."""
     first = dt if options.get("first_step") is None else options["first_step"]
-    start = {"step_size": first, "step_density": np.nan, "sample_lag": 0.0, "work": 0.0}
+    start = {"step_size": first, "step_density": np.nan, "sample_lag": 0.0, "work": 0.0, "heat": 0.0}
     carried = np.zeros((members, max(1, len(names))))
     for column, name in enumerate(names):
         carried[:, column] = np.broadcast_to(np.asarray(start[name], dtype=np.float64), (members,))
@@ -237,7 +260,8 @@ def _initial_carry(runs: Method, names: tuple, options: dict, carry: dict | None
 def integrate(system: System, method: str, state0, dt: float, n_steps: int, save_every: int = 1, *,
               outputs=None, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
               mode: str | None = None, skin: float | None = None, carry: dict | None = None, start_step: int = 0,
-              sections: tuple[Section, ...] | Section | None = None, **method_options) -> Trajectory:
+              sections: tuple[Section, ...] | Section | None = None, seed: int = 0, member_ids=None,
+              **method_options) -> Trajectory:
     """Integrate every member of an ensemble with one method, on the system's state space.
 
     ``state0``: a mapping of the space's state variables, each with a leading member axis
@@ -261,6 +285,10 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     after (time origin start_step·dt, what time-dependent forces see; with a shadow, its step_offset).
     ``sections`` (fixed-step methods, ensemble mode): :class:`~kernels.sections.Section` s whose crossings
     are located inside the steps and returned in ``Trajectory.sections``.
+    Stochastic methods (langevin, brownian; :mod:`kernels.integrators.langevin`): temperature (J) and friction
+    (1/s), each a scalar or one per member; their noise is a function of ``seed`` (an integer >= 0), each
+    member's global id (``member_ids``, default 0 … members − 1: give a chunk of a larger ensemble its own ids),
+    the global step and the body (:mod:`kernels.noise`), so a run split in chunks or segments has the same bits.
     Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
     """
@@ -299,6 +327,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         if start_step not in (0, shadow.step_offset):
             raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
         start_step = shadow.step_offset
+    bath = _bath(runs, system, options, seed, member_ids, members, shadow, sections)
     section_plan = plan_sections(sections, space, space.body_count(state),
                                  parameter_shapes(system, space.body_count(state)) if sections else None)
     names = carried_names(runs, system)
@@ -309,12 +338,43 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
                                    threads=threads, shadow=shadow, mode=mode, skin=skin, options=options,
                                    option_vector=option_vector, carried=carried,
                                    track_encounters="min_separation" in outputs, start_step=int(start_step),
-                                   sections=section_plan)
+                                   sections=section_plan, bath=bath)
     carried = result.pop("carried")
     result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
     samples = n_steps // save_every + 1
     return Trajectory(time=np.arange(samples) * (save_every * float(dt)), method=method,
                       carry={name: carried[:, column].copy() for column, name in enumerate(names)}, **result)
+
+
+def check_stochastic(runs: Method, system: System, shadows: bool, sections: bool) -> None:
+    """Refuse what a stochastic method cannot do (InvalidInput naming ``shadow``, ``sections`` or ``method``):
+    Benettin shadows, section crossings, forces, a full inertia.  Also the spec's check."""
+    if shadows:
+        raise InvalidInput("shadow", f"{runs.name} is stochastic: Benettin shadows (Lyapunov exponents, MEGNO, "
+                           "SALI) measure a deterministic flow; use a deterministic method (vi, rk4)")
+    if sections:
+        raise InvalidInput("sections", f"{runs.name} does not locate section crossings; use vi or rk4")
+    if system.forced:
+        raise InvalidInput("method", f"{runs.name} steps unforced systems; {system.name} is forced here")
+    if not system.definition.diagonal_inertia:
+        raise InvalidInput("method", f"{runs.name} steps systems with a diagonal inertia; {system.name}'s is not")
+
+
+def _bath(runs: Method, system: System, options: dict, seed, member_ids, members: int, shadow, sections):
+    """A stochastic method's bath: (temperature, friction, noise key, member ids), checked; None for the others."""
+    if not runs.stochastic:
+        return None
+    check_stochastic(runs, system, shadow is not None, bool(sections))
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidInput("seed", f"must be an integer >= 0, got {seed!r}")
+    ids = np.arange(members) if member_ids is None else np.asarray(member_ids)
+    if ids.shape != (members,) or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) or np.any(ids >= 2**32):
+        raise InvalidInput("member_ids", f"must be {members} integers in [0, 2**32), one per member")
+    temperature, friction = (np.asarray(options[name], dtype=np.float64) for name in ("temperature", "friction"))
+    for name, values in (("temperature", temperature), ("friction", friction)):
+        if values.ndim == 1 and values.shape != (members,):
+            raise InvalidInput(name, f"must be a scalar or one value per member ({members}), got {values.shape[0]}")
+    return temperature, friction, noise_key(int(seed)), ids
 
 
 def execution_mode(system: System, method: str, members: int, n: int, shadows: bool, mode: str | None = None,

@@ -11,6 +11,7 @@ from .compile import compiled_kernel
 from .errors import InvalidInput
 from .integrators import DIAGONAL, FULL, KERNEL_METHODS
 from .integrators.formulations import DEFAULT_FORMULATION
+from .integrators.langevin import with_bath
 from .lyapunov import Shadow, shadow_arrays, shadow_outputs, shadow_record_blocks, shadow_results
 from .sections import SectionPlan, section_outputs, section_results, with_section_parameters
 
@@ -38,18 +39,21 @@ def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
-        sections: SectionPlan | None = None) -> dict:
+        sections: SectionPlan | None = None, bath: tuple | None = None) -> dict:
     """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
     returns the fields of a :class:`~kernels.integration.Trajectory` (state and diagnostics by name),
     with ``carried`` (members, C), the method's solver state, updated in place.  ``start_step``: the global
     index of the step the call continues after (time origin of time-dependent forces); ``sections``: the
-    checked sections whose crossings are located (:mod:`kernels.sections`)."""
+    checked sections whose crossings are located (:mod:`kernels.sections`); ``bath``: a stochastic method's
+    (temperature, friction, noise key, member ids) (:func:`kernels.integrators.langevin.with_bath`)."""
     q, omega = state["q"], state["omega"]
     members, n = q.shape[:2]
     params = system.broadcast(members, n)
     mass = _checked_inertia(system, params, n, members)
     # a section's p.<name> values ride after the system's own coefficient rows (kernels.sections)
     coef = with_section_parameters(system.definition.member_coefficients(params, n, members), sections, params)
+    if bath is not None:  # after any section rows: both are read from the end, and sections refuse a bath
+        coef = with_bath(coef, *bath)
     topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
 
     implicit = method == "vi" and (not system.definition.diagonal_inertia or bool(options.get("implicit")))
@@ -125,8 +129,9 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         result["min_separation"] = None
     if not timed:
         result["sample_lag"] = None
-    if not forced:
-        result["work"] = None
+    exchanged = result.pop("work")
+    result["work"] = exchanged if forced else None
+    result["heat"] = exchanged if KERNEL_METHODS[method].heat else None
     if temperature is not None:
         diagnostics["temperature"] = temperature
     return dict(result, state={"q": result.pop("q"), "omega": result.pop("omega")},

@@ -52,6 +52,8 @@ ALL_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name 
 #: those that vi steps (every (S²)ⁿ system today; the filter keeps a future one vi cannot take out)
 VI_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS
               if METHODS["vi"].supports(SYSTEMS[name])]
-#: (system, method) for every (S²)ⁿ system and every method that steps it
+#: (system, method) for every (S²)ⁿ system and every deterministic method that steps it (the stochastic ones hold a
+#: temperature instead of the energy: tests/test_stochastic.py)
 ALL_SYSTEM_METHODS = [pytest.param(name, method, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS
-                      for method in METHODS if METHODS[method].supports(SYSTEMS[name])]
+                      for method in METHODS if METHODS[method].supports(SYSTEMS[name])
+                      and not METHODS[method].stochastic]

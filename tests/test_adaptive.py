@@ -151,7 +151,7 @@ def test_adaptive_and_min_separation_refusals(tmp_path):
     spec = adaptive_spec(tmp_path, "lyapunov.toml")
     with open(spec, "a") as handle:
         handle.write("\n[analysis]\nlyapunov = { d0 = 1e-8 }\n")
-    with pytest.raises(InvalidInput, match="^analysis.lyapunov: needs a fixed-step method"):
+    with pytest.raises(InvalidInput, match="^analysis.lyapunov: needs a deterministic fixed-step method"):
         ensemble.load_spec(spec)
     text = open(write_spec(tmp_path, "chain.toml")).read().replace('name = "sphere_nbody"', 'name = "spherical_chain"')
     with open(tmp_path / "chain.toml", "w") as handle:

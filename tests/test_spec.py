@@ -53,8 +53,8 @@ CASES = [
     ("unknown variable", '"tangency_error"]', '"tangency"]', "output.variables: unknown variable 'tangency'"),
     ("missing file", 'initial = "perturb"', 'initial = "file"\npath = "nowhere.npz"', "ensemble.path: cannot read"),
     ("not toml", "[system]", "[system", "spec: is not valid TOML"),
-    ("lyapunov with rk45", 'method = "vi"', 'method = "rk45"', "analysis.lyapunov: needs a fixed-step method, not "
-     "'rk45'; allowed: vi, rk2, rk2_projected, rk4"),
+    ("lyapunov with rk45", 'method = "vi"', 'method = "rk45"', "analysis.lyapunov: needs a deterministic fixed-step "
+     "method, not 'rk45'; allowed: vi, rk2, rk2_projected, rk4"),
     ("lyapunov unknown key", "d0 = 1e-8", "d0 = 1e-8, every = 3", "analysis.lyapunov.every: unknown key"),
     ("lyapunov d0 too large", "d0 = 1e-8", "d0 = 0.5", "analysis.lyapunov.d0: must be a small distance in (0, 0.01)"),
     ("lyapunov renormalise_every", "renormalise_every = 7", "renormalise_every = 0",
@@ -77,6 +77,16 @@ CASES = [
     ("named section's expression", "lyapunov = {",
      'sections = { rise = { expression = "q[0][0]" }, fall = { expression = "w" } }\nlyapunov = {',
      "analysis.sections.fall.expression: 'w' is not known"),
+    ("langevin without a temperature", 'method = "vi"', 'method = "langevin"',
+     "integrator.temperature: langevin needs the bath's temperature"),
+    ("negative temperature", 'method = "vi"', 'method = "langevin"\ntemperature = -1.0',
+     "integrator.temperature: must be >= 0"),
+    ("friction zero", 'method = "vi"', 'method = "brownian"\ntemperature = 1.0\nfriction = 0.0',
+     "integrator.friction: must be > 0"),
+    ("langevin with rk45's options", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0\nrtol = 1e-8',
+     "integrator.rtol: is not an option of method 'langevin'"),
+    ("langevin with Lyapunov shadows", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0',
+     "analysis.lyapunov: needs a deterministic fixed-step method, not 'langevin'"),
     ("named section's unknown key", "lyapunov = {", 'sections = { rise = { expression = "q[0][0]", stop = true } }\n'
      'lyapunov = {', "analysis.sections.rise.stop: unknown key; allowed in [analysis.sections.rise]"),
 ]

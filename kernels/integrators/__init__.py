@@ -9,7 +9,7 @@ from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template, trapezoid_work_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
 from ..sections import dense_locate_template
-from . import adaptive_vi, flat_rk, formulations, lgvi, lgvi_motion, midpoint, motion_formulations, nhvi
+from . import adaptive_vi, flat_rk, formulations, langevin, lgvi, lgvi_motion, midpoint, motion_formulations, nhvi
 from . import runge_kutta as rk
 from . import vi
 
@@ -50,6 +50,11 @@ class Method:
     #: the Lee–Leok–McClamroch formulation a Runge–Kutta kernel steps (see
     #: :mod:`kernels.integrators.formulations`); None for methods with their own
     formulation: str | None = None
+    #: whether it draws noise (:mod:`kernels.noise`): its bath rides in the coefficient block
+    #: (:func:`kernels.integrators.langevin.with_bath`)
+    stochastic: bool = False
+    #: whether it stores the heat its bath gives (``heat``, J), so that E(t) − E(0) − Q(t) is its own error
+    heat: bool = False
 
     def resolve(self, options: dict) -> "Method":
         """The method that runs with these options (defaults filled in): a variant an option selects, or itself."""
@@ -115,6 +120,18 @@ def _vi_recipe(kind):
          ("integrator_step", getattr(vi, prefix + "_step")),
          ("integrator_work", trapezoid_work_template)),
     )
+
+
+def _stochastic_recipe(allocate, begin, step, heat):
+    """A stochastic method on (S²)ⁿ (diagonal M): the fixed-step driver with the method's stages; with ``heat`` the
+    driver sums the heat each step reports (``EXCHANGES``)."""
+    def recipe(kind):
+        return Recipe(drive_fixed_step,
+                      (("record_sample", record_sample_template), ("integrator_allocate", allocate),
+                       ("integrator_begin", begin), ("integrator_step", step),
+                       ("integrator_work", langevin.bath_heat if heat else trapezoid_work_template)),
+                      {"EXCHANGES": heat})
+    return recipe
 
 
 def _adaptive_vi_recipe(kind):
@@ -295,6 +312,17 @@ METHODS: dict[str, Method] = {
                "reversibility); fixed-point iteration", 2, {"newton_tol": 1e-14, "newton_max_iterations": 50},
                {ROLLING: (FIELD, _nhvi_recipe(True)), ROLLING_DISK: (FIELD, _nhvi_recipe(False))}, status=NEWTON,
                option_vector=("newton_tol", "newton_max_iterations")),
+        Method("langevin", "Langevin dynamics at a temperature by geodesic BAOAB (Leimkuhler–Matthews 2016): half "
+               "kicks, exact great-circle drifts and the exact Ornstein–Uhlenbeck step of the tangential velocities; "
+               "weak order 2 for configurational averages", 2, {"temperature": None, "friction": 1.0},
+               {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.langevin_allocate, langevin.langevin_begin,
+                                                         langevin.langevin_step, True))},
+               stochastic=True, heat=True),
+        Method("brownian", "overdamped Langevin (Brownian) dynamics by geodesic Euler–Maruyama steps along the "
+               "sphere's exponential map; weak order 1; ω stays 0", 1, {"temperature": None, "friction": 1.0},
+               {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
+                                                         langevin.brownian_step, False))},
+               stochastic=True),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
                      _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B)),
@@ -328,7 +356,12 @@ OPTION_DOCS = {
     "rtol": ("1", "rk45: relative error tolerance per step"),
     "atol": ("the state's", "rk45: absolute error tolerance per step"),
     "first_step": ("s", "rk45: the first step (default dt)"),
+    "temperature": ("J", "langevin, brownian: the bath's temperature k_B T (k_B = 1), >= 0; required"),
+    "friction": ("1/s", "langevin, brownian: the friction rate γ; brownian's diffusion is D_i = T/(M_ii γ) (rad²/s)"),
 }
+
+#: options that may be 0 (the others are > 0)
+NON_NEGATIVE_OPTIONS = frozenset({"temperature"})
 
 
 #: every kernel-level method by name, variants included (what :mod:`kernels.compile` and the runners look up)
