@@ -22,9 +22,10 @@ from armillary.kernels.spaces import SPHERE_PRODUCT
 
 from .analysis import (
     GROWTH_BATCHES, QUANTILES, chaos_table, drift_table, energy_drift, escape_map, growth_law, kinetic_temperature,
-    lyapunov_map, lyapunov_summary, momentum_error, pair_distribution, particle_points, quantile_envelope,
-    relative_energy_error, section_points, store_space, store_summary, sweep_coordinates,
+    lyapunov_map, lyapunov_summary, momentum_error, pair_distribution, particle_points, particle_trajectories,
+    quantile_envelope, relative_energy_error, section_points, store_space, store_summary, sweep_coordinates,
 )
+from .particles import Displacement, VoronoiOrder, geodesic_displacement, voronoi_order
 
 #: what every store has: its (member, time) grid and the names of its system and method
 STORE_DIMENSIONS = ("member", "time")
@@ -201,8 +202,27 @@ class ArmillaryAccessor:
         :func:`.analysis.section_points`."""
         return section_points(self._require("section_points"), x, y, section)
 
-    def pair_distribution(self, member: int = 0, time_index: int = -1, bins: int = 90) -> tuple:
+    def pair_distribution(self, member: int = 0, time_index: int = -1, bins: int | None = None,
+                          theta_max: float | None = None) -> tuple:
         """Geodesic pair-distribution function g(θ) (1) of one member's particles on (S²)ⁿ at sample
-        ``time_index``: (bin centres θ (rad), g), ``bins`` bins over [0, π].  :func:`.analysis.pair_distribution`."""
+        ``time_index``, from all of them: (bin centres θ (rad), g), ``bins`` bins over [0, ``theta_max``] (rad;
+        by default π up to 5000 particles, 10 mean spacings beyond, and 30–400 bins from the particle count).
+        :func:`.analysis.pair_distribution`."""
         ds = self._require_sphere_product("pair_distribution")
-        return pair_distribution(particle_points(ds, member, time_index), bins)
+        return pair_distribution(particle_points(ds, member, time_index), bins, theta_max)
+
+    def geodesic_displacement(self, members=None) -> Displacement:
+        """Mean-square geodesic displacement ⟨θ(τ)²⟩ (rad²) and orientation correlation ⟨q(t+τ)·q(t)⟩ (1) of the
+        particles on (S²)ⁿ of ``members`` (positions, one or a list; all by default), over every saved sample as a
+        time origin, with their standard errors across members (NaN for one): ``(lags, msd, correlation,
+        msd_stderr, correlation_stderr)``, lags in samples (times ``ds.time`` spacing for seconds).  Reads those
+        members' states into memory.  :func:`.particles.geodesic_displacement`."""
+        ds = self._require_sphere_product("geodesic_displacement")
+        return geodesic_displacement(particle_trajectories(ds, members))
+
+    def voronoi_order(self, member: int = 0, time_index: int = -1) -> VoronoiOrder:
+        """Spherical Voronoi order of one member's particles on (S²)ⁿ at sample ``time_index``: coordination z
+        and charge 6 − z per particle, local hexatic order ψ₆ (complex), neighbour pairs, defect counts, total
+        charge (12 by Euler's formula), six-fold fraction and mean |ψ₆| (1).  :func:`.particles.voronoi_order`."""
+        ds = self._require_sphere_product("voronoi_order")
+        return voronoi_order(particle_points(ds, member, time_index))

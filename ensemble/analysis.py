@@ -43,14 +43,16 @@ CHAOS_THRESHOLD_FACTOR = 10.0
 def relative_energy_error(ds: xr.Dataset) -> xr.DataArray:
     """ΔE(t)/|E0| = (E(t) − E(0)) / |E(0)| per member (lazy); absolute (J) for members with
     |E0| < 1e-12, whose count is in ``attrs["absolute_members"]``.  In a forced run's store (one with
-    ``work``) the energy balance error (E(t) − E(0) − W(t)) / |E(0)|: what the forces did is not an
-    error of the integrator."""
+    ``work``) the energy balance error (E(t) − E(0) − W(t)) / |E(0)|, and in a Langevin run's (one with ``heat``)
+    (E(t) − E(0) − Q(t)) / |E(0)|: what the forces did and what the bath gave are not errors of the integrator."""
     initial = ds.energy.isel(time=0).compute()
     scale = abs(initial).where(abs(initial) >= ABSOLUTE_BELOW, 1.0)
-    change = ds.energy - initial - (ds.work if "work" in ds else 0.0)
+    exchanged = [name for name in ("work", "heat") if name in ds]
+    change = ds.energy - initial - sum((ds[name] for name in exchanged), 0.0)
     error = change / scale
     absolute = int((abs(initial) < ABSOLUTE_BELOW).sum())
-    name = "energy balance error (dE - W)/|E0|" if "work" in ds else "relative energy error dE/|E0|"
+    symbols = "".join(" - " + {"work": "W", "heat": "Q"}[name] for name in exchanged)
+    name = f"energy balance error (dE{symbols})/|E0|" if exchanged else "relative energy error dE/|E0|"
     error.attrs = {"long_name": name, "units": "1", "absolute_members": absolute}
     return error
 
@@ -393,18 +395,23 @@ def particle_points(ds: xr.Dataset, member: int, time_index: int) -> np.ndarray:
     return space.points({name: ds[name].isel(member=member, time=time_index).values for name in space.names})
 
 
-def pair_distribution(points: np.ndarray, bins: int = 90, max_particles: int = 4000, seed: int = 0):
-    """Geodesic pair-distribution function g(θ) of unit vectors ``points`` (N, 3): the histogram of pair
-    angles over what a uniform distribution would give, ∝ sin θ (so g = 1 for an ideal gas).  Above
-    ``max_particles`` a seeded random subset is used.  Returns (bin centres (rad), g)."""
-    if len(points) > max_particles:
-        points = points[np.random.default_rng(seed).choice(len(points), max_particles, replace=False)]
-    upper = np.triu_indices(len(points), k=1)
-    angles = np.arccos(np.clip((points @ points.T)[upper], -1.0, 1.0))
-    edges = np.linspace(0.0, np.pi, bins + 1)
-    counts, _ = np.histogram(angles, edges)
-    expected = len(angles) * (np.cos(edges[:-1]) - np.cos(edges[1:])) / 2
-    return (edges[:-1] + edges[1:]) / 2, counts / expected
+def particle_trajectories(ds: xr.Dataset, members=None) -> np.ndarray:
+    """The particles' unit vectors (members, time, N, 3) of ``members`` (positions along ``member``, one or a
+    list; all by default) at every saved sample (its space's ``points``), read into memory."""
+    space = store_space(ds)
+    chosen = slice(None) if members is None else np.atleast_1d(np.asarray(members, dtype=np.int64))
+    return space.points({name: ds[name].isel(member=chosen).values for name in space.names})
+
+
+def pair_distribution(points: np.ndarray, bins: int | None = None, theta_max: float | None = None):
+    """Geodesic pair-distribution function g(θ) of unit vectors ``points`` (N, 3), from every pair within
+    ``theta_max`` (rad; default π up to 5000 particles, 10 mean spacings √(4π/N) beyond) in ``bins`` equal
+    bins (default: ≥ 100 ideal-gas pairs per bin at the first peak, 30 to 400 bins), normalised by the ideal
+    gas, so g = 1 for uniformly distributed points.  Returns (bin centres (rad), g).
+    :func:`.particles.pair_distribution`."""
+    from .particles import pair_distribution as all_pairs
+
+    return all_pairs(points, bins, theta_max)
 
 
 # ----------------------------------------------------------------------------------- chaos indicators
