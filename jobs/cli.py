@@ -185,6 +185,26 @@ def report(args) -> int:
     return SUCCESS
 
 
+def export(args) -> int:
+    """One member's saved frames as a GSD or extended XYZ file for OVITO or VMD: positions, Voronoi coordination
+    and particle ids (``armillary.ensemble.export``)."""
+    from armillary.ensemble.accessor import open_store
+    from armillary.ensemble.export import WRITERS, default_output, format_of
+    from armillary.ensemble.store import summary
+
+    if "://" not in args.store and not os.path.exists(args.store):
+        raise InvalidInput("store", f"{args.store!r} does not exist")
+    summary(args.store)  # refuses anything that is not an armillary store, naming it
+    kind = args.format or format_of(args.output)
+    output = args.output or default_output(args.store, kind)
+    done = WRITERS[kind](open_store(args.store), output, member=args.member, every=args.every)
+    skipped = f"; skipped {done.skipped} samples with non-finite positions" if done.skipped else ""
+    samples = "every saved sample" if args.every == 1 else f"one saved sample in {args.every}"
+    print(f"armillary: wrote {done.frames} frames of {done.particles} particles (member {args.member}, {samples}) "
+          f"to {done.path} ({kind}){skipped}")
+    return SUCCESS
+
+
 class SystemDescription(NamedTuple):
     """What ``armillary systems`` and the docs' systems page (:func:`.reference.systems_reference`) state of a
     system, read from its declaration in one place."""
@@ -299,6 +319,19 @@ def build_parser() -> argparse.ArgumentParser:
     verify_parser.add_argument("--repair", action="store_true", help="mark the segments that wrote damaged chunks "
                                "not done, so that `armillary run` recomputes exactly what is needed")
     verify_parser.set_defaults(handler=verify)
+    export_parser = commands.add_parser("export", help="write one member's saved frames as a GSD or extended XYZ "
+                                        "file for OVITO or VMD (positions, Voronoi coordination, particle ids)")
+    export_parser.add_argument("store", metavar="STORE", help="the store's path (its run kept the particles' state "
+                               "variables: [output] variables)")
+    export_parser.add_argument("--format", choices=("gsd", "xyz"),  # export.FORMATS (not imported: --help stays light)
+                               help="file format (default: from the suffix of --output, else gsd)")
+    export_parser.add_argument("--output", metavar="PATH", help="file to write (default: the store's path with .zarr "
+                               "replaced by .gsd or .xyz); written whole or not at all")
+    export_parser.add_argument("--member", type=int, default=0, metavar="M",
+                               help="member to export, its position in the store (default: 0)")
+    export_parser.add_argument("--every", type=int, default=1, metavar="K",
+                               help="export every K-th saved sample, from the first (default: 1, all)")
+    export_parser.set_defaults(handler=export)
     check_parser = commands.add_parser("check", help="validate a spec as `run` would and say what it would do; "
                                        "writes nothing")
     _spec_arguments(check_parser)
