@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
 from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
-from armillary.kernels.integrators import NON_NEGATIVE_OPTIONS
+from armillary.kernels.integrators import ACTIVE_KEYS, NON_NEGATIVE_OPTIONS
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.systems import system_definition
 from armillary.kernels.spaces import SPACES
@@ -426,6 +426,11 @@ def _integrator_section(section: _Section, definition) -> dict:
             if value is not None:
                 options[key] = value
             continue
+        if key == "active":  # a table of its own keys
+            table = section.get(key, "table")
+            if table is not None:
+                options[key] = _active_table(_Section(section.field(key), table))
+            continue
         kind = "bool" if isinstance(default, bool) else "int" if key.endswith(("iterations", "steps")) else "float"
         value = section.get(key, kind)
         if value is not None:
@@ -446,6 +451,15 @@ def _integrator_section(section: _Section, definition) -> dict:
     section.finish()
     return dict(method=method, dt=dt, t_end=t_end, n_steps=n_steps, save_every=save_every,
                 checkpoint_every=checkpoint_every, options=options)
+
+
+def _active_table(section: _Section) -> dict:
+    """``[integrator] active = { speed, rotational_diffusion }``: both required, speed > 0, rotational_diffusion
+    >= 0 (rad/s and rad²/s on the unit sphere)."""
+    values = {key: section.positive(key, "float", required=True, strict=least is None)
+              for key, least in ACTIVE_KEYS.items()}
+    section.finish()
+    return values
 
 
 def _until(section: _Section) -> dict | None:

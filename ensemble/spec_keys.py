@@ -46,6 +46,10 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "integrator.save_every": SpecKey("integer > 0", "1", "steps", "steps between saved samples"),
     "integrator.checkpoint_every": SpecKey("integer > 0", "≈ 10000, a multiple of save_every", "steps",
                                            "steps per task segment (the unit of restart), a multiple of save_every"),
+    "integrator.active.speed": SpecKey("number > 0", "required (with active)", "rad/s", "brownian: the particles' "
+                                       "self-propulsion speed v₀ along their headings (on the unit sphere)"),
+    "integrator.active.rotational_diffusion": SpecKey("number ≥ 0", "required (with active)", "rad²/s", "brownian: "
+                                                      "the headings' rotational diffusion D_r about q"),
     "ensemble.members": SpecKey("integer ≥ 1", "required (unless until)", "", "number of members (at most 10⁹; with sweeps a "
                                 "multiple of the number of grid points)"),
     "ensemble.seed": SpecKey("integer ≥ 0", "0", "", "member i's random numbers depend only on (seed, i)"),

@@ -20,8 +20,9 @@ from armillary.kernels.integrators import OPTION_DOCS
 from .cli import EXIT_CODES, build_parser, describe_system
 
 #: the spec's sections in the order a spec is read
-SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "analysis", "analysis.lyapunov",
-            "analysis.lyapunov_spectrum", "analysis.megno", "analysis.sali", "analysis.section", "analysis.escape", "ensemble.until")
+SECTIONS = ("system", "integrator", "integrator.active", "ensemble", "output", "cluster", "analysis",
+            "analysis.lyapunov", "analysis.lyapunov_spectrum", "analysis.megno", "analysis.sali", "analysis.section",
+            "analysis.escape", "ensemble.until")
 
 
 def _cell(text) -> str:

@@ -10,7 +10,7 @@ from . import flat_runner, sphere_runner, system_parallel
 from .blocks import default_threads
 from .caches import kernel_cache_directory
 from .errors import InvalidInput
-from .integrators import FORMULATIONS_OF, METHODS, Method, methods_for
+from .integrators import ACTIVE_KEYS, ADAPTIVE_VI, FORMULATIONS_OF, METHODS, Method, methods_for
 from .lyapunov import Shadow, indicator_rows
 from .noise import noise_key
 from .sections import Section, parameter_shapes, plan_sections
@@ -136,6 +136,14 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
     if spec.stochastic:
         _bath_values("temperature", merged["temperature"], 0.0, "J", f"{method} needs the bath's temperature")
         _bath_values("friction", merged["friction"], None, "1/s", "")
+        _bath_values("cooling_rate", merged["cooling_rate"], 0.0, "J/s", "")
+    if merged.get("active") is not None:
+        active = merged["active"]
+        if not isinstance(active, dict) or set(active) != set(ACTIVE_KEYS):
+            raise InvalidInput("active", f"must be {{ speed = v0 (rad/s), rotational_diffusion = D_r (rad²/s) }}, "
+                               f"got {active!r}")
+        for key, least in ACTIVE_KEYS.items():
+            _bath_values(f"active.{key}", active[key], least, "rad/s" if key == "speed" else "rad²/s", "")
     if "newton_max_iterations" in merged:
         _positive_int("newton_max_iterations", merged["newton_max_iterations"])
     if "max_steps" in merged:
@@ -181,7 +189,7 @@ def _check_variant(definition, method: str, runs: Method, options: dict) -> None
             raise InvalidInput("formulation", f"the {chosen} formulation needs a system with "
                                f"{', '.join(sorted(runs.spaces[definition.space.name][0]))}; {definition.name} "
                                f"has {', '.join(sorted(definition.provides))}")
-    if runs is METHODS[method] or runs.formulation is not None:
+    if runs is not ADAPTIVE_VI:
         return
     if definition.encounter is None or not definition.diagonal_inertia or options.get("implicit"):
         able = [name for name, d in SYSTEMS.items() if getattr(d, "encounter", None) is not None and d.diagonal_inertia]
@@ -285,8 +293,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     after (time origin start_step·dt, what time-dependent forces see; with a shadow, its step_offset).
     ``sections`` (fixed-step methods, ensemble mode): :class:`~kernels.sections.Section` s whose crossings
     are located inside the steps and returned in ``Trajectory.sections``.
-    Stochastic methods (langevin, brownian; :mod:`kernels.integrators.langevin`): temperature (J) and friction
-    (1/s), each a scalar or one per member; their noise is a function of ``seed`` (an integer >= 0), each
+    Stochastic methods (langevin, brownian; :mod:`kernels.integrators.langevin`): temperature (J), cooling_rate
+    (J/s: the bath's temperature falls as max(T − rate·t, 0) with the run's time t), friction (1/s) and, for
+    brownian, active = {speed, rotational_diffusion}, each a scalar or one per member; their noise is a function of ``seed`` (an integer >= 0), each
     member's global id (``member_ids``, default 0 … members − 1: give a chunk of a larger ensemble its own ids),
     the global step and the body (:mod:`kernels.noise`), so a run split in chunks or segments has the same bits.
     Bad input raises :class:`~kernels.errors.InvalidInput` before
@@ -328,6 +337,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
             raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
         start_step = shadow.step_offset
     bath = _bath(runs, system, options, seed, member_ids, members, shadow, sections)
+    if options.get("active") is not None:
+        _check_headings(state, restart)
     section_plan = plan_sections(sections, space, space.body_count(state),
                                  parameter_shapes(system, space.body_count(state)) if sections else None)
     names = carried_names(runs, system)
@@ -370,11 +381,25 @@ def _bath(runs: Method, system: System, options: dict, seed, member_ids, members
     ids = np.arange(members) if member_ids is None else np.asarray(member_ids)
     if ids.shape != (members,) or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) or np.any(ids >= 2**32):
         raise InvalidInput("member_ids", f"must be {members} integers in [0, 2**32), one per member")
-    temperature, friction = (np.asarray(options[name], dtype=np.float64) for name in ("temperature", "friction"))
-    for name, values in (("temperature", temperature), ("friction", friction)):
-        if values.ndim == 1 and values.shape != (members,):
-            raise InvalidInput(name, f"must be a scalar or one value per member ({members}), got {values.shape[0]}")
-    return temperature, friction, noise_key(int(seed)), ids
+    active = options.get("active") or {"speed": 0.0, "rotational_diffusion": 0.0}
+    values = {"temperature": options["temperature"], "cooling_rate": options["cooling_rate"],
+              "friction": options["friction"], **{f"active.{key}": active[key] for key in ACTIVE_KEYS}}
+    values = {name: np.asarray(value, dtype=np.float64) for name, value in values.items()}
+    for name, value in values.items():
+        if value.ndim == 1 and value.shape != (members,):
+            raise InvalidInput(name, f"must be a scalar or one value per member ({members}), got {value.shape[0]}")
+    return tuple(values.values()) + (noise_key(int(seed)), ids)
+
+
+def _check_headings(state: dict, restart: bool) -> None:
+    """An active particle's heading rides in ω (ω_i = v₀ q_i × n_i): refuse a start where some ω_i is 0, which
+    gives no direction (the admitted ω is tangent already)."""
+    speeds = np.linalg.norm(state["omega"], axis=-1)
+    if not restart and np.any(speeds == 0):
+        member, body = np.argwhere(speeds == 0)[0]
+        raise InvalidInput("omega", f"active particles carry their heading n_i in ω_i = speed · q_i × n_i, and "
+                           f"body {body} of member {member} has ω = 0: give every body a tangent ω (its direction "
+                           "is the heading; its length is replaced by the speed)")
 
 
 def execution_mode(system: System, method: str, members: int, n: int, shadows: bool, mode: str | None = None,

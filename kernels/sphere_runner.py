@@ -78,7 +78,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "energy": np.full((members, samples), np.nan),
         "unit_error": np.full((members, samples), np.nan),
         "tangency_error": np.full((members, samples), np.nan),
-        "work": np.full((members, samples), np.nan),
+        "exchanged": np.full((members, samples), np.nan),  # the forces' work, or a bath's heat (J)
         **member_outcomes(members),
         "q_final": np.empty((members, n, 3)),
         "omega_final": np.empty((members, n, 3)),
@@ -95,7 +95,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         raise InvalidInput("section", "sections run in the ensemble mode (members in parallel); set mode = 'ensemble'")
     if chosen == "system":
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
-                                          skin, keep_state, threads))
+                                          skin, keep_state, threads, start_step, carried))
     else:
         shadow_in, shadow_scalars = shadow_arrays(shadow, {"q": q, "omega": omega}, start_step)
         growth, indicator_out, shadow_end = shadow_outputs(shadow_in, shadow is not None, samples)
@@ -112,9 +112,9 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
             (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars
             + (track_encounters, sections.modes if sections is not None else np.zeros((2, 0), np.int64)),
             keep_state,
-            [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "work", "status", "failed_step",
-                                       "solver_iterations", "q_final", "omega_final", "carried", "min_separation",
-                                       "sample_lag")] + [growth, indicator_out]
+            [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "exchanged", "status",
+                                       "failed_step", "solver_iterations", "q_final", "omega_final", "carried",
+                                       "min_separation", "sample_lag")] + [growth, indicator_out]
             + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference", "indicators")] + crossings,
             lanes, members, threads)
         final = system.space.flatten({"q": result["q_final"], "omega": result["omega_final"]})
@@ -129,7 +129,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         result["min_separation"] = None
     if not timed:
         result["sample_lag"] = None
-    exchanged = result.pop("work")
+    exchanged = result.pop("exchanged")
     result["work"] = exchanged if forced else None
     result["heat"] = exchanged if KERNEL_METHODS[method].heat else None
     if temperature is not None:

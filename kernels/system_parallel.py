@@ -38,7 +38,7 @@ STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
 
 
 def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, reference, kick, drift, chunk_margin,
-                     chunk_moved):
+                     chunk_moved, step, coef, mass_diag, ids, heat):
     """The per-body stages between two gradients, one parallel loop (one fork and join per step instead
     of one per stage: each costs a wake-up of the other threads, milliseconds on a loaded machine).
 
@@ -48,6 +48,9 @@ def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, refere
     of step k + 1 (vi: half kick and drift, eqs. (29)–(30)), its margins 1 − ‖a_i‖², and the largest
     displacement² since the last list build (m²).  Each body's stages only read its own rows (and the
     gradient, complete before the loop), so fusing them changes no bit.  Returns (status, displacement²).
+    The stages also get what the stochastic methods need: the global index ``step`` of the drift's step, the
+    coefficients (the bath rides in their last rows), masses, original ids (which key each particle's noise) and
+    the step's heat per original id, each particle writing its own entry.
     """
     n = q.shape[0]
     chunks = chunk_margin.shape[0]
@@ -57,12 +60,13 @@ def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, refere
         moved = 0.0
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             if kick:
-                integrator_kick(q_next, omega, grad, half_h_over_mass, q, i, 0)  # noqa: F821
+                integrator_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat)  # noqa: F821
                 smallest = min(smallest, margin[i])
                 for k in range(3):
                     poison += q[i, k, 0] * 0.0 + omega[i, k, 0] * 0.0  # NaN iff some entry is NaN or inf
             if drift:
-                margin[i] = integrator_drift(q, omega, grad, half_h_over_mass, h, q_next, i, 0)  # noqa: F821
+                margin[i] = integrator_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef,  # noqa: F821
+                                             mass_diag, ids, heat)
                 moved = max(moved, nb.displacement_squared(q_next, reference, i))
         chunk_margin[c] = smallest if poison == poison else np.nan
         chunk_moved[c] = moved
@@ -78,10 +82,10 @@ def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, refere
 
 
 def record_template(sample, q, omega, mass_diag, ids, coef, neighbours, counts, per_particle, by_id, scratch,
-                    save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error):
-    """Diagnostics of one saved sample: E = T + V (J), kinetic temperature T/n (J), constraint errors;
-    q and ω in the caller's particle order when ``save_state``.  Sums run over original indices, so
-    they do not depend on the storage order or the thread count."""
+                    save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error, exchanged, heat_out):
+    """Diagnostics of one saved sample: E = T + V (J), kinetic temperature T/n (J), constraint errors, the heat
+    the bath gave so far (``exchanged``, J); q and ω in the caller's particle order when ``save_state``.  Sums run
+    over original indices, so they do not depend on the storage order or the thread count."""
     n = q.shape[0]
     pair_energies(q, coef, neighbours, counts, per_particle)  # noqa: F821
     for s in range(n):
@@ -92,6 +96,7 @@ def record_template(sample, q, omega, mass_diag, ids, coef, neighbours, counts, 
     for i in range(n):
         kinetic += by_id[0, i]
         potential += by_id[1, i]
+    heat_out[sample] = exchanged
     constraint_errors_into(q, omega, scratch[0], scratch[1])
     energy[sample] = kinetic + potential
     temperature[sample] = kinetic / n
@@ -137,11 +142,15 @@ def sort_and_rebuild(q, omega, mass_diag, half_h_over_mass, margin, ids, list_ra
 
 def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, save_every, list_range, skin, per_axis,
                           capacity, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
-                          q_end, omega_end, info):
+                          q_end, omega_end, info, step_offset, heat_start, heat_out, heat_end):
     """March one system of n bodies ``n_steps`` steps of size ``h`` (s) from (q, ω) (n, 3, 1), saving every
-    ``save_every`` steps.  The Verlet lists (range ``list_range`` = r_c + skin, m) are rebuilt, with the
+    ``save_every`` steps; step k of the call is the run's step ``step_offset`` + k (what keys a stochastic
+    method's noise).  The Verlet lists (range ``list_range`` = r_c + skin, m) are rebuilt, with the
     particles re-sorted by cell, whenever one has moved more than skin/2 since the last build.
-    ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity]."""
+    ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity].  With
+    ``HEAT`` (a method that stores its bath's heat), each step's heat Σ_i ΔK_i, summed over original indices as the
+    ensemble kernels sum bodies, is added to the heat since the run began (J, from ``heat_start``), which goes to
+    ``heat_out`` at the samples and ``heat_end``: the same bits in either mode and for any segments."""
     n = q_start.shape[0]
     q_next = q_start.copy()  # the working arrays are in storage (cell) order; ids maps them back
     omega = omega_start.copy()
@@ -155,6 +164,8 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     ids = np.arange(n)
     per_particle = np.empty(n)
     by_id = np.empty((2, n))
+    heat = np.zeros(n)  # the step's heat by original index: each particle writes its own
+    exchanged = heat_start
     scratch = np.empty((2, 1))
     buffers = (np.empty_like(q), np.empty_like(omega), np.empty_like(mass_diag), np.empty_like(half_h_over_mass),
                np.empty_like(margin), np.empty_like(ids))
@@ -164,11 +175,13 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     q[:] = q_next
     pair_gradient(q, coef, lists[3], lists[4], grad)  # noqa: F821
     record_system_sample(0, q, omega, mass_diag, ids, coef, lists[3], lists[4], per_particle, by_id,  # noqa: F821
-                         scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error)
+                         scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
+                         exchanged, heat_out)
     chunk_margin = np.empty(nb.REDUCTION_CHUNKS)
     chunk_moved = np.empty(nb.REDUCTION_CHUNKS)
+    # the drift of step k (1-based in the call) is the run's step step_offset + k − 1
     status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists[5], False,  # noqa: F821
-                                   n_steps > 0, chunk_margin, chunk_moved)
+                                   n_steps > 0, chunk_margin, chunk_moved, step_offset, coef, mass_diag, ids, heat)
     failed = -1
     for k in range(1, n_steps + 1):
         if nb.beyond_half_skin(moved, skin):
@@ -176,24 +189,32 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
                                      lists, buffers)
             rebuilds += 1
         pair_gradient(q_next, coef, lists[3], lists[4], grad)  # noqa: F821
+        if HEAT:  # noqa: F821 (bound at specialisation): step k's drift wrote its heat; the next drift overwrites it
+            step_heat = 0.0
+            for i in range(n):
+                step_heat += heat[i]
+            exchanged += step_heat
         saved = k % save_every == 0
         # the next step's drift joins this kick unless a sample (the state between them) is recorded first
         status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                       lists[5], True, k < n_steps and not saved, chunk_margin, chunk_moved)
+                                       lists[5], True, k < n_steps and not saved, chunk_margin, chunk_moved,
+                                       step_offset + k, coef, mass_diag, ids, heat)
         if status != OK:
             failed = k
             break
         if saved:
             record_system_sample(k // save_every, q, omega, mass_diag, ids, coef, lists[3], lists[4],  # noqa: F821
                                  per_particle, by_id, scratch, save_state, q_out, omega_out, energy, temperature,
-                                 unit_error, tangency_error)
+                                 unit_error, tangency_error, exchanged, heat_out)
             if k < n_steps:
                 status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                               lists[5], False, True, chunk_margin, chunk_moved)
+                                               lists[5], False, True, chunk_margin, chunk_moved, step_offset + k, coef,
+                                               mass_diag, ids, heat)
     for s in range(n):
         for c in range(3):
             q_end[ids[s], c] = q[s, c, 0]
             omega_end[ids[s], c] = omega[s, c, 0]
+    heat_end[0] = exchanged
     info[STATUS] = status
     info[FAILED_STEP] = failed
     info[REBUILDS] = rebuilds
@@ -229,7 +250,7 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
     elif members == 1 and not np.isfinite(cutoff_of(system, params)):
         reasons.append("the pair potential has a finite cutoff (set the 'cutoff' parameter)")
     if KERNEL_METHODS[method].system_stages is None or implicit:
-        reasons.append(f"the method is explicit with per-body stages (vi with diagonal M), not {method!r}"
+        reasons.append(f"the method has per-body stages (vi with diagonal M, langevin, brownian), not {method!r}"
                        + (" implicit" if implicit else ""))
     if shadows:
         reasons.append("no Benettin shadows are carried (they run in ensemble mode)")
@@ -241,10 +262,12 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
 
 
 def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: int,
-        skin: float | None, keep_state: bool, threads: int) -> dict:
-    """Integrate one member (q, ω: (1, n, 3)) system-parallel on ``threads`` threads; returns the arrays
-    of a :class:`~kernels.integration.Trajectory` (member axis of 1) plus ``temperature`` (J) and
-    ``neighbour_rebuilds``.  ``skin`` (m): Verlet skin, default the system's ``pair.default_skin``."""
+        skin: float | None, keep_state: bool, threads: int, start_step: int, carried: np.ndarray) -> dict:
+    """Integrate one member (q, ω: (1, n, 3)) system-parallel on ``threads`` threads, continuing after the run's
+    step ``start_step``; returns the arrays of a :class:`~kernels.integration.Trajectory` (member axis of 1) plus
+    ``temperature`` (J), ``neighbour_rebuilds`` and ``exchanged`` (1, samples), the heat a stochastic method's
+    bath gave since the run began (J), continued from and returned in the last column of ``carried`` (1, C).
+    ``skin`` (m): Verlet skin, default the system's ``pair.default_skin``."""
     params = system.broadcast(1, q.shape[1])
     cutoff = cutoff_of(system, params)
     if skin is None:
@@ -262,6 +285,8 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     lanes_q = np.ascontiguousarray(q[0, :, :, np.newaxis])
     lanes_omega = np.ascontiguousarray(omega[0, :, :, np.newaxis])
     info = np.zeros(4, np.int64)
+    out["exchanged"] = np.full((1, samples), np.nan)
+    heat_end = carried[0, -1:].copy()
     q_final = np.empty((1, n, 3))
     omega_final = np.empty((1, n, 3))
     kernel = compiled_system_kernel(method, system.name)
@@ -272,10 +297,12 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
                np.ascontiguousarray(coef.T), float(dt), n_steps, save_every, list_range, float(skin), per_axis,
                nb.initial_capacity(n, list_range), keep_state, out["q"][0], out["omega"][0], out["energy"][0],
                out["temperature"][0], out["unit_error"][0], out["tangency_error"][0], q_final[0],
-               omega_final[0], info)
+               omega_final[0], info, int(start_step), float(heat_end[0]), out["exchanged"][0], heat_end)
     finally:
         numba.set_num_threads(previous)
     ok = info[STATUS] == OK
+    if KERNEL_METHODS[method].heat:
+        carried[0, -1] = heat_end[0]
     out.update(
         status=info[STATUS:STATUS + 1].copy(), failed_step=info[FAILED_STEP:FAILED_STEP + 1].copy(),
         solver_iterations=np.zeros(1, np.int64),
@@ -337,7 +364,7 @@ def compiled_system_kernel(method: str, system: str):
     drift, kick = KERNEL_METHODS[method].system_stages
     tag = f"{method}__{system}__system__{SOURCE_HASH}"
     bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
-                **FIXED_BINDINGS}
+                "HEAT": KERNEL_METHODS[method].heat, **FIXED_BINDINGS}
     for name, template in PARALLEL_HELPERS:
         bindings[name] = njit(parallel=True, **KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     for name, template in SERIAL_HELPERS:

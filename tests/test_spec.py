@@ -85,6 +85,14 @@ CASES = [
      "integrator.friction: must be > 0"),
     ("langevin with rk45's options", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0\nrtol = 1e-8',
      "integrator.rtol: is not an option of method 'langevin'"),
+    ("active on langevin", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0\n'
+     'active = { speed = 1.0, rotational_diffusion = 1.0 }', "integrator.active: is not an option of method 'langevin'"),
+    ("active without its diffusion", 'method = "vi"', 'method = "brownian"\ntemperature = 1.0\n'
+     'active = { speed = 1.0 }', "integrator.active.rotational_diffusion: is required"),
+    ("active speed zero", 'method = "vi"', 'method = "brownian"\ntemperature = 1.0\n'
+     'active = { speed = 0.0, rotational_diffusion = 1.0 }', "integrator.active.speed: must be a finite number > 0"),
+    ("negative cooling", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0\ncooling_rate = -1.0',
+     "integrator.cooling_rate: must be >= 0"),
     ("langevin with Lyapunov shadows", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0',
      "analysis.lyapunov: needs a deterministic fixed-step method, not 'langevin'"),
     ("named section's unknown key", "lyapunov = {", 'sections = { rise = { expression = "q[0][0]", stop = true } }\n'

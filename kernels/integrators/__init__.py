@@ -251,6 +251,16 @@ ADAPTIVE_VI = Method(
     carry=("step_density", "sample_lag"), lanes=1,
     option_vector=("newton_tol", "newton_max_iterations", "tolerance", "max_step", "max_steps"))
 
+#: ``brownian`` with ``active``: self-propelled particles, each heading carried in ω_i = v₀ q_i × n_i
+#: (:func:`kernels.integrators.langevin.active_move`)
+ACTIVE_BROWNIAN = Method(
+    "brownian_active", "active Brownian particles: self-propulsion along a heading transported with q, its "
+    "rotational diffusion split around the geodesic Euler–Maruyama move", 1, {},
+    {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
+                                              langevin.active_brownian_step, False))},
+    stochastic=True, system_stages=(langevin.active_brownian_particle_drift, langevin.brownian_particle_kick))
+
+
 def _runge_kutta(name, summary, order, options, spheres_recipe_of, other_spaces, motion_recipe_of=None,
                  **details) -> Method:
     """A Runge–Kutta method with the ``formulation`` option: on (S²)ⁿ ``q_omega`` steps the method itself,
@@ -290,7 +300,7 @@ METHODS: dict[str, Method] = {
                {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20, "adaptive": False,
                 "tolerance": 0.005, "max_step": None, "max_steps": None},
                {SPHERES: (ANY_INERTIA_ON_SPHERES, _vi_recipe)},
-               status=NEWTON + (codes.VI_STEP_INFEASIBLE,), system_stages=(vi.explicit_vi_drift, vi.explicit_vi_kick),
+               status=NEWTON + (codes.VI_STEP_INFEASIBLE,), system_stages=(vi.explicit_vi_particle_drift, vi.explicit_vi_particle_kick),
                option_vector=("newton_tol", "newton_max_iterations"), variants={"adaptive": ADAPTIVE_VI}),
         Method("lgvi", "Lee–Leok–McClamroch Lie group variational integrator on SO(3)ⁿ, and its extension to SE(3)ⁿ "
                "with a 6×6 inertia; F_k (and t_k) by Newton in Cayley coordinates", 2,
@@ -314,15 +324,19 @@ METHODS: dict[str, Method] = {
                option_vector=("newton_tol", "newton_max_iterations")),
         Method("langevin", "Langevin dynamics at a temperature by geodesic BAOAB (Leimkuhler–Matthews 2016): half "
                "kicks, exact great-circle drifts and the exact Ornstein–Uhlenbeck step of the tangential velocities; "
-               "weak order 2 for configurational averages", 2, {"temperature": None, "friction": 1.0},
+               "weak order 2 for configurational averages", 2,
+               {"temperature": None, "cooling_rate": 0.0, "friction": 1.0},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.langevin_allocate, langevin.langevin_begin,
                                                          langevin.langevin_step, True))},
-               stochastic=True, heat=True),
+               stochastic=True, heat=True,
+               system_stages=(langevin.langevin_particle_drift, langevin.langevin_particle_kick)),
         Method("brownian", "overdamped Langevin (Brownian) dynamics by geodesic Euler–Maruyama steps along the "
-               "sphere's exponential map; weak order 1; ω stays 0", 1, {"temperature": None, "friction": 1.0},
+               "sphere's exponential map; weak order 1; ω is set to 0", 1,
+               {"temperature": None, "cooling_rate": 0.0, "friction": 1.0, "active": None},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                                          langevin.brownian_step, False))},
-               stochastic=True),
+               stochastic=True, system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick),
+               variants={"active": ACTIVE_BROWNIAN}),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
                      _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B)),
@@ -357,11 +371,18 @@ OPTION_DOCS = {
     "atol": ("the state's", "rk45: absolute error tolerance per step"),
     "first_step": ("s", "rk45: the first step (default dt)"),
     "temperature": ("J", "langevin, brownian: the bath's temperature k_B T (k_B = 1), >= 0; required"),
+    "cooling_rate": ("J/s", "langevin, brownian: the bath cools as T(t) = max(temperature − cooling_rate·t, 0), t the "
+                     "run's time (anneal a liquid into a crystal)"),
     "friction": ("1/s", "langevin, brownian: the friction rate γ; brownian's diffusion is D_i = T/(M_ii γ) (rad²/s)"),
+    "active": ("", "brownian: self-propelled particles, { speed = v₀ (rad/s, > 0), rotational_diffusion = D_r "
+               "(rad²/s, >= 0) }; each heading n_i rides in ω_i = v₀ q_i × n_i (the initial ω gives its direction)"),
 }
 
+#: the keys of ``active`` and their lower bounds (speed > 0, rotational_diffusion >= 0)
+ACTIVE_KEYS = {"speed": None, "rotational_diffusion": 0.0}
+
 #: options that may be 0 (the others are > 0)
-NON_NEGATIVE_OPTIONS = frozenset({"temperature"})
+NON_NEGATIVE_OPTIONS = frozenset({"temperature", "cooling_rate"})
 
 
 #: every kernel-level method by name, variants included (what :mod:`kernels.compile` and the runners look up)

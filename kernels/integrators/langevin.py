@@ -26,12 +26,14 @@ Overdamped dynamics (``brownian``): with ζ_i = M_ii γ (friction coefficient) a
 
 stepped by the geodesic (exponential-map) Euler–Maruyama scheme: v_i = −(h/ζ_i) P_i ∂V/∂q_i + √(2 D_i h) P_i ξ_i,
 q_i ← cos|v_i| q_i + sin|v_i| v_i/|v_i| (weak order 1; e.g. Leimkuhler & Matthews 2016 §5 on the overdamped
-limit).  ω is not a variable of overdamped dynamics and stays 0.
+limit).  ω is not a variable of overdamped dynamics: every step sets it to 0 (the initial sample keeps the ω
+given).
 
 Every q_i is renormalised after it moves, so ‖q_i‖ = 1 to round-off at every step, and ω_i is kept tangent.
-The bath rides in the last BATH_ROWS rows of the coefficient block c (per member, so temperature and friction
-can vary member by member): T, γ, the two words of the noise key, the global member id (see
-:func:`with_bath`); the noise of body i in step j is :func:`kernels.noise.gaussian_quartet` (j, member, i,
+The bath rides in the last BATH_ROWS rows of the coefficient block c (per member, so its values can vary
+member by member): T at t = 0 and its cooling rate (the bath's temperature in a step that starts at t is
+max(T − rate·t, 0)), γ, an active particle's speed and rotational diffusion, the two words of the noise key, the
+global member id (see :func:`with_bath`); the noise of body i in step j is :func:`kernels.noise.gaussian_quartet` (j, member, i,
 stage), j = round(t/h) the global step index (exact below 2·10¹⁵ steps).  Free names bound at
 specialisation: ``system_gradient``.
 """
@@ -42,19 +44,23 @@ from ..lanes import lane_function
 from ..noise import gaussian_quartet
 
 #: the bath's rows at the end of the coefficient block, in order
-BATH_ROWS = ("temperature", "friction", "noise_key0", "noise_key1", "member")
-TEMPERATURE, FRICTION, KEY0, KEY1, MEMBER = range(-len(BATH_ROWS), 0)
-#: the stages of a step that draw noise (counter word 3)
-O_STAGE = 0
+BATH_ROWS = ("temperature", "cooling_rate", "friction", "speed", "rotational_diffusion", "noise_key0", "noise_key1",
+             "member")
+TEMPERATURE, COOLING_RATE, FRICTION, SPEED, ROTATIONAL_DIFFUSION, KEY0, KEY1, MEMBER = range(-len(BATH_ROWS), 0)
+#: the stages of a step that draw noise (counter word 3): the Ornstein–Uhlenbeck or Brownian kick, and an active
+#: particle's two half turns of its heading
+O_STAGE, HEADING_STAGE = 0, 1
 
 
-def with_bath(coef: np.ndarray, temperature, friction, key: tuple[int, int], member_ids) -> np.ndarray:
-    """The coefficients (members, P) with the bath's rows appended (BATH_ROWS): temperature (J) and friction
-    (1/s), each a scalar or one per member, the noise key and each member's global id.  Every value is an
-    integer below 2³² or a float, exact in float64."""
+def with_bath(coef: np.ndarray, temperature, cooling_rate, friction, speed, rotational_diffusion, key: tuple[int, int],
+              member_ids) -> np.ndarray:
+    """The coefficients (members, P) with the bath's rows appended (BATH_ROWS): temperature at t = 0 (J), its
+    cooling rate (J/s: T(t) = max(T − rate·t, 0)), friction (1/s), an active particle's speed (rad/s on the unit
+    sphere) and rotational diffusion (rad²/s; both 0 for passive particles), each a scalar or one per member, the
+    noise key and each member's global id.  Every value is an integer below 2³² or a float, exact in float64."""
     members = coef.shape[0]
     columns = [np.broadcast_to(np.asarray(value, dtype=np.float64), (members,))
-               for value in (temperature, friction, key[0], key[1])]
+               for value in (temperature, cooling_rate, friction, speed, rotational_diffusion, key[0], key[1])]
     columns.append(np.asarray(member_ids, dtype=np.float64).reshape(members))
     return np.ascontiguousarray(np.column_stack([coef] + columns))
 
@@ -118,10 +124,10 @@ def half_kick(q, omega, grad, half_h_over_mass, i, b):
 
 
 @lane_function
-def ornstein_uhlenbeck(q, omega, mass, decay, spread, step, member, key0, key1, i, b):
-    """O: ω_i ← e^{−γh} ω_i + √((1 − e^{−2γh}) T/M_ii) P_i ξ, ξ three of the step's normals for body i; returns
-    the kinetic energy the bath gave, ½ M_ii (|ω_i'|² − |ω_i|²) (J)."""
-    x0, x1, x2, _ = gaussian_quartet(step, member, i, O_STAGE, key0, key1)
+def ornstein_uhlenbeck(q, omega, mass, decay, spread, step, member, key0, key1, body, i, b):
+    """O: ω_i ← e^{−γh} ω_i + √((1 − e^{−2γh}) T/M_ii) P_i ξ, ξ three of the step's normals for ``body`` (the
+    particle's tag; i is its row); returns the kinetic energy the bath gave, ½ M_ii (|ω_i'|² − |ω_i|²) (J)."""
+    x0, x1, x2, _ = gaussian_quartet(step, member, body, O_STAGE, key0, key1)
     q0, q1, q2 = q[i, 0, b], q[i, 1, b], q[i, 2, b]
     radial = x0 * q0 + x1 * q1 + x2 * q2
     w0, w1, w2 = omega[i, 0, b], omega[i, 1, b], omega[i, 2, b]
@@ -132,20 +138,51 @@ def ornstein_uhlenbeck(q, omega, mass, decay, spread, step, member, key0, key1, 
     return 0.5 * mass * ((v0 * v0 + v1 * v1 + v2 * v2) - (w0 * w0 + w1 * w1 + w2 * w2))
 
 
+@lane_function
+def langevin_first_half(q, omega, grad, half_h_over_mass, h, decay, spread, mass, step, member, key0, key1, body, i, b):
+    """B, A, O, A of body i in lane b, moving q_i; returns the heat of O (J).  The second B needs ∂V/∂q at every
+    body's new q."""
+    half_kick(q, omega, grad, half_h_over_mass, i, b)
+    geodesic_flow(q, omega, 0.5 * h, i, b)
+    heat = ornstein_uhlenbeck(q, omega, mass, decay, spread, step, member, key0, key1, body, i, b)
+    geodesic_flow(q, omega, 0.5 * h, i, b)
+    return heat
+
+
+@lane_function
+def bath_factors(coef, h, mass, b):
+    """e^{−γh} and √((1 − e^{−2γh})/M) of lane b's bath for a body of inertia ``mass`` (the Ornstein–Uhlenbeck
+    step's spread is the latter times √T)."""
+    decay = np.exp(-bath_row(coef, FRICTION, b) * h)
+    return decay, np.sqrt((1.0 - decay * decay) / mass)
+
+
+@lane_function
+def brownian_factors(coef, h, mass, b):
+    """h/ζ = h/(M γ) and √(2h/ζ) of lane b's bath for a body of inertia ``mass`` (the Brownian step's spread
+    √(2 D h) = √(2 T h/ζ) is the latter times √T)."""
+    mobility = h / (mass * bath_row(coef, FRICTION, b))
+    return mobility, np.sqrt(2.0 * mobility)
+
+
+@lane_function
+def thermal_scale(coef, step, h, b):
+    """√T of lane b's bath in the step that starts at t = step·h: T(t) = max(T₀ − rate·t, 0) (J)."""
+    return np.sqrt(max(bath_row(coef, TEMPERATURE, b) - bath_row(coef, COOLING_RATE, b) * (step * h), 0.0))
+
+
 def langevin_allocate(n, lanes):
-    """Work: ∂V/∂q at the current q, h/(2M_ii), √((1 − e^{−2γh}) T/M_ii), e^{−γh}, this step's heat per lane."""
+    """Work: ∂V/∂q at the current q, h/(2M_ii), √((1 − e^{−2γh})/M_ii), e^{−γh}, this step's heat per lane."""
     return np.empty((n, 3, lanes)), np.empty((n, lanes)), np.empty((n, lanes)), np.empty(lanes), np.zeros(lanes)
 
 
 def langevin_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
     grad, half_h_over_mass, spread, decay, heat = work
     system_gradient(q, coef, topology, grad)  # noqa: F821 (bound at specialisation)
-    for b in range(q.shape[2]):
-        decay[b] = np.exp(-bath_row(coef, FRICTION, b) * h)
     for i in range(q.shape[0]):
         for b in range(q.shape[2]):
             half_h_over_mass[i, b] = 0.5 * h / mass_diag[i, b]
-            spread[i, b] = np.sqrt((1.0 - decay[b] * decay[b]) * bath_row(coef, TEMPERATURE, b) / mass_diag[i, b])
+            decay[b], spread[i, b] = bath_factors(coef, h, mass_diag[i, b], b)
 
 
 def langevin_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
@@ -157,12 +194,10 @@ def langevin_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options,
     for b in range(lanes):
         heat[b] = 0.0
         key0, key1, member = noise_counters(coef, b)
+        thermal = thermal_scale(coef, step, h, b)
         for i in range(n):
-            half_kick(q, omega, grad, half_h_over_mass, i, b)
-            geodesic_flow(q, omega, 0.5 * h, i, b)
-            heat[b] += ornstein_uhlenbeck(q, omega, mass_diag[i, b], decay[b], spread[i, b], step, member, key0, key1,
-                                          i, b)
-            geodesic_flow(q, omega, 0.5 * h, i, b)
+            heat[b] += langevin_first_half(q, omega, grad, half_h_over_mass, h, decay[b], spread[i, b] * thermal,
+                                           mass_diag[i, b], step, member, key0, key1, i, i, b)
     system_gradient(q, coef, topology, grad)  # noqa: F821
     for i in range(n):
         for b in range(lanes):
@@ -180,7 +215,7 @@ def bath_heat(t_next, q, omega, coef, topology, moments, power, next_power, done
 
 
 def brownian_allocate(n, lanes):
-    """Work: ∂V/∂q at the current q, h/ζ_i = h/(M_ii γ), √(2 D_i h) = √(2 T h/ζ_i)."""
+    """Work: ∂V/∂q at the current q, h/ζ_i = h/(M_ii γ), √(2h/ζ_i) (times √T: √(2 D_i h))."""
     return np.empty((n, 3, lanes)), np.empty((n, lanes)), np.empty((n, lanes))
 
 
@@ -188,10 +223,7 @@ def brownian_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, w
     grad, mobility, spread = work
     for i in range(q.shape[0]):
         for b in range(q.shape[2]):
-            mobility[i, b] = h / (mass_diag[i, b] * bath_row(coef, FRICTION, b))
-            spread[i, b] = np.sqrt(2.0 * bath_row(coef, TEMPERATURE, b) * mobility[i, b])
-            for k in range(3):
-                omega[i, k, b] = 0.0
+            mobility[i, b], spread[i, b] = brownian_factors(coef, h, mass_diag[i, b], b)
 
 
 def brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
@@ -203,9 +235,12 @@ def brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options,
     system_gradient(q, coef, topology, grad)  # noqa: F821
     for b in range(lanes):
         key0, key1, member = noise_counters(coef, b)
+        thermal = thermal_scale(coef, step, h, b)
         for i in range(n):
             x0, x1, x2, _ = gaussian_quartet(step, member, i, O_STAGE, key0, key1)
-            geodesic_move(q, grad, mobility[i, b], spread[i, b], x0, x1, x2, i, b)
+            geodesic_move(q, grad, mobility[i, b], spread[i, b] * thermal, x0, x1, x2, i, b)
+            for k in range(3):
+                omega[i, k, b] = 0.0
     for b in range(lanes):
         code[b] = 0
         iterations[b] = 0
@@ -227,3 +262,145 @@ def geodesic_move(q, grad, mobility, spread, x0, x1, x2, i, b):
     norm = np.sqrt(p0 * p0 + p1 * p1 + p2 * p2)
     q[i, 0, b], q[i, 1, b], q[i, 2, b] = p0 / norm, p1 / norm, p2 / norm
 
+
+
+@lane_function
+def turn_about(q, omega, angle, i, b):
+    """ω_i ← ω_i turned about q_i by ``angle`` (rad): cos φ ω + sin φ q × ω, for ω ⊥ q."""
+    c, s = np.cos(angle), np.sin(angle)
+    q0, q1, q2 = q[i, 0, b], q[i, 1, b], q[i, 2, b]
+    w0, w1, w2 = omega[i, 0, b], omega[i, 1, b], omega[i, 2, b]
+    omega[i, 0, b] = c * w0 + s * (q1 * w2 - q2 * w1)
+    omega[i, 1, b] = c * w1 + s * (q2 * w0 - q0 * w2)
+    omega[i, 2, b] = c * w2 + s * (q0 * w1 - q1 * w0)
+
+
+@lane_function
+def active_move(q, omega, grad, h, mobility, spread, speed, half_turn, step, member, key0, key1, body, i, b):
+    """Body i, lane b of an active Brownian particle, its heading n_i carried as ω_i = v₀ q_i × n_i (the
+    propulsion's angular velocity: q̇ = ω × q = v₀ n).  A Strang splitting of the heading's rotational diffusion
+    around the geodesic move: ω turns about q by √(D_r h) η₁; q moves along the geodesic of
+    v = h ω × q + P(−(h/ζ) ∂V/∂q + √(2Dh) ξ) (the exponential map), and ω with it by the same rotation, about
+    q × v by |v| (parallel transport along the great circle); ω turns about the new q by √(D_r h) η₂; then
+    q ← q/‖q‖ and ω ← its tangent part rescaled to |ω| = v₀, so the heading stays tangent and unit."""
+    x0, x1, x2, _ = gaussian_quartet(step, member, body, O_STAGE, key0, key1)
+    y0, y1, _, _ = gaussian_quartet(step, member, body, HEADING_STAGE, key0, key1)
+    scale_to(omega, speed, i, b)  # a start's ω gives the heading's direction only
+    turn_about(q, omega, half_turn * y0, i, b)
+    q0, q1, q2 = q[i, 0, b], q[i, 1, b], q[i, 2, b]
+    w0, w1, w2 = omega[i, 0, b], omega[i, 1, b], omega[i, 2, b]
+    u0 = spread * x0 - mobility * grad[i, 0, b] + h * (w1 * q2 - w2 * q1)
+    u1 = spread * x1 - mobility * grad[i, 1, b] + h * (w2 * q0 - w0 * q2)
+    u2 = spread * x2 - mobility * grad[i, 2, b] + h * (w0 * q1 - w1 * q0)
+    radial = u0 * q0 + u1 * q1 + u2 * q2
+    v0, v1, v2 = u0 - radial * q0, u1 - radial * q1, u2 - radial * q2
+    length = np.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
+    if length > 0.0:
+        # the rotation about a = q × v/|v| by |v| takes q to exp_q(v) and transports ω along the great circle:
+        # R x = cos θ x + sin θ a × x + (1 − cos θ)(a·x) a
+        c, s = np.cos(length), np.sin(length)
+        a0, a1, a2 = (q1 * v2 - q2 * v1) / length, (q2 * v0 - q0 * v2) / length, (q0 * v1 - q1 * v0) / length
+        p0, p1, p2 = c * q0 + s * v0 / length, c * q1 + s * v1 / length, c * q2 + s * v2 / length
+        along = (1.0 - c) * (a0 * w0 + a1 * w1 + a2 * w2)
+        w0, w1, w2 = (c * w0 + s * (a1 * w2 - a2 * w1) + along * a0, c * w1 + s * (a2 * w0 - a0 * w2) + along * a1,
+                      c * w2 + s * (a0 * w1 - a1 * w0) + along * a2)
+        norm = np.sqrt(p0 * p0 + p1 * p1 + p2 * p2)
+        q[i, 0, b], q[i, 1, b], q[i, 2, b] = p0 / norm, p1 / norm, p2 / norm
+        omega[i, 0, b], omega[i, 1, b], omega[i, 2, b] = w0, w1, w2
+    turn_about(q, omega, half_turn * y1, i, b)
+    put_on_sphere(q, omega, q[i, 0, b], q[i, 1, b], q[i, 2, b], i, b)
+    scale_to(omega, speed, i, b)
+
+
+@lane_function
+def scale_to(omega, speed, i, b):
+    """ω_i ← ω_i · speed/|ω_i|."""
+    factor = speed / np.sqrt(omega[i, 0, b] ** 2 + omega[i, 1, b] ** 2 + omega[i, 2, b] ** 2)
+    for k in range(3):
+        omega[i, k, b] *= factor
+
+
+@lane_function
+def active_factors(coef, h, b):
+    """An active particle's speed v₀ (rad/s) and half-step turn scale √(D_r h) (rad) of lane b."""
+    return bath_row(coef, SPEED, b), np.sqrt(bath_row(coef, ROTATIONAL_DIFFUSION, b) * h)
+
+
+def active_brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code,
+                         iterations):
+    """One step of active Brownian particles (:func:`active_move`; ``brownian`` with ``active``)."""
+    grad, mobility, spread = work
+    n = q.shape[0]
+    lanes = q.shape[2]
+    step = step_index(t, h)
+    system_gradient(q, coef, topology, grad)  # noqa: F821
+    for b in range(lanes):
+        key0, key1, member = noise_counters(coef, b)
+        speed, half_turn = active_factors(coef, h, b)
+        thermal = thermal_scale(coef, step, h, b)
+        for i in range(n):
+            active_move(q, omega, grad, h, mobility[i, b], spread[i, b] * thermal, speed, half_turn, step, member,
+                        key0, key1, i, i, b)
+    for b in range(lanes):
+        code[b] = 0
+        iterations[b] = 0
+
+
+# ------------------------------------------------------------------ the system-parallel mode's stages
+# (kernels.system_parallel: one member of many particles, a parallel loop over particles per stage; row i holds
+# the particle whose original index is ids[i], which keys its noise, so the bits do not depend on the storage order)
+
+
+@lane_function
+def langevin_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
+    """B, A, O, A of particle i into q_next (q keeps q_k until the kick); the heat of O goes to heat[ids[i]].
+    Returns 1 (a Langevin step is never infeasible)."""
+    for k in range(3):
+        q_next[i, k, 0] = q[i, k, 0]
+    decay, spread = bath_factors(coef, h, mass_diag[i, 0], 0)
+    key0, key1, member = noise_counters(coef, 0)
+    heat[ids[i]] = langevin_first_half(q_next, omega, grad, half_h_over_mass, h, decay,
+                                       spread * thermal_scale(coef, step, h, 0), mass_diag[i, 0], step, member, key0,
+                                       key1, ids[i], i, 0)
+    return 1.0
+
+
+@lane_function
+def langevin_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat):
+    """The second B of particle i with ∂V/∂q at q_{k+1}; then q_i ← q_{k+1,i}."""
+    half_kick(q_next, omega, grad, half_h_over_mass, i, 0)
+    for k in range(3):
+        q[i, k, 0] = q_next[i, k, 0]
+
+
+@lane_function
+def brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
+    """The geodesic Euler–Maruyama step of particle i from q (∂V/∂q there) into q_next; ω_i = 0.  Returns 1."""
+    for k in range(3):
+        q_next[i, k, 0] = q[i, k, 0]
+        omega[i, k, 0] = 0.0
+    mobility, spread = brownian_factors(coef, h, mass_diag[i, 0], 0)
+    key0, key1, member = noise_counters(coef, 0)
+    x0, x1, x2, _ = gaussian_quartet(step, member, ids[i], O_STAGE, key0, key1)
+    geodesic_move(q_next, grad, mobility, spread * thermal_scale(coef, step, h, 0), x0, x1, x2, i, 0)
+    return 1.0
+
+
+@lane_function
+def brownian_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat):
+    """q_i ← q_{k+1,i} (overdamped dynamics has no kick)."""
+    for k in range(3):
+        q[i, k, 0] = q_next[i, k, 0]
+
+
+@lane_function
+def active_brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
+    """:func:`active_move` of particle i from q into q_next.  Returns 1."""
+    for k in range(3):
+        q_next[i, k, 0] = q[i, k, 0]
+    mobility, spread = brownian_factors(coef, h, mass_diag[i, 0], 0)
+    speed, half_turn = active_factors(coef, h, 0)
+    key0, key1, member = noise_counters(coef, 0)
+    active_move(q_next, omega, grad, h, mobility, spread * thermal_scale(coef, step, h, 0), speed, half_turn, step,
+                member, key0, key1, ids[i], i, 0)
+    return 1.0

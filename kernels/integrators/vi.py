@@ -89,6 +89,20 @@ def explicit_vi_kick(q_next, omega, grad, half_h_over_mass, q, i, b):
     q[i, 2, b] = q2
 
 
+@lane_function
+def explicit_vi_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
+    """The system-parallel driver's first stage of particle i (:mod:`kernels.system_parallel`, whose stages all take
+    the step index, coefficients, masses, original ids and heat that the stochastic methods need): the half kick and
+    drift of :func:`explicit_vi_drift`."""
+    return explicit_vi_drift(q, omega, grad, half_h_over_mass, h, q_next, i, 0)
+
+
+@lane_function
+def explicit_vi_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat):
+    """The system-parallel driver's last stage of particle i: :func:`explicit_vi_kick`."""
+    explicit_vi_kick(q_next, omega, grad, half_h_over_mass, q, i, 0)
+
+
 def explicit_vi_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
     """One step of Lee–Leok–McClamroch eqs. (29)–(30); ∂V/∂q_{k+1} is kept for the next step.  Unforced
     systems only (forces take the implicit path, see :func:`implicit_vi_step`), so t is unused."""
