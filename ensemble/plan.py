@@ -22,7 +22,7 @@ from armillary.kernels.systems import MODELS
 
 from .initial import member_normals, shadow_directions, spectrum_directions
 from .progress import final_state
-from .spec import Spec
+from .spec import OPTION_SWEEPS, Spec
 
 
 @lru_cache(maxsize=1)
@@ -258,9 +258,10 @@ class Plan:
 
     @cached_property
     def mode(self) -> str:
-        """How the kernels run each chunk: "system" (one large member, parallel inside each step, on all
-        of its worker's cores) or "ensemble" (members in parallel, one core per worker)."""
-        return execution_mode(self.chunk_system(0, 1), self.spec.method, self.spec.members, self.n_bodies,
+        """How the kernels run each chunk: "system" (one large member per chunk, parallel inside each step, on all
+        of its worker's cores: a run of one member, or replicas in chunks of one) or "ensemble" (members in
+        parallel, one core per worker)."""
+        return execution_mode(self.chunk_system(0, 1), self.spec.method, self.spec.chunk, self.n_bodies,
                               self.spec.shadows is not None, **self.spec.options)
 
     @property
@@ -301,12 +302,28 @@ class Plan:
         """Each swept parameter's value for the given members.  Members are spread evenly over the
         outer product of the sweeps (in spec order, last sweep fastest): member i sits on grid point
         i // (members / points)."""
-        sweeps = self.spec.sweeps
+        sweeps = self.spec.grid
         if not sweeps:
             return {}
         point = np.asarray(member_ids) // (self.spec.members // self.spec.sweep_points)
         indices = np.unravel_index(point, tuple(len(s.values) for s in sweeps))
         return {s.name: np.asarray(s.values)[index] for s, index in zip(sweeps, indices)}
+
+    def member_options(self, first: int, stop: int) -> dict:
+        """The method's options for members [first, stop): the spec's, each swept bath option (temperature,
+        friction, cooling_rate, active's speed and rotational_diffusion) as one value per member."""
+        options = dict(self.spec.options)
+        if not self.spec.option_sweeps:
+            return options
+        values = self.sweep_values(np.arange(first, stop))
+        for path, coordinate in OPTION_SWEEPS.items():
+            if coordinate in values:
+                key, _, inner = path.partition(".")
+                if inner:
+                    options[key] = {**options[key], inner: values[coordinate]}
+                else:
+                    options[key] = values[coordinate]
+        return options
 
     def chunk_system(self, first: int, stop: int):
         """The system with per-member values of every swept parameter for members [first, stop).

@@ -38,7 +38,7 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
+OPTIONAL_FIELDS = ("option_sweeps", "lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
                    "sections")
 
 
@@ -54,6 +54,11 @@ def initial_kinds(space) -> tuple[str, ...]:
     return GENERIC_INITIAL + tuple(space.samplers)
 
 
+#: the bath options a spec may sweep (``temperature = { values = [...] }``) and their store coordinates
+OPTION_SWEEPS = {"temperature": "bath_temperature", "friction": "bath_friction", "cooling_rate": "bath_cooling_rate",
+                 "active.speed": "active_speed", "active.rotational_diffusion": "active_rotational_diffusion"}
+OPTION_UNITS = {"temperature": "J", "friction": "1/s", "cooling_rate": "J/s", "active.speed": "rad/s",
+                "active.rotational_diffusion": "rad2/s"}
 #: a ``[system.params]`` key that sweeps one component of a parameter: ``name[k]``, k 0-based without leading zeros
 COMPONENT_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(0|[1-9][0-9]*)\]")
 #: a TOML bare key (others are written quoted)
@@ -129,6 +134,15 @@ class Spec:
     #: read back from a store (``parse_spec(stored=True)``): its model, if any, is known by what its text
     #: declares and never run (:attr:`armillary.ensemble.plan.Plan.system`)
     stored: bool = False
+    #: sweeps of a stochastic method's bath (``[integrator] temperature = { values = [...] }``, friction,
+    #: cooling_rate, active's speed and rotational_diffusion), named by their store coordinate (OPTION_SWEEPS);
+    #: ``options`` keeps their tables as written.  None without any
+    option_sweeps: tuple[Sweep, ...] | None = None
+
+    @property
+    def grid(self) -> tuple[Sweep, ...]:
+        """Every sweep the members are spread over: the parameters', then the bath's (the last fastest)."""
+        return self.sweeps + (self.option_sweeps or ())
 
     @property
     def sampler(self) -> dict:
@@ -147,7 +161,7 @@ class Spec:
 
     @property
     def sweep_points(self) -> int:
-        return math.prod(len(s.values) for s in self.sweeps)
+        return math.prod(len(s.values) for s in self.grid)
 
     def identity(self) -> str:
         """Canonical JSON of everything that determines the store's contents (not where it lives or
@@ -293,8 +307,8 @@ OVERRIDES = {"store": ("output", "store"), "members": ("ensemble", "members"),
              "workers": ("cluster", "workers"), "scheduler": ("cluster", "scheduler")}
 
 
-def _sweep(name: str, value: dict) -> Sweep:
-    where = f"system.params.{name}"
+def _sweep(name: str, value: dict, where: str | None = None) -> Sweep:
+    where = where or f"system.params.{name}"
     if set(value) not in ({"values"}, {"linspace"}):
         raise InvalidInput(where, f"a sweep is {{ values = [...] }} or {{ linspace = [a, b, n] }}, got keys {sorted(value)}")
     if "values" in value:
@@ -419,7 +433,7 @@ def _integrator_section(section: _Section, definition) -> dict:
         raise InvalidInput("integrator.checkpoint_every",
                            f"must be a multiple of save_every = {save_every} (segments end on saved samples), "
                            f"got {checkpoint_every}")
-    options = {}
+    options, sweeps = {}, []
     for key, default in METHODS[method].options.items():
         if key in METHODS[method].choices:  # named values (formulation)
             value = section.choice(key, METHODS[method].choices[key])
@@ -429,15 +443,15 @@ def _integrator_section(section: _Section, definition) -> dict:
         if key == "active":  # a table of its own keys
             table = section.get(key, "table")
             if table is not None:
-                options[key] = _active_table(_Section(section.field(key), table))
+                options[key] = _active_table(_Section(section.field(key), table), sweeps)
+            continue
+        if key in OPTION_SWEEPS and isinstance(section.table.get(key), dict):
+            options[key] = _option_sweep(section, key, key, sweeps)
             continue
         kind = "bool" if isinstance(default, bool) else "int" if key.endswith(("iterations", "steps")) else "float"
         value = section.get(key, kind)
         if value is not None:
-            if key in NON_NEGATIVE_OPTIONS and not value >= 0:
-                raise InvalidInput(section.field(key), f"must be >= 0, got {value!r}")
-            if kind != "bool" and key not in NON_NEGATIVE_OPTIONS and not value > 0:
-                raise InvalidInput(section.field(key), f"must be > 0, got {value!r}")
+            _check_option_value(section.field(key), key, value, kind)
             options[key] = value
     if METHODS[method].stochastic and "temperature" not in options:
         raise InvalidInput(section.field("temperature"), f"{method} needs the bath's temperature (J, k_B = 1), "
@@ -450,14 +464,41 @@ def _integrator_section(section: _Section, definition) -> dict:
             raise InvalidInput(section.field(key), f"is not an option of method {method!r}; its options: {allowed}")
     section.finish()
     return dict(method=method, dt=dt, t_end=t_end, n_steps=n_steps, save_every=save_every,
-                checkpoint_every=checkpoint_every, options=options)
+                checkpoint_every=checkpoint_every, options=options, option_sweeps=tuple(sweeps) or None)
 
 
-def _active_table(section: _Section) -> dict:
+def _check_option_value(field: str, key: str, value, kind: str) -> None:
+    """A method option's value: >= 0 for NON_NEGATIVE_OPTIONS, > 0 for the other numbers."""
+    if key in NON_NEGATIVE_OPTIONS and not value >= 0:
+        raise InvalidInput(field, f"must be >= 0, got {value!r}")
+    if kind != "bool" and key not in NON_NEGATIVE_OPTIONS and not value > 0:
+        raise InvalidInput(field, f"must be > 0, got {value!r}")
+
+
+def _option_sweep(section: _Section, key: str, path: str, sweeps: list) -> dict:
+    """A swept bath option (``path`` as in OPTION_SWEEPS): its Sweep, named by its store coordinate, appended to
+    ``sweeps``; every value checked as the option's; returns the table as a stored spec writes it back."""
+    sweep = _sweep(OPTION_SWEEPS[path], section.get(key, "table"), section.field(key))
+    for value in sweep.values:
+        if key in ACTIVE_KEYS:
+            if not (value > 0 if ACTIVE_KEYS[key] is None else value >= 0):
+                raise InvalidInput(section.field(key), f"every value must be {'>' if ACTIVE_KEYS[key] is None else '>='}"
+                                   f" 0, got {value!r}")
+        else:
+            _check_option_value(section.field(key), key, value, "float")
+    sweeps.append(sweep)
+    return {"values": list(sweep.values)}
+
+
+def _active_table(section: _Section, sweeps: list) -> dict:
     """``[integrator] active = { speed, rotational_diffusion }``: both required, speed > 0, rotational_diffusion
-    >= 0 (rad/s and rad²/s on the unit sphere)."""
-    values = {key: section.positive(key, "float", required=True, strict=least is None)
-              for key, least in ACTIVE_KEYS.items()}
+    >= 0 (rad/s and rad²/s on the unit sphere); either may be a sweep, appended to ``sweeps``."""
+    values = {}
+    for key, least in ACTIVE_KEYS.items():
+        if isinstance(section.table.get(key), dict):
+            values[key] = _option_sweep(section, key, f"active.{key}", sweeps)
+        else:
+            values[key] = section.positive(key, "float", required=True, strict=least is None)
     section.finish()
     return values
 
@@ -700,7 +741,7 @@ def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides
                            f"{MAX_SWEEP_POINTS:.0e}")
     if spec.until is not None:
         _check_until(spec)
-    if spec.sweeps and spec.members % spec.sweep_points:
+    if spec.grid and spec.members % spec.sweep_points:
         raise InvalidInput("ensemble.members", f"must be a multiple of the sweep's {spec.sweep_points} grid points "
                            f"(members are spread evenly over them), got {spec.members}")
     return spec

@@ -284,3 +284,25 @@ def test_a_langevin_store_killed_and_resumed_equals_one_call(tmp_path):
     for name, value in (("q", run.q), ("omega", run.omega), ("energy", run.energy), ("heat", run.heat)):
         assert np.array_equal(saved[name], value), name
     assert np.all(saved["status"] == 0)
+
+
+SWEEP_SPEC = STORE_SPEC.replace('temperature = 0.5\nfriction = 1.0', 'temperature = {{ values = [0.25, 1.0] }}\n'
+                                'friction = {{ linspace = [1.0, 2.0, 3] }}').replace("members = 4000", "members = 60") \
+    .replace("chunk = 1000", "chunk = 7").replace("t_end = 80.0", "t_end = 8.0")
+
+
+def test_a_sweep_of_the_bath_gives_each_member_its_grid_point(tmp_path):
+    """``temperature`` and ``friction`` swept in [integrator]: 2 × 3 grid points of 10 members each, stored as the
+    coordinates bath_temperature and bath_friction (the last sweep fastest), and each member's bits are those of
+    one call given the members' own temperatures and frictions."""
+    store = str(tmp_path / "sweep.zarr")
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(SWEEP_SPEC.format(store=store))
+    saved = ensemble.run(str(spec), stream=io.StringIO()).compute()
+    temperature = np.repeat([0.25, 1.0], 30)
+    friction = np.tile(np.repeat([1.0, 1.5, 2.0], 10), 2)
+    assert np.array_equal(saved.bath_temperature.values, temperature)
+    assert np.array_equal(saved.bath_friction.values, friction)
+    run = integrate(pendula(), "langevin", {"q": saved.q0.values, "omega": saved.omega0.values}, 0.02, 400, 200,
+                    temperature=temperature, friction=friction, seed=4)
+    assert np.array_equal(saved.q.values[:, -1], run.q_final) and np.array_equal(saved.heat.values, run.heat)

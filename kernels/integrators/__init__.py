@@ -370,12 +370,15 @@ OPTION_DOCS = {
     "rtol": ("1", "rk45: relative error tolerance per step"),
     "atol": ("the state's", "rk45: absolute error tolerance per step"),
     "first_step": ("s", "rk45: the first step (default dt)"),
-    "temperature": ("J", "langevin, brownian: the bath's temperature k_B T (k_B = 1), >= 0; required"),
+    "temperature": ("J", "langevin, brownian: the bath's temperature k_B T (k_B = 1) at t = 0, >= 0; required; "
+                    "a sweep { values = [...] } varies it over members (store coordinate bath_temperature)"),
     "cooling_rate": ("J/s", "langevin, brownian: the bath cools as T(t) = max(temperature − cooling_rate·t, 0), t the "
                      "run's time (anneal a liquid into a crystal)"),
-    "friction": ("1/s", "langevin, brownian: the friction rate γ; brownian's diffusion is D_i = T/(M_ii γ) (rad²/s)"),
+    "friction": ("1/s", "langevin, brownian: the friction rate γ; brownian's diffusion is D_i = T/(M_ii γ) (rad²/s); "
+                 "may be swept (bath_friction)"),
     "active": ("", "brownian: self-propelled particles, { speed = v₀ (rad/s, > 0), rotational_diffusion = D_r "
-               "(rad²/s, >= 0) }; each heading n_i rides in ω_i = v₀ q_i × n_i (the initial ω gives its direction)"),
+               "(rad²/s, >= 0) }, either may be swept (active_speed, active_rotational_diffusion); each heading n_i "
+               "rides in ω_i = v₀ q_i × n_i (the initial ω gives its direction)"),
 }
 
 #: the keys of ``active`` and their lower bounds (speed > 0, rotational_diffusion >= 0)
