@@ -28,14 +28,14 @@ import numpy as np
 
 from armillary.kernels.errors import InvalidInput
 
+from .particles import VORONOI_MIN_PARTICLES
+
 #: the sphere's radius (m) the unit vectors are scaled by
 RADIUS = 1.0
 #: the side of the cubic box of every frame, in radii
 BOX_SIDE = 2.2
 #: the particles' type (GSD) and species (XYZ) name
 TYPE_NAME = "A"
-#: fewest particles with a spherical Voronoi tessellation; below it frames carry no coordination
-VORONOI_MIN = 4
 #: the coordination written where a frame has no tessellation (coincident particles)
 NO_COORDINATION = -1
 #: the export formats and their file suffixes
@@ -59,7 +59,7 @@ class _Frame(NamedTuple):
     step: int
     time: float
     positions: np.ndarray  # (N, 3) float64
-    coordination: np.ndarray | None  # (N,) int32, or None below VORONOI_MIN particles
+    coordination: np.ndarray | None  # (N,) int32, or None below VORONOI_MIN_PARTICLES particles
 
 
 def coordination(points: np.ndarray) -> np.ndarray:
@@ -124,7 +124,7 @@ class _Source:
             if not np.all(np.isfinite(points)):
                 skipped.append(index)
                 continue
-            z = coordination(points) if self.particles >= VORONOI_MIN else None
+            z = coordination(points) if self.particles >= VORONOI_MIN_PARTICLES else None
             step = int(steps[index]) if steps is not None else int(index)
             yield _Frame(step, float(times[index]), RADIUS * points, z)
 

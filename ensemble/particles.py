@@ -31,6 +31,8 @@ FULL_RANGE_PARTICLES = 5000
 SPACINGS_SHOWN = 10
 #: chord length counted as "every pair" for θ_max = π: above the largest chord 2 of unit vectors plus round-off
 ALL_PAIRS_CHORD = 4.0
+#: the fewest particles with a spherical Voronoi tessellation
+VORONOI_MIN_PARTICLES = 4
 #: colours of the coordination figure: 5 red, 6 light grey, 7 blue, any other black
 COORDINATION_COLOURS = {5: "tab:red", 6: "0.8", 7: "tab:blue"}
 OTHER_COLOUR = "black"
@@ -230,8 +232,9 @@ def voronoi_order(points) -> VoronoiOrder:
 
     points = _unit_vectors(points, 1)
     n = len(points)
-    if n < 4:
-        raise InvalidInput("points", f"a spherical Voronoi tessellation needs at least 4 particles; got {n}")
+    if n < VORONOI_MIN_PARTICLES:
+        raise InvalidInput("points", f"a spherical Voronoi tessellation needs at least {VORONOI_MIN_PARTICLES} "
+                                     f"particles; got {n}")
     # SphericalVoronoi checks |q| = radius to 1e-6 relative: the store's unit vectors are unit to round-off
     unit = points / np.linalg.norm(points, axis=1, keepdims=True)
     try:

@@ -17,6 +17,7 @@ from .analysis import (  # noqa: E402
     lyapunov_map, pair_distribution, particle_points, quantile_envelope, section_names, section_points, store_plan,
     sweep_coordinates,
 )
+from .particles import VORONOI_MIN_PARTICLES, coordination_figure, voronoi_order  # noqa: E402
 
 #: (column heading, summary key, format) of the headline table
 COLUMNS = (
@@ -416,4 +417,14 @@ def particle_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, st
     name = f"{label}_pair_distribution.png"
     _save(fig, os.path.join(out, name))
     figures.append((name, f"{label}: geodesic pair-distribution function g(θ)"))
+
+    points = particle_points(ds, 0, ds.sizes["time"] - 1)
+    if len(points) >= VORONOI_MIN_PARTICLES:
+        order = voronoi_order(points)
+        name = f"{label}_coordination.png"
+        coordination_figure(points, order.coordination, os.path.join(out, name))
+        figures.append((name, f"{label}: Voronoi coordination at t = {float(ds.time[-1]):g} s (member 0): "
+                              f"{order.defects['z5']} five-fold, {order.defects['z7']} seven-fold, "
+                              f"{order.defects['other']} other, six-fold share {order.six_fold_fraction:.2f}, "
+                              f"mean |ψ6| {order.mean_abs_psi6:.2f}, Σ(6 − z) = {order.total_charge}"))
     return figures

@@ -246,8 +246,9 @@ def test_lennard_jones_observables(tmp_path):
     assert np.abs(g[3:-3] - 1).max() < 0.05  # uniform points: an ideal gas, g = 1
     out = tmp_path / "report"
     write_report([str(tmp_path / "sphere_lj.zarr")], str(out))
-    for name in ("temperature", "kinetic_energy_map", "pair_distribution"):
+    for name in ("temperature", "kinetic_energy_map", "pair_distribution", "coordination"):
         assert (out / f"sphere_lj.zarr_{name}.png").stat().st_size > 10_000
+    assert "Σ(6 − z) = 12" in (out / "report.md").read_text()  # the paper's 642 particles: an icosphere's lattice
 
 
 def test_angular_momentum_of_many_particles_needs_no_dense_inertia():
