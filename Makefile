@@ -52,6 +52,8 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ensemble.py
 	$(BIN)/python benchmarks/report.py
 	$(BIN)/python benchmarks/md.py
+	$(BIN)/python benchmarks/md.py --method langevin --no-conservation
+	$(BIN)/python benchmarks/langevin.py
 	$(BIN)/python benchmarks/rigid_body.py
 	$(BIN)/python benchmarks/rigid_motion.py
 	$(BIN)/python benchmarks/multibody.py

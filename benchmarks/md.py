@@ -4,7 +4,12 @@ LAMMPS on a flat 2-D Lennard-Jones system of the same N, density and cutoff (1 a
 in the same run.
 
     .venv/bin/python benchmarks/md.py [--sizes 1000 10000 100000 1000000] [--repeats 3] [--no-lammps]
-                                      [--no-conservation]
+                                      [--no-conservation] [--method vi|langevin|brownian]
+
+With ``--method langevin`` (or brownian) every size is measured for the method and for NVE ``vi`` in the same
+rounds, and the table gives the method's cost over vi's (issue 45's targets: langevin ≤ 1.3×, brownian ≤ 1.0×);
+LAMMPS then runs ``fix langevin`` (T* = 1, damping τ) beside its ``fix nve``.  The bath: T* = 1, γ = 1/τ (brownian:
+100/τ, overdamped).
 
 Setup (reduced LJ units: ε = m = 1, σ, τ = σ√(m/ε)): ρ* = N σ²/4π = 0.8 on the unit sphere, so
 σ = √(0.8·4π/N); r_c = 2.5σ, shifted; Verlet skin 0.3σ, rebuilt when a particle has moved skin/2;
@@ -51,9 +56,10 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def measure(kind: str, n: int, steps: int) -> dict:
+def measure(kind: str, n: int, steps: int, method: str = "vi") -> dict:
     """One measurement in this process: kind 'system' (neighbour lists, all cores), 'allpairs' (the
-    ensemble kernel with the same cutoff, one member: one thread) or 'conservation'."""
+    ensemble kernel with the same cutoff, one member: one thread) or 'conservation'; ``method`` vi, or a stochastic
+    one with the bath T* = 1, γ = 1/τ."""
     from armillary.kernels import get_system, integrate
     from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities
 
@@ -62,7 +68,10 @@ def measure(kind: str, n: int, steps: int) -> dict:
     sigma = np.sqrt(DENSITY * 4 * np.pi / 1200)
     system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
     warm_state = {"q": warm[None], "omega": thermal_velocities(warm, 1.0, 1.0, 0)[None]}
-    integrate(system, "vi", warm_state, 0.005 * sigma, 2, 1, mode=mode)
+    # brownian is the overdamped limit: γ = 100/τ, so that a step moves a particle ~0.01σ, not a tenth of σ
+    friction = {"vi": None, "langevin": 1.0, "brownian": 100.0}[method]
+    bath = lambda sigma: {} if method == "vi" else {"temperature": TEMPERATURE, "friction": friction / sigma}  # noqa: E731
+    integrate(system, method, warm_state, 0.005 * sigma, 2, 1, mode=mode, **bath(sigma))
     baseline = _rss_bytes()
     temperature, step = (0.5, 0.001) if kind == "conservation" else (TEMPERATURE, STEP)
     sigma = np.sqrt(DENSITY * 4 * np.pi / n)
@@ -70,9 +79,9 @@ def measure(kind: str, n: int, steps: int) -> dict:
     q = fibonacci_sphere(n)
     omega = thermal_velocities(q, 1.0, temperature, 0)
     start = time.perf_counter()
-    trajectory = integrate(system, "vi", {"q": q[None], "omega": omega[None]}, step * sigma, steps,
+    trajectory = integrate(system, method, {"q": q[None], "omega": omega[None]}, step * sigma, steps,
                            max(1, steps // 10), outputs=("energy",), mode=mode,
-                           skin=SKIN * sigma if mode == "system" else None)
+                           skin=SKIN * sigma if mode == "system" else None, **bath(sigma))
     elapsed = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     energy = trajectory.energy[0]
@@ -83,8 +92,8 @@ def measure(kind: str, n: int, steps: int) -> dict:
             "rebuilds": None if trajectory.neighbour_rebuilds is None else int(trajectory.neighbour_rebuilds[0])}
 
 
-def run_isolated(kind: str, n: int, steps: int) -> dict:
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", kind, str(n), str(steps)],
+def run_isolated(kind: str, n: int, steps: int, method: str = "vi") -> dict:
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", kind, str(n), str(steps), method],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -105,14 +114,19 @@ neighbor {skin} bin
 neigh_modify every 1 delay 0 check yes
 fix 1 all nve
 fix 2 all enforce2d
-timestep {step}
+{bath}timestep {step}
 thermo {steps}
 run {steps}
 """
 
 
-def lammps_rate(n: int, steps: int, ranks: int) -> tuple[float | None, str]:
-    """LAMMPS particle-steps/s on the flat 2-D analogue (hex lattice, 2 atoms per cell), or (None, why)."""
+#: LAMMPS' Langevin thermostat beside ``fix nve``: T* from T* to T*, damping 1/γ = τ (1 in LJ units)
+LAMMPS_LANGEVIN = "fix 3 all langevin {temperature} {temperature} 1.0 48279\n"
+
+
+def lammps_rate(n: int, steps: int, ranks: int, langevin: bool = False) -> tuple[float | None, str]:
+    """LAMMPS particle-steps/s on the flat 2-D analogue (hex lattice, 2 atoms per cell), with its Langevin
+    thermostat when ``langevin``, or (None, why)."""
     bindir = os.path.dirname(sys.executable)
     lmp = shutil.which("lmp", path=bindir) or shutil.which("lmp")
     mpirun = shutil.which("mpirun", path=bindir) or shutil.which("mpirun")
@@ -122,8 +136,9 @@ def lammps_rate(n: int, steps: int, ranks: int) -> tuple[float | None, str]:
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "in.lj2d")
         with open(path, "w") as f:
+            bath = LAMMPS_LANGEVIN.format(temperature=TEMPERATURE) if langevin else ""
             f.write(LAMMPS_INPUT.format(density=DENSITY, nx=cells, ny=cells, temperature=TEMPERATURE, cutoff=CUTOFF,
-                                        skin=SKIN, step=STEP, steps=steps))
+                                        skin=SKIN, step=STEP, steps=steps, bath=bath))
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = os.path.join(sys.prefix, "lib") + os.pathsep + env.get("LD_LIBRARY_PATH", "")
         env["OMP_NUM_THREADS"] = "1"
@@ -152,10 +167,12 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="rounds; every row is the fastest of them")
     parser.add_argument("--no-lammps", action="store_true")
     parser.add_argument("--no-conservation", action="store_true")
-    parser.add_argument("--one", nargs=3, metavar=("KIND", "N", "STEPS"), help=argparse.SUPPRESS)
+    parser.add_argument("--method", choices=("vi", "langevin", "brownian"), default="vi",
+                        help="the system-parallel method measured (a stochastic one beside vi, in the same rounds)")
+    parser.add_argument("--one", nargs=4, metavar=("KIND", "N", "STEPS", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one[0], int(args.one[1]), int(args.one[2]))))
+        print(json.dumps(measure(args.one[0], int(args.one[1]), int(args.one[2]), args.one[3])))
         return
 
     from armillary.kernels.integration import default_threads
@@ -163,28 +180,32 @@ def main():
     start = run_start()
     print(f"{default_threads()} threads; ρ* = {DENSITY}, r_c = {CUTOFF}σ, skin {SKIN}σ, T* = {TEMPERATURE}, "
           f"h = {STEP}τ; Fibonacci lattice on the unit sphere; fastest of {args.repeats} rounds")
-    rows, lammps, skipped = {}, {}, None
+    methods = ("vi",) if args.method == "vi" else ("vi", args.method)
+    rows, vi_rows, lammps, skipped = {}, {}, {}, None
     for _ in range(args.repeats):
         for n in args.sizes:
-            row = run_isolated("system", n, steps_for(n))
-            if n not in rows or row["rate"] > rows[n]["rate"]:
-                rows[n] = row
+            for method in methods:
+                row = run_isolated("system", n, steps_for(n), method)
+                best = rows if method == args.method else vi_rows
+                if n not in best or row["rate"] > best[n]["rate"]:
+                    best[n] = row
             for ranks in (1, 2):
                 if args.no_lammps or skipped or n < 10_000:
                     continue
-                rate, note = lammps_rate(n, steps_for(n), ranks)
+                rate, note = lammps_rate(n, steps_for(n), ranks, langevin=args.method == "langevin")
                 if rate is None:
                     skipped = note
                 elif rate > lammps.get((n, ranks), (0.0, ""))[0]:
                     lammps[n, ranks] = rate, note
     print(f"{'kernel':<26}{'N':>9}{'steps':>7}{'particle-steps/s':>18}{'cost vs 1e4':>13}{'vs LAMMPS 2':>13}"
-          f"{'RSS/particle':>14}{'builds':>8}")
+          f"{'RSS/particle':>14}{'builds':>8}" + (f"{'cost vs vi':>12}" if args.method != "vi" else ""))
     reference = rows.get(10_000)
     for n, row in rows.items():
         relative = f"{reference['rate'] / row['rate']:.2f}×" if reference else "-"
         against = f"{row['rate'] / lammps[n, 2][0]:.2f}×" if (n, 2) in lammps else "-"
-        print(f"{'neighbour list (system)':<26}{n:>9}{row['steps']:>7}{row['rate']:>18.3e}{relative:>13}{against:>13}"
-              f"{row['rss_per_particle']:>12.0f} B{row['rebuilds']:>8}", flush=True)
+        over_vi = f"{vi_rows[n]['rate'] / row['rate']:>11.2f}×" if args.method != "vi" else ""
+        print(f"{args.method + ' neighbour list (system)':<26}{n:>9}{row['steps']:>7}{row['rate']:>18.3e}{relative:>13}"
+              f"{against:>13}{row['rss_per_particle']:>12.0f} B{row['rebuilds']:>8}{over_vi}", flush=True)
     for n in (1_000, 10_000):
         steps = 200 if n <= 1_000 else 5
         row = run_isolated("allpairs", n, steps)

@@ -8,41 +8,17 @@ import pytest
 
 from armillary.jobs.cli import BAD_INPUT, SUCCESS, main
 
-#: 200 Lennard-Jones particles at areal density 0.8 (σ = √(0.8·4π/200)), one member, 20 steps saved every 5
+from test_md import md_spec
+
+#: 200 Lennard-Jones particles at areal density 0.8, one member, 20 steps saved every 5 (test_md's spec)
 N = 200
-SIGMA = float(np.sqrt(0.8 * 4 * np.pi / N))
-SPEC = """
-[system]
-name = "sphere_lj"
-params = {{ epsilon = 1.0, sigma = {sigma!r}, cutoff = {cutoff!r} }}
-[integrator]
-method = "vi"
-dt = {dt!r}
-t_end = {t_end!r}
-save_every = 5
-checkpoint_every = 20
-[ensemble]
-members = 1
-initial = "particles"
-particles = {n}
-placement = "fibonacci"
-temperature = 0.5
-seed = 3
-[output]
-store = "{store}"
-variables = {variables}
-[cluster]
-workers = 1
-"""
 
 
 def run_store(directory, name, variables):
     from armillary import ensemble
 
-    dt = 0.005 * SIGMA
-    spec = ensemble.parse_spec(SPEC.format(sigma=SIGMA, cutoff=2.5 * SIGMA, dt=dt, t_end=20 * dt, n=N,
-                                           store=directory / name, variables=variables))
-    return ensemble.run(spec, stream=io.StringIO())
+    return ensemble.run(md_spec(directory, variables=variables, particles=N, steps=20, name=name),
+                        stream=io.StringIO())
 
 
 @pytest.fixture(scope="module")

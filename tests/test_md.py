@@ -252,15 +252,15 @@ MD_SPEC = """
 name = "sphere_lj"
 params = {{ epsilon = 1.0, sigma = {sigma!r}, cutoff = {cutoff!r} }}
 [integrator]
-method = "vi"
-dt = {dt!r}
+method = "{method}"
+{integrator}dt = {dt!r}
 t_end = {t_end!r}
 save_every = 5
 checkpoint_every = 20
 [ensemble]
 members = {members}
-initial = "particles"
-particles = 2000
+{ensemble}initial = "particles"
+particles = {particles}
 placement = "{placement}"
 temperature = 0.5
 seed = 3
@@ -272,14 +272,18 @@ workers = 1
 """
 
 
-def md_spec(tmp_path, members=1, placement="fibonacci", variables='["energy", "temperature", "unit_error"]'):
+def md_spec(tmp_path, members=1, placement="fibonacci", variables='["energy", "temperature", "unit_error"]',
+            particles=2000, steps=60, name="md.zarr", method="vi", integrator_lines="", ensemble_lines=""):
+    """MD_SPEC of ``particles`` at ρ* = 0.8 for ``steps`` steps of 0.005τ, its store ``name`` in ``tmp_path``;
+    ``integrator_lines`` and ``ensemble_lines``: more keys of those tables (each line ending in a newline)."""
     from armillary import ensemble
 
-    sigma = float(np.sqrt(DENSITY * 4.0 * np.pi / 2000))
+    sigma = float(np.sqrt(DENSITY * 4.0 * np.pi / particles))
     dt = 0.005 * sigma
-    return ensemble.parse_spec(MD_SPEC.format(sigma=sigma, cutoff=2.5 * sigma, dt=dt, t_end=60 * dt,
-                                              members=members, placement=placement, store=tmp_path / "md.zarr",
-                                              variables=variables))
+    return ensemble.parse_spec(MD_SPEC.format(sigma=sigma, cutoff=2.5 * sigma, dt=dt, t_end=steps * dt,
+                                              members=members, placement=placement, store=tmp_path / name,
+                                              variables=variables, particles=particles, method=method,
+                                              integrator=integrator_lines, ensemble=ensemble_lines))
 
 
 def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(tmp_path):

@@ -19,7 +19,7 @@ from armillary.ensemble.particles import defect_clusters, pair_distribution, vor
 from armillary.kernels import integrate
 from armillary.kernels.geometry import fibonacci_sphere, random_uniform_separated, thermal_velocities
 
-from test_md import lj_at_density
+from test_md import lj_at_density, md_spec
 
 pytestmark = pytest.mark.xdist_group("md_bath")
 
@@ -118,58 +118,26 @@ def test_a_liquid_cooled_slowly_crystallises_with_twelve_disclinations():
     assert 10 <= sum(charge > 0 for charge in charged) <= 20, charged
 
 
-REPLICAS_SPEC = """
-[system]
-name = "sphere_lj"
-params = {{ epsilon = 1.0, sigma = {sigma!r}, cutoff = {cutoff!r} }}
-
-[integrator]
-method = "langevin"
-temperature = 1.0
-friction = {friction!r}
-dt = {dt!r}
-t_end = {t_end!r}
-save_every = 20
-checkpoint_every = 40
-
-[ensemble]
-members = 3
-chunk = 1
-initial = "particles"
-particles = 1000
-placement = "fibonacci"
-temperature = 1.0
-seed = 6
-
-[output]
-store = "{store}"
-variables = ["q", "omega", "energy", "temperature"]
-
-[cluster]
-kind = "local"
-workers = 1
-"""
-
-
 def test_replicas_of_a_large_system_run_system_parallel_each_with_its_own_noise(tmp_path):
     """Three members of 1000 particles in chunks of one: each chunk runs system-parallel (neighbour lists, every core)
     and each member equals one call with its own member id (its own noise); the replicas differ."""
+    import io
+
     from armillary import ensemble
     from armillary.ensemble.plan import Plan
-    from armillary.ensemble.spec import load_spec
 
     n = 1000
     system, sigma = lj_at_density(n)
     dt = 0.005 * sigma
-    spec = tmp_path / "replicas.toml"
-    spec.write_text(REPLICAS_SPEC.format(sigma=float(sigma), cutoff=float(2.5 * sigma), friction=float(1.0 / sigma),
-                                         dt=float(dt), t_end=float(80 * dt), store=tmp_path / "replicas.zarr"))
-    assert Plan(load_spec(str(spec))).mode == "system"
-    saved = ensemble.run(str(spec), stream=__import__("io").StringIO()).compute()
+    spec = md_spec(tmp_path, members=3, particles=n, steps=80, name="replicas.zarr", method="langevin",
+                   integrator_lines=f"temperature = 1.0\nfriction = {float(1.0 / sigma)!r}\n", ensemble_lines="chunk = 1\n",
+                   variables='["q", "omega", "energy", "temperature"]')
+    assert Plan(spec).mode == "system"
+    saved = ensemble.run(spec, stream=io.StringIO()).compute()
     finals = []
     for member in range(3):
         state = {"q": saved.q0.values[member:member + 1], "omega": saved.omega0.values[member:member + 1]}
-        run = integrate(system, "langevin", state, dt, 80, 20, temperature=1.0, friction=1.0 / sigma, seed=6,
+        run = integrate(system, "langevin", state, dt, 80, 5, temperature=1.0, friction=1.0 / sigma, seed=3,
                         member_ids=[member], mode="system")
         assert np.array_equal(saved.q.values[member], run.q[0]) and np.array_equal(saved.heat.values[member], run.heat[0])
         finals.append(run.q_final[0])

@@ -9,8 +9,7 @@ import pytest
 from armillary.ensemble.particles import (
     coordination_figure, defect_clusters, default_theta_max, geodesic_displacement, pair_distribution, voronoi_order,
 )
-
-GOLDEN = (1 + np.sqrt(5)) / 2
+from armillary.kernels.geometry import icosphere
 
 
 def uniform_points(n, seed):
@@ -18,38 +17,10 @@ def uniform_points(n, seed):
     return points / np.linalg.norm(points, axis=1, keepdims=True)
 
 
-def icosahedron():
-    """The 12 vertices (unit) and 20 faces of the regular icosahedron."""
-    vertices = np.array([(-1, GOLDEN, 0), (1, GOLDEN, 0), (-1, -GOLDEN, 0), (1, -GOLDEN, 0),
-                         (0, -1, GOLDEN), (0, 1, GOLDEN), (0, -1, -GOLDEN), (0, 1, -GOLDEN),
-                         (GOLDEN, 0, -1), (GOLDEN, 0, 1), (-GOLDEN, 0, -1), (-GOLDEN, 0, 1)], dtype=np.float64)
-    faces = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4), (11, 10, 2),
-             (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8), (3, 8, 9), (4, 9, 5), (2, 4, 11),
-             (6, 2, 10), (8, 6, 7), (9, 8, 1)]
-    return vertices / np.linalg.norm(vertices, axis=1, keepdims=True), faces
-
-
-def icosphere(levels):
-    """The icosahedron with each triangle split into four ``levels`` times, new vertices pushed onto the sphere:
-    10·4^levels + 2 vertices, the 12 original ones five-fold, every other six-fold."""
-    vertices, faces = icosahedron()
-    vertices = list(vertices)
-    for _ in range(levels):
-        middle, finer = {}, []
-
-        def midpoint(a, b):
-            key = (min(a, b), max(a, b))
-            if key not in middle:
-                point = vertices[a] + vertices[b]
-                vertices.append(point / np.linalg.norm(point))
-                middle[key] = len(vertices) - 1
-            return middle[key]
-
-        for a, b, c in faces:
-            ab, bc, ca = midpoint(a, b), midpoint(b, c), midpoint(c, a)
-            finer += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
-        faces = finer
-    return np.array(vertices)
+def icosphere_points(levels):
+    """The vertices of a subdivided icosahedron (:func:`kernels.geometry.icosphere`): 10·4^levels + 2, the first 12
+    the icosahedron's (five-fold), every other six-fold."""
+    return icosphere(levels)[0]
 
 
 # --------------------------------------------------------------------------------------- Voronoi order
@@ -73,7 +44,7 @@ def test_total_charge_of_random_points_is_twelve(seed):
 
 
 def test_icosahedron_is_twelve_five_fold_sites():
-    order = voronoi_order(icosahedron()[0])
+    order = voronoi_order(icosphere_points(0))
     assert np.all(order.coordination == 5) and order.total_charge == 12
     assert order.defects == {"z5": 12, "z7": 0, "other": 0}
     assert len(order.neighbours) == 30  # the icosahedron's edges
@@ -83,7 +54,7 @@ def test_icosahedron_is_twelve_five_fold_sites():
 
 @pytest.mark.parametrize("levels", [2, 3])  # 162 and 642 vertices
 def test_icosphere_has_twelve_unit_defects_at_the_icosahedron_vertices(levels):
-    points = icosphere(levels)
+    points = icosphere_points(levels)
     order = voronoi_order(points)
     assert order.total_charge == 12 and order.defects == {"z5": 12, "z7": 0, "other": 0}
     assert np.all(order.coordination[:12] == 5) and np.all(order.coordination[12:] == 6)
@@ -94,11 +65,11 @@ def test_icosphere_has_twelve_unit_defects_at_the_icosahedron_vertices(levels):
     assert len(clusters) == 12 and all(c.charge == 1 and len(c.members) == 1 for c in clusters)
     # each cluster is one vertex of the icosahedron (the first 12 points), centred exactly on it
     centres = np.array([c.centre for c in clusters])
-    np.testing.assert_allclose(centres, icosahedron()[0], atol=1e-15)
+    np.testing.assert_allclose(centres, icosphere_points(0), atol=1e-15)
 
 
 def test_coordination_figure_is_written(tmp_path):
-    points = icosphere(2)
+    points = icosphere_points(2)
     path = coordination_figure(points, voronoi_order(points).coordination, tmp_path / "coordination.png")
     assert path == tmp_path / "coordination.png"
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
@@ -213,7 +184,7 @@ def test_accessor_reads_the_points_of_a_sphere_product_store():
 
     import armillary  # noqa: F401  (registers ds.armillary)
 
-    q = np.stack([icosphere(1)[None].repeat(4, axis=0), icosphere(1)[None].repeat(4, axis=0)[:, :, ::-1]])
+    q = np.stack([icosphere_points(1)[None].repeat(4, axis=0), icosphere_points(1)[None].repeat(4, axis=0)[:, :, ::-1]])
     ds = xr.Dataset({"q": (("member", "time", "body", "xyz"), q), "omega": (("member", "time", "body", "xyz"),
                                                                          np.zeros_like(q))},
                     coords={"member": [0, 1], "time": np.arange(4.0)},

@@ -122,15 +122,15 @@ def _vi_recipe(kind):
     )
 
 
-def _stochastic_recipe(allocate, begin, step, heat):
+def _stochastic_recipe(allocate, begin, step, heat, active=False):
     """A stochastic method on (S²)ⁿ (diagonal M): the fixed-step driver with the method's stages; with ``heat`` the
-    driver sums the heat each step reports (``EXCHANGES``)."""
+    driver sums the heat each step reports (``EXCHANGES``); ``active`` binds the constant ``ACTIVE``."""
     def recipe(kind):
         return Recipe(drive_fixed_step,
                       (("record_sample", record_sample_template), ("integrator_allocate", allocate),
                        ("integrator_begin", begin), ("integrator_step", step),
                        ("integrator_work", langevin.bath_heat if heat else trapezoid_work_template)),
-                      {"EXCHANGES": heat})
+                      {"EXCHANGES": heat, "ACTIVE": active})
     return recipe
 
 
@@ -257,7 +257,7 @@ ACTIVE_BROWNIAN = Method(
     "brownian_active", "active Brownian particles: self-propulsion along a heading transported with q, its "
     "rotational diffusion split around the geodesic Euler–Maruyama move", 1, {},
     {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
-                                              langevin.active_brownian_step, False))},
+                                              langevin.brownian_step, False, active=True))},
     stochastic=True, system_stages=(langevin.active_brownian_particle_drift, langevin.brownian_particle_kick))
 
 

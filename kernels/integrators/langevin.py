@@ -227,7 +227,8 @@ def brownian_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, w
 
 
 def brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
-    """One geodesic Euler–Maruyama step of overdamped dynamics (module docstring)."""
+    """One geodesic Euler–Maruyama step of overdamped dynamics (module docstring); with ``ACTIVE`` (a constant
+    bound at specialisation: ``brownian`` with ``active``) of active Brownian particles (:func:`active_move`)."""
     grad, mobility, spread = work
     n = q.shape[0]
     lanes = q.shape[2]
@@ -236,7 +237,12 @@ def brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options,
     for b in range(lanes):
         key0, key1, member = noise_counters(coef, b)
         thermal = thermal_scale(coef, step, h, b)
+        speed, half_turn = active_factors(coef, h, b)
         for i in range(n):
+            if ACTIVE:  # noqa: F821
+                active_move(q, omega, grad, h, mobility[i, b], spread[i, b] * thermal, speed, half_turn, step, member,
+                            key0, key1, i, i, b)
+                continue
             x0, x1, x2, _ = gaussian_quartet(step, member, i, O_STAGE, key0, key1)
             geodesic_move(q, grad, mobility[i, b], spread[i, b] * thermal, x0, x1, x2, i, b)
             for k in range(3):
@@ -326,37 +332,23 @@ def active_factors(coef, h, b):
     return bath_row(coef, SPEED, b), np.sqrt(bath_row(coef, ROTATIONAL_DIFFUSION, b) * h)
 
 
-def active_brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code,
-                         iterations):
-    """One step of active Brownian particles (:func:`active_move`; ``brownian`` with ``active``)."""
-    grad, mobility, spread = work
-    n = q.shape[0]
-    lanes = q.shape[2]
-    step = step_index(t, h)
-    system_gradient(q, coef, topology, grad)  # noqa: F821
-    for b in range(lanes):
-        key0, key1, member = noise_counters(coef, b)
-        speed, half_turn = active_factors(coef, h, b)
-        thermal = thermal_scale(coef, step, h, b)
-        for i in range(n):
-            active_move(q, omega, grad, h, mobility[i, b], spread[i, b] * thermal, speed, half_turn, step, member,
-                        key0, key1, i, i, b)
-    for b in range(lanes):
-        code[b] = 0
-        iterations[b] = 0
-
-
 # ------------------------------------------------------------------ the system-parallel mode's stages
 # (kernels.system_parallel: one member of many particles, a parallel loop over particles per stage; row i holds
 # the particle whose original index is ids[i], which keys its noise, so the bits do not depend on the storage order)
 
 
 @lane_function
+def copy_body(source, target, i):
+    """Row i of a one-lane block: target ← source."""
+    for k in range(3):
+        target[i, k, 0] = source[i, k, 0]
+
+
+@lane_function
 def langevin_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
     """B, A, O, A of particle i into q_next (q keeps q_k until the kick); the heat of O goes to heat[ids[i]].
     Returns 1 (a Langevin step is never infeasible)."""
-    for k in range(3):
-        q_next[i, k, 0] = q[i, k, 0]
+    copy_body(q, q_next, i)
     decay, spread = bath_factors(coef, h, mass_diag[i, 0], 0)
     key0, key1, member = noise_counters(coef, 0)
     heat[ids[i]] = langevin_first_half(q_next, omega, grad, half_h_over_mass, h, decay,
@@ -369,15 +361,14 @@ def langevin_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step
 def langevin_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat):
     """The second B of particle i with ∂V/∂q at q_{k+1}; then q_i ← q_{k+1,i}."""
     half_kick(q_next, omega, grad, half_h_over_mass, i, 0)
-    for k in range(3):
-        q[i, k, 0] = q_next[i, k, 0]
+    copy_body(q_next, q, i)
 
 
 @lane_function
 def brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
     """The geodesic Euler–Maruyama step of particle i from q (∂V/∂q there) into q_next; ω_i = 0.  Returns 1."""
+    copy_body(q, q_next, i)
     for k in range(3):
-        q_next[i, k, 0] = q[i, k, 0]
         omega[i, k, 0] = 0.0
     mobility, spread = brownian_factors(coef, h, mass_diag[i, 0], 0)
     key0, key1, member = noise_counters(coef, 0)
@@ -389,15 +380,13 @@ def brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step
 @lane_function
 def brownian_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat):
     """q_i ← q_{k+1,i} (overdamped dynamics has no kick)."""
-    for k in range(3):
-        q[i, k, 0] = q_next[i, k, 0]
+    copy_body(q_next, q, i)
 
 
 @lane_function
 def active_brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
     """:func:`active_move` of particle i from q into q_next.  Returns 1."""
-    for k in range(3):
-        q_next[i, k, 0] = q[i, k, 0]
+    copy_body(q, q_next, i)
     mobility, spread = brownian_factors(coef, h, mass_diag[i, 0], 0)
     speed, half_turn = active_factors(coef, h, 0)
     key0, key1, member = noise_counters(coef, 0)
