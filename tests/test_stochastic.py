@@ -164,22 +164,29 @@ def test_langevin_heat_balances_the_energy_to_second_order():
     assert 3.0 < errors[0] / errors[1] < 5.3, errors
 
 
-def test_stochastic_runs_are_bitwise_across_chunks_threads_lane_widths_and_segments():
+ACTIVE = {"speed": 2.0, "rotational_diffusion": 1.0}
+
+
+@pytest.mark.parametrize("method, extra", [("langevin", {}), ("brownian", {}), ("brownian", {"active": ACTIVE})],
+                         ids=["langevin", "brownian", "active"])
+def test_stochastic_runs_are_bitwise_across_chunks_threads_lane_widths_and_segments(method, extra):
     """37 members in one call equal the same members in chunks of 5 and 32 (narrower lane blocks), on 2 threads,
     continued after step 40: the noise depends on (seed, member id, step, body) only."""
     state = uniform_state(37, speed=1.0)
-    options = dict(temperature=TEMPERATURE, friction=1.0, seed=9)
-    whole = integrate(pendula(), "langevin", state, 0.02, 60, 20, threads=1, **options)
+    options = dict(temperature=TEMPERATURE, friction=1.0, seed=9, **extra)
+    whole = integrate(pendula(), method, state, 0.02, 60, 20, threads=1, **options)
     for cut in (5, 32):
-        parts = [integrate(pendula(), "langevin", {k: v[a:b] for k, v in state.items()}, 0.02, 40, 20, threads=2,
-                           member_ids=np.arange(a, b), **options) for a, b in ((0, cut), (cut, 37))]
-        ends = [integrate(pendula(), "langevin", part.final, 0.02, 20, 20, member_ids=np.arange(a, b), restart=True,
-                          start_step=40, carry=part.carry, **options) for part, (a, b) in zip(parts, ((0, cut), (cut, 37)))]
+        chunks = ((0, cut), (cut, 37))
+        parts = [integrate(pendula(), method, {k: v[a:b] for k, v in state.items()}, 0.02, 40, 20, threads=2,
+                           member_ids=np.arange(a, b), **options) for a, b in chunks]
+        ends = [integrate(pendula(), method, part.final, 0.02, 20, 20, member_ids=np.arange(a, b), restart=True,
+                          start_step=40, carry=part.carry, **options) for part, (a, b) in zip(parts, chunks)]
         assert np.array_equal(np.concatenate([p.q for p in parts]), whole.q[:, :3])
         assert np.array_equal(np.concatenate([e.q_final for e in ends]), whole.q_final)
         assert np.array_equal(np.concatenate([e.omega_final for e in ends]), whole.omega_final)
-        assert np.array_equal(np.concatenate([e.heat[:, -1] for e in ends]), whole.heat[:, -1])
-    other_seed = integrate(pendula(), "langevin", state, 0.02, 60, 20, **{**options, "seed": 10})
+        if whole.heat is not None:
+            assert np.array_equal(np.concatenate([e.heat[:, -1] for e in ends]), whole.heat[:, -1])
+    other_seed = integrate(pendula(), method, state, 0.02, 60, 20, **{**options, "seed": 10})
     assert not np.array_equal(other_seed.q_final, whole.q_final)
 
 
@@ -211,6 +218,14 @@ def test_bad_active_input_names_the_field(active, field):
     with pytest.raises(InvalidInput) as error:
         integrate(pendula(), "brownian", uniform_state(3), 0.02, 2, 1, temperature=1.0, active=active)
     assert error.value.field == field
+
+
+def test_a_heading_off_the_tangent_plane_is_refused():
+    state = uniform_state(3, speed=1.0)
+    state["omega"] = state["omega"] + 0.5 * state["q"]  # ω_i·q_i = 0.5: the heading leaves the sphere
+    with pytest.raises(InvalidInput) as error:
+        integrate(pendula(), "brownian", state, 0.02, 2, 1, temperature=1.0, active=ACTIVE)
+    assert error.value.field == "omega0" and "tangent" in error.value.message
 
 
 def test_what_stochastic_methods_cannot_do_is_refused():
