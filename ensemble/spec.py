@@ -55,9 +55,10 @@ def initial_kinds(space) -> tuple[str, ...]:
 
 
 #: the bath options a spec may sweep (``temperature = { values = [...] }``) and their store coordinates
-OPTION_SWEEPS = {"temperature": "bath_temperature", "friction": "bath_friction", "cooling_rate": "bath_cooling_rate",
+OPTION_SWEEPS = {"temperature": "bath_temperature", "friction": "bath_friction", "diffusion": "bath_diffusion",
+                 "cooling_rate": "bath_cooling_rate",
                  "active.speed": "active_speed", "active.rotational_diffusion": "active_rotational_diffusion"}
-OPTION_UNITS = {"temperature": "J", "friction": "1/s", "cooling_rate": "J/s", "active.speed": "rad/s",
+OPTION_UNITS = {"temperature": "J", "friction": "1/s", "diffusion": "rad2/s", "cooling_rate": "J/s", "active.speed": "rad/s",
                 "active.rotational_diffusion": "rad2/s"}
 #: a ``[system.params]`` key that sweeps one component of a parameter: ``name[k]``, k 0-based without leading zeros
 COMPONENT_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(0|[1-9][0-9]*)\]")
@@ -456,6 +457,13 @@ def _integrator_section(section: _Section, definition) -> dict:
     if METHODS[method].stochastic and "temperature" not in options:
         raise InvalidInput(section.field("temperature"), f"{method} needs the bath's temperature (J, k_B = 1), "
                            "a number >= 0")
+    if "diffusion" in options:
+        if "friction" in options:
+            raise InvalidInput(section.field("diffusion"), "give either friction or diffusion, not both (D = T/ζ)")
+        temperature = options["temperature"]
+        if not min(temperature["values"] if isinstance(temperature, dict) else [temperature]) > 0:
+            raise InvalidInput(section.field("diffusion"), "needs a temperature > 0: the friction coefficient is "
+                               "ζ = T/D")
     unknown = sorted(set(section.table) - section.used)
     other = {key for m in METHODS.values() for key in m.options}
     for key in unknown:

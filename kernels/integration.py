@@ -137,6 +137,12 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
         _bath_values("temperature", merged["temperature"], 0.0, "J", f"{method} needs the bath's temperature")
         _bath_values("friction", merged["friction"], None, "1/s", "")
         _bath_values("cooling_rate", merged["cooling_rate"], 0.0, "J/s", "")
+    if merged.get("diffusion") is not None:
+        _bath_values("diffusion", merged["diffusion"], None, "rad²/s", "")
+        if "friction" in options:
+            raise InvalidInput("diffusion", "give either friction or diffusion, not both (D = T/ζ)")
+        if not np.all(np.asarray(merged["temperature"], dtype=np.float64) > 0):
+            raise InvalidInput("diffusion", "needs a temperature > 0: the friction coefficient is ζ = T/D")
     if merged.get("active") is not None:
         active = merged["active"]
         if not isinstance(active, dict) or set(active) != set(ACTIVE_KEYS):
@@ -383,7 +389,8 @@ def _bath(runs: Method, system: System, options: dict, seed, member_ids, members
         raise InvalidInput("member_ids", f"must be {members} integers in [0, 2**32), one per member")
     active = options.get("active") or {"speed": 0.0, "rotational_diffusion": 0.0}
     values = {"temperature": options["temperature"], "cooling_rate": options["cooling_rate"],
-              "friction": options["friction"], **{f"active.{key}": active[key] for key in ACTIVE_KEYS}}
+              "friction": options["friction"], "diffusion": options.get("diffusion") or 0.0,
+              **{f"active.{key}": active[key] for key in ACTIVE_KEYS}}
     values = {name: np.asarray(value, dtype=np.float64) for name, value in values.items()}
     for name, value in values.items():
         if value.ndim == 1 and value.shape != (members,):

@@ -93,6 +93,8 @@ CASES = [
      'active = { speed = 0.0, rotational_diffusion = 1.0 }', "integrator.active.speed: must be a finite number > 0"),
     ("a swept temperature below 0", 'method = "vi"', 'method = "langevin"\ntemperature = { values = [1.0, -1.0] }',
      "integrator.temperature: must be >= 0"),
+    ("diffusion with friction", 'method = "vi"', 'method = "brownian"\ntemperature = 1.0\nfriction = 2.0\n'
+     'diffusion = 1.0', "integrator.diffusion: give either friction or diffusion, not both"),
     ("negative cooling", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0\ncooling_rate = -1.0',
      "integrator.cooling_rate: must be >= 0"),
     ("langevin with Lyapunov shadows", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0',

@@ -105,8 +105,9 @@ def test_brownian_samples_the_boltzmann_distribution():
 
 
 def test_brownian_free_diffusion_decorrelates_as_exp_minus_2_d_t():
-    """Without forces (g = 1e-12: the parameter must be > 0; the drift is 1e-12 of the noise's), ⟨q(t)·q(0)⟩ = exp(−2 D t) on the unit sphere (the l = 1 eigenvalue of the
-    Laplace–Beltrami operator is 2), D = T/(M γ) = 1 rad²/s, over three decades of t: 0.002, 0.02, 0.2 and 2 s, by
+    """Without forces (g = 1e-12: the parameter must be > 0; the drift is 1e-12 of the noise's),
+    ⟨q(t)·q(0)⟩ = exp(−2 D t) on the unit sphere (the l = 1 eigenvalue of the Laplace–Beltrami operator is 2), the
+    diffusion D = 1 rad²/s given as such (ζ = T/D), over three decades of t: 0.002, 0.02, 0.2 and 2 s, by
     one run continued in four calls (h = 1e-3; the geodesic step's error per step in ⟨cos θ⟩ is (2/3) D²h², 1.3e-3
     relative at t = 2 s, a fifth of the standard error there)."""
     system = pendula(g=1e-12)
@@ -114,7 +115,7 @@ def test_brownian_free_diffusion_decorrelates_as_exp_minus_2_d_t():
     start = state["q"].copy()
     step, dt = 0, 1e-3
     for stop in (2, 20, 200, 2000):
-        run = integrate(system, "brownian", state, dt, stop - step, stop - step, temperature=0.5, friction=0.5,
+        run = integrate(system, "brownian", state, dt, stop - step, stop - step, temperature=0.5, diffusion=1.0,
                         seed=5, start_step=step, restart=step > 0)
         state, step = run.final, stop
         within_standard_errors((start * run.q_final).sum(axis=-1).ravel(), np.exp(-2.0 * stop * dt))
@@ -205,6 +206,14 @@ def test_bad_bath_input_names_the_field(options, field):
     with pytest.raises(InvalidInput) as error:
         integrate(pendula(), "langevin", uniform_state(3), 0.02, 2, 1, **options)
     assert error.value.field == field
+
+
+@pytest.mark.parametrize("options", [dict(temperature=1.0, friction=2.0, diffusion=1.0),
+                                     dict(temperature=0.0, diffusion=1.0), dict(temperature=1.0, diffusion=0.0)])
+def test_diffusion_is_refused_with_friction_or_without_a_temperature(options):
+    with pytest.raises(InvalidInput) as error:
+        integrate(pendula(), "brownian", uniform_state(3), 0.02, 2, 1, **options)
+    assert error.value.field == "diffusion"
 
 
 @pytest.mark.parametrize("active, field", [

@@ -332,7 +332,7 @@ METHODS: dict[str, Method] = {
                system_stages=(langevin.langevin_particle_drift, langevin.langevin_particle_kick)),
         Method("brownian", "overdamped Langevin (Brownian) dynamics by geodesic Euler–Maruyama steps along the "
                "sphere's exponential map; weak order 1; ω is set to 0", 1,
-               {"temperature": None, "cooling_rate": 0.0, "friction": 1.0, "active": None},
+               {"temperature": None, "cooling_rate": 0.0, "friction": 1.0, "diffusion": None, "active": None},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                                          langevin.brownian_step, False))},
                stochastic=True, system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick),
@@ -376,6 +376,8 @@ OPTION_DOCS = {
                      "run's time (anneal a liquid into a crystal)"),
     "friction": ("1/s", "langevin, brownian: the friction rate γ; brownian's diffusion is D_i = T/(M_ii γ) (rad²/s); "
                  "may be swept (bath_friction)"),
+    "diffusion": ("rad²/s", "brownian: instead of friction, every body's diffusion D at t = 0 (friction coefficient "
+                  "ζ = T/D, so D follows T as the bath cools); needs temperature > 0; may be swept (bath_diffusion)"),
     "active": ("", "brownian: self-propelled particles, { speed = v₀ (rad/s, > 0), rotational_diffusion = D_r "
                "(rad²/s, >= 0) }, either may be swept (active_speed, active_rotational_diffusion); each heading n_i "
                "rides in ω_i = v₀ q_i × n_i (the initial ω gives its direction)"),
