@@ -365,7 +365,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
 
 def check_stochastic(runs: Method, system: System, shadows: bool, sections: bool) -> None:
     """Refuse what a stochastic method cannot do (InvalidInput naming ``shadow``, ``sections`` or ``method``):
-    Benettin shadows, section crossings, forces, a full inertia.  Also the spec's check."""
+    Benettin shadows, section crossings, forces (a full inertia is refused by :meth:`Method.supports`).  Also the
+    spec's check."""
     if shadows:
         raise InvalidInput("shadow", f"{runs.name} is stochastic: Benettin shadows (Lyapunov exponents, MEGNO, "
                            "SALI) measure a deterministic flow; use a deterministic method (vi, rk4)")
@@ -373,8 +374,6 @@ def check_stochastic(runs: Method, system: System, shadows: bool, sections: bool
         raise InvalidInput("sections", f"{runs.name} does not locate section crossings; use vi or rk4")
     if system.forced:
         raise InvalidInput("method", f"{runs.name} steps unforced systems; {system.name} is forced here")
-    if not system.definition.diagonal_inertia:
-        raise InvalidInput("method", f"{runs.name} steps systems with a diagonal inertia; {system.name}'s is not")
 
 
 def _bath(runs: Method, system: System, options: dict, seed, member_ids, members: int, shadow, sections):

@@ -209,7 +209,7 @@ def test_check_of_a_model_spec_checks_states_and_the_gradient(tmp_path, capsys):
 def test_systems_lists_a_model_file(capsys):
     assert main(["systems", "--model", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("coupled_pendula_") and "k scalar   [N/m]" in out and "methods: vi, rk2" in out, out
+    assert out.startswith("coupled_pendula_") and "k scalar   [N/m]" in out and "methods: vi, langevin, brownian, rk2" in out, out
 
 
 def test_a_plan_unpickled_in_a_fresh_process_builds_the_model_from_its_text(tmp_path):

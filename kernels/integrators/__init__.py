@@ -55,6 +55,8 @@ class Method:
     stochastic: bool = False
     #: whether it stores the heat its bath gives (``heat``, J), so that E(t) − E(0) − Q(t) is its own error
     heat: bool = False
+    #: whether it steps (S²)ⁿ systems with a diagonal inertia only (its per-body stages divide by M_ii)
+    diagonal_only: bool = False
 
     def resolve(self, options: dict) -> "Method":
         """The method that runs with these options (defaults filled in): a variant an option selects, or itself."""
@@ -80,6 +82,8 @@ class Method:
         """Whether the method steps systems of this definition: its space and required capabilities (the
         definition's, or ``provides``: what a bound system's parameters leave of them)."""
         entry = self.spaces.get(definition.space.name)
+        if self.diagonal_only and not getattr(definition, "diagonal_inertia", False):
+            return False
         return entry is not None and entry[0] <= (definition.provides if provides is None else provides)
 
     def recipe(self, space: str, kind: str) -> Recipe:
@@ -258,7 +262,8 @@ ACTIVE_BROWNIAN = Method(
     "rotational diffusion split around the geodesic Euler–Maruyama move", 1, {},
     {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                               langevin.brownian_step, False, active=True))},
-    stochastic=True, system_stages=(langevin.active_brownian_particle_drift, langevin.brownian_particle_kick))
+    stochastic=True, diagonal_only=True,
+    system_stages=(langevin.active_brownian_particle_drift, langevin.brownian_particle_kick))
 
 
 def _runge_kutta(name, summary, order, options, spheres_recipe_of, other_spaces, motion_recipe_of=None,
@@ -328,14 +333,15 @@ METHODS: dict[str, Method] = {
                {"temperature": None, "cooling_rate": 0.0, "friction": 1.0},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.langevin_allocate, langevin.langevin_begin,
                                                          langevin.langevin_step, True))},
-               stochastic=True, heat=True,
+               stochastic=True, heat=True, diagonal_only=True,
                system_stages=(langevin.langevin_particle_drift, langevin.langevin_particle_kick)),
         Method("brownian", "overdamped Langevin (Brownian) dynamics by geodesic Euler–Maruyama steps along the "
                "sphere's exponential map; weak order 1; ω is set to 0", 1,
                {"temperature": None, "cooling_rate": 0.0, "friction": 1.0, "diffusion": None, "active": None},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                                          langevin.brownian_step, False))},
-               stochastic=True, system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick),
+               stochastic=True, diagonal_only=True,
+               system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick),
                variants={"active": ACTIVE_BROWNIAN}),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
