@@ -51,12 +51,15 @@ def worker_start_method() -> str:
     """How local worker processes start: forked from this process when that is safe, so they inherit
     its imports and the kernel :func:`load_kernel` compiled (about 3 s less per run than spawning
     fresh interpreters); spawned once this process has launched Numba's threading layer (a
-    system-parallel kernel ran here), because a forked GNU OpenMP runtime aborts the child."""
+    system-parallel kernel ran here): a forked GNU OpenMP runtime aborts the child, and a child forked after any
+    layer launched its threads keeps their count, which the worker's own NUMBA_NUM_THREADS then contradicts
+    ("Cannot set NUMBA_NUM_THREADS to a different value once the threads have been launched": the docs' gallery
+    ran a system-parallel anneal, then a run of 2 workers of 1 thread each in the same process)."""
     try:
-        layer = numba.threading_layer()
+        numba.threading_layer()
     except ValueError:  # not launched in this process
         return "fork"
-    return "fork" if layer in ("workqueue", "tbb") else "spawn"
+    return "spawn"
 
 
 def logging_handlers() -> list[logging.Handler]:
