@@ -14,6 +14,9 @@ isolated five-folds and scars (Bausch et al. 2003). This is ``examples/droplet-c
 # ----------
 # Reduced units ε = m = 1, areal density ρ* = 0.8, cutoff 2.5σ, h = 0.005τ and friction 1/τ. The bath's
 # temperature falls as T(t) = 1 − rate·t over 40000 steps (200τ), and the state is saved every 4000 steps.
+import pathlib
+import tempfile
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -58,7 +61,8 @@ ax.legend()
 crystal = orders[-1]
 charges = sorted(c.charge for c in defect_clusters(run.q[0, -1], crystal) if c.charge != 0)
 print(f"charged defect clusters: {charges} (net {sum(charges)})")
-coordination_figure(run.q[0, -1], crystal.coordination, "droplet_coordination.png")
+picture = pathlib.Path(tempfile.mkdtemp(prefix="armillary-gallery-")) / "droplet_coordination.png"
+coordination_figure(run.q[0, -1], crystal.coordination, picture)
 fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
-ax.imshow(plt.imread("droplet_coordination.png"))
+ax.imshow(plt.imread(picture))
 ax.set_axis_off()
