@@ -311,7 +311,7 @@ class Plan:
 
     def member_options(self, first: int, stop: int) -> dict:
         """The method's options for members [first, stop): the spec's, each swept bath option (temperature,
-        friction, cooling_rate, active's speed and rotational_diffusion) as one value per member."""
+        friction, diffusion, cooling_rate, active's speed and rotational_diffusion) as one value per member."""
         options = dict(self.spec.options)
         if not self.spec.option_sweeps:
             return options

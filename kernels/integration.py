@@ -301,9 +301,10 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     are located inside the steps and returned in ``Trajectory.sections``.
     Stochastic methods (langevin, brownian; :mod:`kernels.integrators.langevin`): temperature (J), cooling_rate
     (J/s: the bath's temperature falls as max(T − rate·t, 0) with the run's time t), friction (1/s) and, for
-    brownian, active = {speed, rotational_diffusion}, each a scalar or one per member; their noise is a function of ``seed`` (an integer >= 0), each
-    member's global id (``member_ids``, default 0 … members − 1: give a chunk of a larger ensemble its own ids),
-    the global step and the body (:mod:`kernels.noise`), so a run split in chunks or segments has the same bits.
+    brownian, diffusion (rad²/s, instead of friction) and active = {speed, rotational_diffusion}, each a scalar or
+    one per member.  Their noise is a function of ``seed`` (an integer >= 0), each member's global id
+    (``member_ids``, default 0 … members − 1: give a chunk of a larger ensemble its own ids), the global step and
+    the body (:mod:`kernels.noise`), so a run split in chunks or segments has the same bits.
     Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
     """
