@@ -6,8 +6,8 @@ The statistical tests compare ensemble means with closed forms within 3 standard
 independent replicas, so the standard error is the sample deviation over √N) and a histogram with its density
 by the Kolmogorov–Smirnov test at p > 1e-3.  Their noise is fixed by the seed, so each test gives the same
 answer every run; a correct method would fail one 3σ check on a fresh seed with probability 0.27 %, the KS
-check with 0.1 %.  The time steps are chosen so the discretisation bias is a tenth of a standard error or less
-(measured alongside: langevin's bias falls as h², brownian's as h), so a wrong stationary law (a missing
+check with 0.1 %.  The time steps are chosen so the discretisation bias stays below the standard error
+(langevin's falls as h², measured in benchmarks/langevin.py; brownian's as h), so a wrong stationary law (a missing
 projection, a wrong Ornstein–Uhlenbeck variance, mass or temperature factor) fails them.
 """
 
@@ -79,9 +79,10 @@ def test_philox_matches_random123s_known_answers(counter, key, expected):
 
 
 def test_langevin_samples_the_boltzmann_distribution():
-    """10⁴ members (2·10⁴ pendula) from the uniform distribution at rest, 50 relaxation times 1/γ of BAOAB at
-    h = 0.02 s (ω₀ h = 0.02; the h² bias of ⟨q_z⟩ is below 2e-4, measured at h = 0.04 and 0.02, against a standard
-    error of 3e-3): ⟨q_z⟩ = −coth a + 1/a, ⟨½ M |ω|²⟩ = T (two degrees of freedom), q_z ~ exp(−a z)."""
+    """10⁴ members (2·10⁴ pendula) from the uniform distribution at rest, 50 s (100 friction times 1/γ) of BAOAB at
+    h = 0.02 s (ω₀ h = 0.02; benchmarks/langevin.py measures the bias of ⟨q_z⟩ at 7.4e-4 for h = 0.2 s, falling as
+    h²: ~1e-5 here, against a standard error of 3e-3): ⟨q_z⟩ = −coth a + 1/a, ⟨½ M |ω|²⟩ = T (two degrees of
+    freedom), q_z ~ exp(−a z)."""
     run = integrate(pendula(), "langevin", uniform_state(10_000), 0.02, 2500, 2500, temperature=TEMPERATURE,
                     friction=2.0, seed=11)
     assert np.all(run.status == 0)
@@ -94,8 +95,9 @@ def test_langevin_samples_the_boltzmann_distribution():
 
 
 def test_brownian_samples_the_boltzmann_distribution():
-    """The overdamped step at D = T/(M γ) = 0.5 rad²/s, h = 0.004 s, 10 relaxation times 1/(2D): ⟨q_z⟩ and the
-    law of q_z as for langevin (Euler–Maruyama's O(h) bias of ⟨q_z⟩: about 1e-3 per unit D·h/0.01, here 2e-4)."""
+    """The overdamped step at D = T/(M γ) = 0.5 rad²/s, h = 0.004 s (D h = 2e-3), 10 relaxation times 1/(2D): ⟨q_z⟩
+    and the law of q_z as for langevin.  The step's O(h) bias is not resolved at 2·10⁴ samples: at h = 0.005 ⟨q_z⟩
+    was −0.5368 ± 0.0029 against −0.5373."""
     run = integrate(pendula(), "brownian", uniform_state(10_000), 0.004, 2500, 2500, temperature=TEMPERATURE,
                     friction=1.0, seed=12)
     z = run.q_final[..., 2].ravel()
