@@ -22,10 +22,10 @@ from armillary.kernels.spaces import SPHERE_PRODUCT
 
 from .analysis import (
     GROWTH_BATCHES, QUANTILES, chaos_table, drift_table, energy_drift, escape_map, growth_law, kinetic_temperature,
-    lyapunov_map, lyapunov_summary, momentum_error, pair_distribution, particle_points, particle_trajectories,
+    lyapunov_map, lyapunov_summary, momentum_error, particle_points, particle_trajectories,
     quantile_envelope, relative_energy_error, section_points, store_space, store_summary, sweep_coordinates,
 )
-from .particles import Displacement, VoronoiOrder, geodesic_displacement, voronoi_order
+from .particles import Displacement, VoronoiOrder, geodesic_displacement, pair_distribution, voronoi_order
 
 #: what every store has: its (member, time) grid and the names of its system and method
 STORE_DIMENSIONS = ("member", "time")
@@ -207,7 +207,7 @@ class ArmillaryAccessor:
         """Geodesic pair-distribution function g(θ) (1) of one member's particles on (S²)ⁿ at sample
         ``time_index``, from all of them: (bin centres θ (rad), g), ``bins`` bins over [0, ``theta_max``] (rad;
         by default π up to 5000 particles, 10 mean spacings beyond, and 30–400 bins from the particle count).
-        :func:`.analysis.pair_distribution`."""
+        :func:`.particles.pair_distribution`."""
         ds = self._require_sphere_product("pair_distribution")
         return pair_distribution(particle_points(ds, member, time_index), bins, theta_max)
 

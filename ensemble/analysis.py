@@ -403,17 +403,6 @@ def particle_trajectories(ds: xr.Dataset, members=None) -> np.ndarray:
     return space.points({name: ds[name].isel(member=chosen).values for name in space.names})
 
 
-def pair_distribution(points: np.ndarray, bins: int | None = None, theta_max: float | None = None):
-    """Geodesic pair-distribution function g(θ) of unit vectors ``points`` (N, 3), from every pair within
-    ``theta_max`` (rad; default π up to 5000 particles, 10 mean spacings √(4π/N) beyond) in ``bins`` equal
-    bins (default: ≥ 100 ideal-gas pairs per bin at the first peak, 30 to 400 bins), normalised by the ideal
-    gas, so g = 1 for uniformly distributed points.  Returns (bin centres (rad), g).
-    :func:`.particles.pair_distribution`."""
-    from .particles import pair_distribution as all_pairs
-
-    return all_pairs(points, bins, theta_max)
-
-
 # ----------------------------------------------------------------------------------- chaos indicators
 
 #: the normal quantile of two-sided 95 % intervals

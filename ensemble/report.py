@@ -14,10 +14,10 @@ import xarray as xr  # noqa: E402
 from .accessor import open_store  # noqa: E402
 from .analysis import (  # noqa: E402
     analyse_store, chaos_table, diagnostic_names, escape_map, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
-    lyapunov_map, pair_distribution, particle_points, quantile_envelope, section_names, section_points, store_plan,
+    lyapunov_map, particle_points, quantile_envelope, section_names, section_points, store_plan,
     sweep_coordinates,
 )
-from .particles import VORONOI_MIN_PARTICLES, coordination_figure, voronoi_order  # noqa: E402
+from .particles import VORONOI_MIN_PARTICLES, coordination_figure, pair_distribution, voronoi_order  # noqa: E402
 
 #: (column heading, summary key, format) of the headline table
 COLUMNS = (

@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
 from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
-from armillary.kernels.integrators import ACTIVE_KEYS, NON_NEGATIVE_OPTIONS
+from armillary.kernels.integrators import ACTIVE_KEYS, NON_NEGATIVE_OPTIONS, OPTION_DOCS
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.systems import system_definition
 from armillary.kernels.spaces import SPACES
@@ -58,8 +58,14 @@ def initial_kinds(space) -> tuple[str, ...]:
 OPTION_SWEEPS = {"temperature": "bath_temperature", "friction": "bath_friction", "diffusion": "bath_diffusion",
                  "cooling_rate": "bath_cooling_rate",
                  "active.speed": "active_speed", "active.rotational_diffusion": "active_rotational_diffusion"}
-OPTION_UNITS = {"temperature": "J", "friction": "1/s", "diffusion": "rad2/s", "cooling_rate": "J/s", "active.speed": "rad/s",
-                "active.rotational_diffusion": "rad2/s"}
+
+
+def option_unit(path: str) -> str:
+    """The unit of a sweepable bath option (``path`` as in OPTION_SWEEPS), from its declaration: a method option's
+    in OPTION_DOCS, ``active``'s keys in SPEC_KEYS."""
+    return SPEC_KEYS[f"integrator.{path}"].unit if "." in path else OPTION_DOCS[path][0]
+
+
 #: a ``[system.params]`` key that sweeps one component of a parameter: ``name[k]``, k 0-based without leading zeros
 COMPONENT_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(0|[1-9][0-9]*)\]")
 #: a TOML bare key (others are written quoted)

@@ -44,7 +44,7 @@ from .errors import DamagedStore, StoreError
 from .lock import is_local, read_lock
 from .plan import Plan
 from .progress import ATTEMPTS, PROGRESS, RECORDS
-from .spec import OPTION_SWEEPS, OPTION_UNITS, parse_spec
+from .spec import OPTION_SWEEPS, option_unit, parse_spec
 from .spec_keys import section_prefix
 
 #: the codecs after serialisation of every array a store holds: each chunk ends in a CRC-32C of its
@@ -298,7 +298,7 @@ def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
     for sweep in plan.spec.option_sweeps or ():  # the bath's: bath_temperature, active_speed, …
         option = next(path for path, coordinate in OPTION_SWEEPS.items() if coordinate == sweep.name)
         coords[sweep.name] = ("member", swept[sweep.name],
-                              {"units": OPTION_UNITS[option], "long_name": f"swept integrator.{option}"})
+                              {"units": option_unit(option), "long_name": f"swept integrator.{option}"})
     # labels a system gives its state's own dims, e.g. the name of each joint coordinate of a multibody tree
     labels = definition.dimension_labels(plan.system.params, plan.n_bodies) if definition else {}
     for dim, values in labels.items():

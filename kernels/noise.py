@@ -79,17 +79,6 @@ def noise_key(seed: int) -> tuple[int, int]:
 
 
 @njit(cache=True)
-def gaussians(steps, member, body, stage, k0, k1):
-    """(len(steps), 4) normals of one (member, body, stage) at each step: the kernels' draws, for tests and
-    for checking a run's noise from Python."""
-    out = np.empty((steps.size, 4))
-    for r in range(steps.size):
-        out[r, 0], out[r, 1], out[r, 2], out[r, 3] = gaussian_quartet(steps[r], member, body, stage, np.uint64(k0),
-                                                                      np.uint64(k1))
-    return out
-
-
-@njit(cache=True)
 def philox_words(counter, key):
     """Philox4×32-10 of one counter (4,) and key (2,) (uint64 arrays of 32-bit values), as a (4,) array."""
     out = np.empty(4, np.uint64)

@@ -11,8 +11,9 @@ import armillary
 from armillary import ensemble
 from armillary.ensemble.analysis import (
     QUANTILES, energy_drift, growth_law, kinetic_temperature, lyapunov_map, lyapunov_summary, momentum_error,
-    pair_distribution, particle_points, quantile_envelope, relative_energy_error, store_summary,
+    particle_points, quantile_envelope, relative_energy_error, store_summary,
 )
+from armillary.ensemble.particles import pair_distribution
 
 from ensemble_cases import runner_spec
 

@@ -14,9 +14,10 @@ import xarray as xr
 from armillary import ensemble
 from conftest import perturbed
 from armillary.ensemble.analysis import (
-    energy_drift, face_kinetic_energy, growth_law, kinetic_temperature, momentum_error, pair_distribution,
-    relative_energy_error, store_summary,
+    energy_drift, face_kinetic_energy, growth_law, kinetic_temperature, momentum_error, relative_energy_error,
+    store_summary,
 )
+from armillary.ensemble.particles import pair_distribution
 from armillary.ensemble.report import write_report
 from armillary.kernels import InvalidInput, get_system, integrate
 

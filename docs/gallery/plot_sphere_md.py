@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import armillary  # noqa: E402
-from armillary.ensemble.analysis import pair_distribution  # noqa: E402
+from armillary.ensemble.particles import pair_distribution  # noqa: E402
 from armillary.kernels.geometry import fibonacci_sphere, kinetic_temperature, thermal_velocities  # noqa: E402
 
 n = 3000

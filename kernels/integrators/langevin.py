@@ -44,6 +44,7 @@ import numpy as np
 
 from ..lanes import lane_function
 from ..noise import gaussian_quartet
+from .vi import half_steps_over_mass
 
 #: the bath's rows at the end of the coefficient block, in order
 BATH_ROWS = ("temperature", "cooling_rate", "friction", "diffusion", "speed", "rotational_diffusion", "noise_key0",
@@ -189,9 +190,9 @@ def langevin_allocate(n, lanes):
 def langevin_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
     grad, half_h_over_mass, spread, decay, heat = work
     system_gradient(q, coef, topology, grad)  # noqa: F821 (bound at specialisation)
+    half_steps_over_mass(mass_diag, h, half_h_over_mass)
     for i in range(q.shape[0]):
         for b in range(q.shape[2]):
-            half_h_over_mass[i, b] = 0.5 * h / mass_diag[i, b]
             decay[b], spread[i, b] = bath_factors(coef, h, mass_diag[i, b], b)
 
 
@@ -247,7 +248,7 @@ def brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options,
     for b in range(lanes):
         key0, key1, member = noise_counters(coef, b)
         thermal = thermal_scale(coef, step, h, b)
-        speed, half_turn = active_factors(coef, h, b)
+        speed, half_turn = active_factors(coef, h, b) if ACTIVE else (0.0, 0.0)  # noqa: F821
         for i in range(n):
             if ACTIVE:  # noqa: F821
                 active_move(q, omega, grad, h, mobility[i, b], spread[i, b] * thermal, speed, half_turn, step, member,

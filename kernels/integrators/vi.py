@@ -36,9 +36,15 @@ def explicit_vi_allocate(n, lanes):
 def explicit_vi_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
     q_next, grad, torque, half_h_over_mass, margin = work
     system_gradient(q, coef, topology, grad)  # noqa: F821 (bound at specialisation)
-    for i in range(q.shape[0]):
-        for b in range(q.shape[2]):
-            half_h_over_mass[i, b] = 0.5 * h / mass_diag[i, b]
+    half_steps_over_mass(mass_diag, h, half_h_over_mass)
+
+
+@lane_function
+def half_steps_over_mass(mass_diag, h, out):
+    """out[i, b] = h/(2 M_ii) of every body and lane: the half kick's factor (eq. (30)), shared with langevin."""
+    for i in range(mass_diag.shape[0]):
+        for b in range(mass_diag.shape[1]):
+            out[i, b] = 0.5 * h / mass_diag[i, b]
 
 
 @lane_function
