@@ -71,7 +71,7 @@ print(f"the last sample's temperature from its state: {check:.6f} (the kernel's:
 #
 # The pair distribution
 # ---------------------
-# :func:`~armillary.ensemble.analysis.pair_distribution` histograms the geodesic angles of all pairs against
+# :func:`~armillary.ensemble.particles.pair_distribution` histograms the geodesic angles of all pairs against
 # a uniform distribution (g = 1 for an ideal gas). The end state's g is averaged over the last 5 samples.
 # The number of neighbours within an angle θ₁ is (N − 1)/2 ∫₀^θ₁ g(θ) sin θ dθ; θ₁ is taken at the end
 # state's first minimum.
