@@ -1,24 +1,33 @@
-"""Neighbour search on S² for short-range pair potentials: a cell list and Verlet lists, O(N) per step.
+"""Neighbour search on S² for short-range pair potentials: a cell list and half Verlet lists, O(N) per step.
 
 Positions are unit vectors and distances are chords in the embedding space R³, so the search runs on
 a uniform grid of cubic cells over [−1, 1]³ whose side is at least r_list = r_c + skin: every pair
 closer than r_list lies in the same or in adjacent cells (27 at most).  Only the cells that the sphere
 crosses are ever occupied; the empty ones cost 4 bytes each (the grid is capped at 16 cells per
-particle) and one pass of the counting sort per rebuild.
+particle) and are counted slab by slab, in parallel, at each build.
 
-The Verlet list holds, for every particle, all particles within r_list when it was built (a full
-list: each pair appears twice).  It stays valid while no particle has moved more than skin/2 (chord)
-since then (triangle inequality: a pair now within r_c was within r_c + skin at the build).
+**Storage order.**  Callers store particles cell by cell, cells in (x, y, z) order (:func:`sort_by_cell`,
+redone at every build), and carry ``ids``, the original index of each stored particle.  Within a cell the
+particles are in increasing original index, so the order is a function of the positions alone: the same
+at a build whatever the storage order before it (a run resumed from a checkpoint builds the list an
+uninterrupted run builds at the same positions).  An x-slab of cells (all cells of one x index) is one
+run of storage indices.
 
-Memory order and sum order are kept apart.  Callers store particles cell by cell
-(:func:`sort_by_cell`, redone at every rebuild) so that neighbours sit close in memory and each
-(x, y) column of cells is one run of storage indices for the row build to scan, and carry
-``ids``, the original index of each stored particle.  Rows are sorted by ``ids``, and forces and
-energies are gathered: particle i sums over its own row in increasing original index.  So the
-parallel loops (``numba.prange``) write disjoint rows and need no atomics; the result is bitwise the
-same for any number of threads, any storage order and any rebuild schedule (pairs beyond r_c add an
-exact 0); and it equals the all-pairs lane function of the same system bit for bit (the same pair
-terms, summed in the same order).
+**Half rows.**  Each pair within r_list at the build appears once, in the row of its member stored first
+(Newton's third law: its force is added to both): particle i's row holds the j > i of its own cell and of
+the 13 cells after it in (x, y, z) order among its 26 neighbours, in scan order.  A row's partners lie in
+i's x-slab or the next one.  The list stays valid while no particle has moved more than skin/2 (chord)
+since the build (triangle inequality: a pair now within r_c was within r_c + skin at the build); pairs
+beyond r_c add an exact 0.
+
+**Bits.**  Forces are scattered: i's row adds f·(q_i − q_j) to i and subtracts it from j.  The slabs run
+in two colours, even then odd: a slab's rows write only its own particles and the next slab's, so
+the slabs of one colour run in parallel (``numba.prange``) with no two threads writing one particle,
+each slab in storage order.  The order in which any particle's terms are added is therefore fixed by
+the list, not by the threads: results are bitwise the same for any number of threads, and, the list
+being a function of the build's positions, for any restart at a build.  Against the full rows that
+each particle gathered before (and the all-pairs lane function), the same terms are summed in another
+order: they agree to round-off (tests/test_md.py).
 
 Arrays use the lane layout of :mod:`kernels.lanes` with a single lane: q is (n, 3, 1).
 Templates call the free names ``pair_energy`` and ``pair_gradient_factor`` (a system's
@@ -28,17 +37,16 @@ Templates call the free names ``pair_energy`` and ``pair_gradient_factor`` (a sy
 import numpy as np
 from numba import njit, prange
 
-from .lanes import chord
-
 #: at most this many grid cells per particle (the grid is O(n^{3/2}) cells otherwise)
 MAX_CELLS_PER_PARTICLE = 16
-#: Verlet-row capacity: the expected count within r_list times this, plus NEIGHBOUR_SLACK; rows that
+#: half-row capacity: the expected count within r_list times this, plus NEIGHBOUR_SLACK; rows that
 #: overflow are detected by the build, which is then repeated with a larger capacity
 NEIGHBOUR_HEADROOM = 1.5
-NEIGHBOUR_SLACK = 16
-#: chunks of the parallel loops that keep per-chunk scratch (the row build) or reduce (maxima); fixed,
-#: so no result depends on the thread count
+NEIGHBOUR_SLACK = 12
+#: chunks of the parallel maxima (displacements); fixed, so no result depends on the thread count
 REDUCTION_CHUNKS = 64
+#: positions in the tuple of :func:`allocate`
+STORAGE_CELL, CELL_START, ORDER, NEIGHBOURS, COUNTS, REFERENCE, SLAB_START, BY_ID, CHUNK_MAX = range(9)
 
 _parallel = njit(parallel=True, error_model="numpy", nogil=True)
 _serial = njit(error_model="numpy", nogil=True)
@@ -52,92 +60,146 @@ def grid_cells_per_axis(n: int, list_range: float) -> int:
 
 
 def initial_capacity(n: int, list_range: float) -> int:
-    """Verlet-row capacity for n particles spread uniformly over the unit sphere (area 4π): the
-    expected number within a chord r_list is about n r_list²/4."""
-    return int(min(n, NEIGHBOUR_HEADROOM * n * list_range**2 / 4.0 + NEIGHBOUR_SLACK))
+    """Half-row capacity for n particles spread uniformly over the unit sphere (area 4π): the expected
+    number within a chord r_list is about n r_list²/4, half of them in a half row."""
+    return int(min(n, NEIGHBOUR_HEADROOM * n * list_range**2 / 8.0 + NEIGHBOUR_SLACK))
 
 
 @_serial
-def bin_particles(q, per_axis, particle_cell, cell_start, cell_particles):
-    """Counting sort of the particles into grid cells: the particles of cell c are
-    ``cell_particles[cell_start[c]:cell_start[c + 1]]``, in increasing index.  O(n + cells)."""
-    n = q.shape[0]
-    scale = 0.5 * per_axis
-    cell_start[:] = 0
-    for i in range(n):
-        cell = 0
-        for k in range(3):
-            # clamp: ‖q_i‖ = 1 only to round-off, and the cell [1, 1 + side) does not exist
-            index = min(max(int((q[i, k, 0] + 1.0) * scale), 0), per_axis - 1)
-            cell = cell * per_axis + index
-        particle_cell[i] = cell
-        cell_start[cell + 1] += 1
-    for c in range(cell_start.shape[0] - 1):
-        cell_start[c + 1] += cell_start[c]
-    for i in range(n):  # cell_start[c] is the fill cursor of cell c, then shifted back by one cell
-        cell = particle_cell[i]
-        cell_particles[cell_start[cell]] = i
-        cell_start[cell] += 1
-    for c in range(cell_start.shape[0] - 1, 0, -1):
-        cell_start[c] = cell_start[c - 1]
-    cell_start[0] = 0
+def allocate(n, per_axis, capacity):
+    """The arrays of one neighbour list of n particles (indexed by STORAGE_CELL … CHUNK_MAX): each stored
+    particle's cell, the cells' first storage indices (L³ + 1), the build's permutation, the half rows
+    (n, capacity + 1: the last column takes the candidates of a full row), their lengths, the build's
+    positions (n, 3), the slabs' first storage indices (L + 1), each original index's storage index and
+    a reduction scratch.  4(L³ + 5n + n·capacity) + 32n bytes."""
+    return (np.empty(n, np.int32), np.zeros(per_axis**3 + 1, np.int32), np.empty(n, np.int32),
+            np.empty((n, capacity + 1), np.int32), np.zeros(n, np.int32), np.empty((n, 3)),
+            np.zeros(per_axis + 1, np.int32), np.empty(n, np.int32), np.empty(REDUCTION_CHUNKS))
 
 
 @_parallel
-def build_rows(q, ids, list_range_squared, per_axis, particle_cell, cell_start, neighbours, counts, reference):
-    """Verlet rows: every j ≠ i with chord² < r_list², sorted by ``ids[j]`` (the particle's original
-    index), from the 27 cells around i's cell.  The particles must be stored in cell order (as
-    :func:`sort_by_cell` leaves them), so that the three cells (x, y, z−1 … z+1) of each of the nine
-    (x, y) columns are one contiguous run of storage indices: the scan reads positions in sequence,
-    with no cell-membership lookup.  Candidates are appended branch-free (the slot is always
-    written, the count advances only for a neighbour) to a scratch buffer (their ids are looked up
-    after the scan, for the kept ones only: 10 % off the build at N = 10⁵), and each goes to its
-    rank among the row's keys (the count of smaller ones; ids are unique), a branch-free count that
-    LLVM vectorises: a build at N = 10⁵ took 51 instead of 70 ms of CPU with insertion sort.
+def _assign_cells(q, per_axis, cell):
+    scale = 0.5 * per_axis
+    for i in prange(q.shape[0]):
+        index = 0
+        for k in range(3):
+            # clamp: ‖q_i‖ = 1 only to round-off, and the cell [1, 1 + side) does not exist
+            index = index * per_axis + min(max(int((q[i, k, 0] + 1.0) * scale), 0), per_axis - 1)
+        cell[i] = index
 
-    Rows longer than the capacity are counted but truncated; returns the longest row so that the
-    caller can rebuild with a larger capacity.  Also stores the positions of this build (``reference``).
-    """
+
+@_parallel
+def _sort_slabs(per_axis, cell, slab_start, slab_particles, cell_start, order, storage_cell):
+    """Counting sort of each slab's particles (given in increasing original index) into its L² cells,
+    slabs in parallel: ``order`` gets the cell order, ``cell_start`` the cells' first positions."""
+    per_slab = per_axis * per_axis
+    for x in prange(per_axis):
+        base = x * per_slab
+        for c in range(base, base + per_slab):
+            cell_start[c] = 0
+        for s in range(slab_start[x], slab_start[x + 1]):
+            cell_start[cell[slab_particles[s]]] += 1
+        cursor = slab_start[x]
+        for c in range(base, base + per_slab):
+            count = cell_start[c]
+            cell_start[c] = cursor
+            cursor += count
+        for s in range(slab_start[x], slab_start[x + 1]):  # cell_start[c] is c's fill cursor, then c's end
+            i = slab_particles[s]
+            order[cell_start[cell[i]]] = i
+            storage_cell[cell_start[cell[i]]] = cell[i]
+            cell_start[cell[i]] += 1
+        for c in range(base + per_slab - 1, base, -1):
+            cell_start[c] = cell_start[c - 1]
+        cell_start[base] = slab_start[x]
+
+
+@_serial
+def sort_by_cell(q, ids, per_axis, lists):
+    """The storage order that puts particles cell by cell, cells in (x, y, z) order and each cell's
+    particles in increasing original index (``ids``: each stored particle's).  Callers permute every
+    per-particle array with it, including ``ids``; ``lists`` then describes the permuted storage (its
+    cells and slabs) for :func:`rebuild`.  O(n) serial work plus O(L³ + n) spread over the slabs."""
+    storage_cell, cell_start, order, by_id, slab_start = (lists[STORAGE_CELL], lists[CELL_START], lists[ORDER],
+                                                          lists[BY_ID], lists[SLAB_START])
     n = q.shape[0]
-    capacity = neighbours.shape[1]
-    for chunk in prange(REDUCTION_CHUNKS):
-        keys = np.empty(capacity, np.int64)
-        slots = np.empty(capacity + 1, np.int32)  # slot ``capacity`` takes the candidates of a full row
-        for i in range(chunk * n // REDUCTION_CHUNKS, (chunk + 1) * n // REDUCTION_CHUNKS):
-            cell = particle_cell[i]
-            iz = cell % per_axis
-            iy = (cell // per_axis) % per_axis
-            ix = cell // (per_axis * per_axis)
-            z_low = max(iz - 1, 0)
-            z_high = min(iz + 1, per_axis - 1)
-            x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
-            count = 0
-            for x in range(max(ix - 1, 0), min(ix + 2, per_axis)):
-                for y in range(max(iy - 1, 0), min(iy + 2, per_axis)):
-                    column = (x * per_axis + y) * per_axis
-                    for j in range(cell_start[column + z_low], cell_start[column + z_high + 1]):
-                        d0 = x0 - q[j, 0, 0]
-                        d1 = x1 - q[j, 1, 0]
-                        d2 = x2 - q[j, 2, 0]
-                        slot = min(count, capacity)
-                        slots[slot] = j
-                        count += (d0 * d0 + d1 * d1 + d2 * d2 < list_range_squared) & (j != i)
-            counts[i] = count
-            kept = min(count, capacity)
-            for a in range(kept):  # keys of the kept candidates only: no ids[j] load for the ~2/3 rejected
-                keys[a] = ids[slots[a]]
-            for a in range(kept):
-                key = keys[a]
-                rank = 0
-                for b in range(kept):
-                    rank += keys[b] < key
-                neighbours[i, rank] = slots[a]
-            for k in range(3):
-                reference[i, k] = q[i, k, 0]
-    longest = 0
+    per_slab = per_axis * per_axis
+    cell = np.empty(n, np.int32)
+    _assign_cells(q, per_axis, cell)
     for i in range(n):
-        longest = max(longest, counts[i])
-    return longest
+        by_id[ids[i]] = i
+    slab_start[:] = 0
+    for i in range(n):
+        slab_start[cell[i] // per_slab + 1] += 1
+    for x in range(per_axis):
+        slab_start[x + 1] += slab_start[x]
+    cursor = slab_start[:-1].copy()
+    slab_particles = np.empty(n, np.int32)
+    for k in range(n):  # in increasing original index: the cells keep that order
+        i = by_id[k]
+        x = cell[i] // per_slab
+        slab_particles[cursor[x]] = i
+        cursor[x] += 1
+    _sort_slabs(per_axis, cell, slab_start, slab_particles, cell_start, order, storage_cell)
+    cell_start[per_axis**3] = n
+    return order
+
+
+@_parallel
+def _build_rows(q, list_range_squared, per_axis, storage_cell, cell_start, neighbours, counts, reference):
+    """Half rows in storage order: for each i, the j within r_list among the later particles of its own
+    cell and the particles of the 13 neighbouring cells after it.  Those are five runs of storage indices:
+    the rest of i's cell with the cell above it in z (x, y, z…z+1), the three cells (x, y+1, z−1…z+1) and
+    the three of each of the columns (x+1, y−1…y+1).  Candidates are appended branch-free (the slot is
+    always written, the count advances only for a neighbour)."""
+    n = q.shape[0]
+    capacity = neighbours.shape[1] - 1
+    for i in prange(n):
+        cell = storage_cell[i]
+        iz = cell % per_axis
+        iy = (cell // per_axis) % per_axis
+        ix = cell // (per_axis * per_axis)
+        z_low = max(iz - 1, 0)
+        z_high = min(iz + 1, per_axis - 1)
+        x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
+        count = 0
+        for run in range(5):
+            if run == 0:
+                first, stop = i + 1, cell_start[cell - iz + z_high + 1]
+            else:
+                x, y = (ix, iy + 1) if run == 1 else (ix + 1, iy + run - 3)
+                if x >= per_axis or y < 0 or y >= per_axis:
+                    continue
+                column = (x * per_axis + y) * per_axis
+                first, stop = cell_start[column + z_low], cell_start[column + z_high + 1]
+            for j in range(first, stop):
+                d0 = x0 - q[j, 0, 0]
+                d1 = x1 - q[j, 1, 0]
+                d2 = x2 - q[j, 2, 0]
+                neighbours[i, min(count, capacity)] = j
+                count += d0 * d0 + d1 * d1 + d2 * d2 < list_range_squared
+        counts[i] = count
+        for k in range(3):
+            reference[i, k] = q[i, k, 0]
+
+
+@_serial
+def rebuild(q, list_range, per_axis, lists):
+    """Build every half row at positions q, which must be in the storage order :func:`sort_by_cell` just
+    gave (every per-particle array permuted by it); grows the rows' capacity (new arrays) until no row
+    overflows.  Returns the lists (the same arrays unless they grew)."""
+    n = q.shape[0]
+    neighbours, counts = lists[NEIGHBOURS], lists[COUNTS]
+    while True:
+        _build_rows(q, list_range * list_range, per_axis, lists[STORAGE_CELL], lists[CELL_START], neighbours, counts,
+                    lists[REFERENCE])
+        longest = 0
+        for i in range(n):
+            longest = max(longest, counts[i])
+        if longest < neighbours.shape[1]:
+            return (lists[STORAGE_CELL], lists[CELL_START], lists[ORDER], neighbours, counts, lists[REFERENCE],
+                    lists[SLAB_START], lists[BY_ID], lists[CHUNK_MAX])
+        neighbours = np.empty((n, longest + NEIGHBOUR_SLACK + 1), np.int32)
 
 
 @_serial
@@ -172,85 +234,75 @@ def max_displacement_squared(q, reference, chunk_max):
 
 
 @_serial
-def sort_by_cell(q, per_axis, lists):
-    """The storage order that puts particles cell by cell (``lists`` as from :func:`allocate`), so that
-    the particles of a cell, and neighbours generally, sit close together in memory.  Callers permute
-    every per-particle array with it, including ``ids``, the original indices."""
-    particle_cell, cell_start, cell_particles = lists[0], lists[1], lists[2]
-    bin_particles(q, per_axis, particle_cell, cell_start, cell_particles)
-    return cell_particles.copy()
-
-
-@_serial
 def needs_rebuild(q, reference, skin, chunk_max):
     """True when some particle has moved more than skin/2 (chord, m) since the last build."""
     return beyond_half_skin(max_displacement_squared(q, reference, chunk_max), skin)
 
 
-@_serial
-def allocate(n, per_axis, capacity):
-    """The arrays of one neighbour list of n particles: (particle_cell, cell_start, cell_particles,
-    neighbours (n, capacity), counts, reference positions (n, 3), chunk_max).  4(L³ + 3n + n·capacity)
-    + 24n bytes: about 0.3 KB per particle at r_c = 2.5σ, skin 0.3σ, ρ* = 0.8."""
-    return (np.empty(n, np.int32), np.zeros(per_axis**3 + 1, np.int32), np.empty(n, np.int32),
-            np.empty((n, capacity), np.int32), np.zeros(n, np.int32), np.empty((n, 3)),
-            np.empty(REDUCTION_CHUNKS))
-
-
-@_serial
-def rebuild(q, ids, list_range, per_axis, lists):
-    """Bin the particles and build every Verlet row at positions q, which must be in cell order (just
-    permuted by :func:`sort_by_cell`); grows the rows' capacity (new arrays) until no row overflows.
-    Returns the lists (the same arrays unless they grew)."""
-    particle_cell, cell_start, cell_particles, neighbours, counts, reference, chunk_max = lists
-    n = q.shape[0]
-    bin_particles(q, per_axis, particle_cell, cell_start, cell_particles)
-    for i in range(1, n):
-        if particle_cell[i] < particle_cell[i - 1]:
-            raise ValueError("neighbour rows need the particles in cell order: permute them by sort_by_cell first")
-    while True:
-        longest = build_rows(q, ids, list_range * list_range, per_axis, particle_cell, cell_start, neighbours, counts,
-                             reference)
-        if longest <= neighbours.shape[1]:
-            return particle_cell, cell_start, cell_particles, neighbours, counts, reference, chunk_max
-        neighbours = np.empty((n, longest + NEIGHBOUR_SLACK), np.int32)
-
-
-def gradient_template(q, coef, neighbours, counts, out):
-    """∂V/∂q_i = Σ_{j in row i} g(r_ij²)(q_i − q_j) (J), gathered per particle in row order.
-
-    One scalar loop per row: a first pass storing the pair terms so that LLVM could vectorise it
-    (gathering q_j), then summing them in row order, gave the same bits but took 24 ms against 14 ms
-    for this loop at N = 10⁵ on one thread (CPU time, interleaved runs)."""
-    for i in prange(q.shape[0]):
+def slab_gradient_template(q, coef, neighbours, counts, slab_start, x, out):
+    """Add slab x's pair terms to ∂V/∂q (J): for each pair (i, j) of a row, t = g(r_ij²)(q_i − q_j) is added
+    to out_i and subtracted from out_j (out_j = −t is what j's own gather of the pair would add, bit for bit)."""
+    for i in range(slab_start[x], slab_start[x + 1]):
         x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
-        g0 = 0.0
-        g1 = 0.0
-        g2 = 0.0
+        g0, g1, g2 = out[i, 0, 0], out[i, 1, 0], out[i, 2, 0]
         for s in range(counts[i]):
             j = neighbours[i, s]
             d0 = x0 - q[j, 0, 0]
             d1 = x1 - q[j, 1, 0]
             d2 = x2 - q[j, 2, 0]
             f = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821 (bound at specialisation)
-            g0 += f * d0
-            g1 += f * d1
-            g2 += f * d2
-        out[i, 0, 0] = g0
-        out[i, 1, 0] = g1
-        out[i, 2, 0] = g2
+            t0, t1, t2 = f * d0, f * d1, f * d2
+            g0 += t0
+            g1 += t1
+            g2 += t2
+            out[j, 0, 0] -= t0
+            out[j, 1, 0] -= t1
+            out[j, 2, 0] -= t2
+        out[i, 0, 0], out[i, 1, 0], out[i, 2, 0] = g0, g1, g2
 
 
-def energies_template(q, coef, neighbours, counts, out):
-    """Per-particle energies e_i = ½ Σ_{j in row i} φ(r_ij²) (J); V = Σ_i e_i."""
-    for i in prange(q.shape[0]):
-        e = 0.0
+def slab_energies_template(q, coef, neighbours, counts, slab_start, x, out):
+    """Add slab x's pair energies to the per-particle energies e_i = ½ Σ_j φ(r_ij²) (J; V = Σ_i e_i)."""
+    for i in range(slab_start[x], slab_start[x + 1]):
+        e = out[i]
         for s in range(counts[i]):
             j = neighbours[i, s]
-            d0, d1, d2, r2 = chord(q, i, j, 0)
-            e += pair_energy(r2, coef, 0)  # noqa: F821
-        out[i] = 0.5 * e
+            d0 = q[i, 0, 0] - q[j, 0, 0]
+            d1 = q[i, 1, 0] - q[j, 1, 0]
+            d2 = q[i, 2, 0] - q[j, 2, 0]
+            half = 0.5 * pair_energy(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821
+            e += half
+            out[j] += half
+        out[i] = e
 
 
-#: (bound name, template) of the pair kernels, specialised per system by :mod:`kernels.compile`
-PAIR_TEMPLATES = (("pair_gradient", gradient_template), ("pair_energies", energies_template))
+@_serial
+def clear_slabs(slab_start, x, out):
+    """Zero ``out`` (per particle, any trailing shape) on slab x and on slab x + 1, which x's rows also write:
+    what an even slab does before its rows."""
+    stop = slab_start[min(x + 2, slab_start.shape[0] - 1)]
+    for i in range(slab_start[x], stop):
+        out[i] = 0.0
+
+
+def colour_pass_template(q, coef, neighbours, counts, slab_start, colour, out):
+    """One colour of slabs in parallel: even slabs (``colour`` 0) clear their own and the next slab's rows of
+    ``out`` and add their pairs; then odd slabs (1) add theirs.  Call with 0, then 1."""
+    slabs = slab_start.shape[0] - 1
+    for half in prange((slabs - colour + 1) // 2):
+        x = 2 * half + colour
+        if colour == 0:
+            clear_slabs(slab_start, x, out)
+        slab_pairs(q, coef, neighbours, counts, slab_start, x, out)  # noqa: F821
+
+
+def gradient_template(q, coef, neighbours, counts, slab_start, out):
+    """∂V/∂q_i (J) for every stored particle, from the half rows: two colour passes."""
+    gradient_colour_pass(q, coef, neighbours, counts, slab_start, 0, out)  # noqa: F821
+    gradient_colour_pass(q, coef, neighbours, counts, slab_start, 1, out)  # noqa: F821
+
+
+def energies_template(q, coef, neighbours, counts, slab_start, out):
+    """Per-particle energies e_i = ½ Σ_j φ(r_ij²) (J) from the half rows: two colour passes."""
+    energies_colour_pass(q, coef, neighbours, counts, slab_start, 0, out)  # noqa: F821
+    energies_colour_pass(q, coef, neighbours, counts, slab_start, 1, out)  # noqa: F821

@@ -37,57 +37,96 @@ SYSTEM_PARALLEL_MIN_BODIES = 1000
 STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
 
 
-def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, reference, kick, drift, chunk_margin,
-                     chunk_moved, step, coef, mass_diag, ids, heat):
-    """The per-body stages between two gradients, one parallel loop (one fork and join per step instead
-    of one per stage: each costs a wake-up of the other threads, milliseconds on a loaded machine).
+def advance_range_template(first, stop, q, q_next, omega, grad, half_h_over_mass, h, margin, reference, kick, drift,
+                           step, coef, mass_diag, ids, heat):
+    """The per-body stages of bodies first … stop − 1 between two gradients.
 
-    ``kick``: the last stage of step k for every body (vi: second half kick of eq. (30)), q ← q_{k+1}, and
-    the status of step k: VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or inf appeared
-    in q or ω, else OK (the codes and precedence of the ensemble driver).  ``drift``: then the first stage
-    of step k + 1 (vi: half kick and drift, eqs. (29)–(30)), its margins 1 − ‖a_i‖², and the largest
-    displacement² since the last list build (m²).  Each body's stages only read its own rows (and the
-    gradient, complete before the loop), so fusing them changes no bit.  Returns (status, displacement²).
-    The stages also get what the stochastic methods need: the global index ``step`` of the drift's step, the
-    coefficients (the bath rides in their last rows), masses, original ids (which key each particle's noise) and
-    the step's heat per original id, each particle writing its own entry.
-    """
-    n = q.shape[0]
-    chunks = chunk_margin.shape[0]
-    for c in prange(chunks):
-        smallest = 1.0
-        poison = 0.0
-        moved = 0.0
-        for i in range(c * n // chunks, (c + 1) * n // chunks):
-            if kick:
-                integrator_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat)  # noqa: F821
-                smallest = min(smallest, margin[i])
-                for k in range(3):
-                    poison += q[i, k, 0] * 0.0 + omega[i, k, 0] * 0.0  # NaN iff some entry is NaN or inf
-            if drift:
-                margin[i] = integrator_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef,  # noqa: F821
-                                             mass_diag, ids, heat)
-                moved = max(moved, nb.displacement_squared(q_next, reference, i))
-        chunk_margin[c] = smallest if poison == poison else np.nan
-        chunk_moved[c] = moved
+    ``kick``: the last stage of step k (vi: second half kick of eq. (30)), q ← q_{k+1}, tracking the smallest
+    margin 1 − ‖a_i‖² of the step and whether a NaN or inf appeared in q or ω.  ``drift``: then the first stage of
+    step k + 1 (vi: half kick and drift, eqs. (29)–(30)), its margins, and the largest displacement² since the last
+    list build (m²).  Each body's stages only read its own rows and its (complete) gradient.  Returns (the smallest
+    margin, NaN if a non-finite value appeared; the largest displacement²).  The stages also get what the
+    stochastic methods need: the global index ``step`` of the drift's step, the coefficients (the bath rides in
+    their last rows), masses, original ids (which key each particle's noise) and the step's heat per original id,
+    each particle writing its own entry."""
+    smallest = 1.0
+    poison = 0.0
+    moved = 0.0
+    for i in range(first, stop):
+        if kick:
+            integrator_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat)  # noqa: F821
+            smallest = min(smallest, margin[i])
+            for k in range(3):
+                poison += q[i, k, 0] * 0.0 + omega[i, k, 0] * 0.0  # NaN iff some entry is NaN or inf
+        if drift:
+            margin[i] = integrator_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef,  # noqa: F821
+                                         mass_diag, ids, heat)
+            moved = max(moved, nb.displacement_squared(q_next, reference, i))
+    return (smallest if poison == poison else np.nan), moved
+
+
+def odd_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, gradient, kick, drift, slab_margin,
+                      slab_moved, step, coef, mass_diag, ids, heat):
+    """The odd slabs in parallel (:mod:`kernels.neighbours`): with ``gradient``, each adds its rows' pair terms at
+    q_next, which completes its own gradient (the even slab before it added its share); then its bodies' stages."""
+    slab_start = lists[nb.SLAB_START]
+    for half in prange((slab_start.shape[0] - 1) // 2):
+        x = 2 * half + 1
+        if gradient:
+            slab_gradient(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], slab_start, x, grad)  # noqa: F821
+        slab_margin[x], slab_moved[x] = advance_range(  # noqa: F821
+            slab_start[x], slab_start[x + 1], q, q_next, omega, grad, half_h_over_mass, h, margin,
+            lists[nb.REFERENCE], kick, drift, step, coef, mass_diag, ids, heat)
+
+
+def even_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, gradient, slab_margin,
+                       slab_moved, step, coef, mass_diag, ids, heat):
+    """The even slabs in parallel, after the odd ones: each one's gradient is complete (the odd slab before it has
+    added its share), so its bodies' stages run; then, with ``gradient``, it starts the next gradient at the
+    drifted q_next: clears its own and the next slab's rows and adds its pair terms.  That next slab is odd and
+    has used its gradient; its q_next is drifted already."""
+    slab_start = lists[nb.SLAB_START]
+    for half in prange(slab_start.shape[0] // 2):
+        x = 2 * half
+        slab_margin[x], slab_moved[x] = advance_range(  # noqa: F821
+            slab_start[x], slab_start[x + 1], q, q_next, omega, grad, half_h_over_mass, h, margin,
+            lists[nb.REFERENCE], kick, drift, step, coef, mass_diag, ids, heat)
+        if gradient:
+            nb.clear_slabs(slab_start, x, grad)
+            slab_gradient(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], slab_start, x, grad)  # noqa: F821
+
+
+def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, slab_margin, slab_moved,
+                     step, coef, mass_diag, ids, heat):
+    """One step's work between two list checks, in two parallel loops (two forks and joins a step: each costs a
+    wake-up of the other threads, milliseconds on a loaded machine).  ``kick`` (the gradient at q_next is then
+    complete but for the odd slabs' rows, which the odd pass adds first), ``drift`` (the next step's first stage,
+    and the even slabs' rows of the next gradient, at once: the caller recomputes them if the list must be rebuilt
+    first).  Returns the step's status (VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or inf
+    appeared in q or ω, else OK: the codes and precedence of the ensemble driver) and the largest displacement²
+    since the last build (m²)."""
+    odd_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, kick, drift, slab_margin,  # noqa: F821
+             slab_moved, step, coef, mass_diag, ids, heat)
+    even_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, drift, slab_margin,  # noqa: F821
+              slab_moved, step, coef, mass_diag, ids, heat)
     code = OK
     largest = 0.0
-    for c in range(chunks):
-        largest = max(largest, chunk_moved[c])
-        if chunk_margin[c] < 0.0:
+    for x in range(slab_margin.shape[0]):
+        largest = max(largest, slab_moved[x])
+        if slab_margin[x] < 0.0:
             code = VI_STEP_INFEASIBLE
-        elif chunk_margin[c] != chunk_margin[c] and code == OK:
+        elif slab_margin[x] != slab_margin[x] and code == OK:
             code = NON_FINITE
     return code, largest
 
 
-def record_template(sample, q, omega, mass_diag, ids, coef, neighbours, counts, per_particle, by_id, scratch,
+def record_template(sample, q, omega, mass_diag, ids, coef, lists, per_particle, by_id, scratch,
                     save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error, exchanged, heat_out):
     """Diagnostics of one saved sample: E = T + V (J), kinetic temperature T/n (J), constraint errors, the heat
     the bath gave so far (``exchanged``, J); q and ω in the caller's particle order when ``save_state``.  Sums run
     over original indices, so they do not depend on the storage order or the thread count."""
     n = q.shape[0]
-    pair_energies(q, coef, neighbours, counts, per_particle)  # noqa: F821
+    pair_energies(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.SLAB_START], per_particle)  # noqa: F821
     for s in range(n):
         by_id[0, ids[s]] = body_kinetic_energy(q, omega, mass_diag, s, 0)
         by_id[1, ids[s]] = per_particle[s]
@@ -134,10 +173,10 @@ def permute_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids,
 @njit(error_model="numpy", nogil=True)
 def sort_and_rebuild(q, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis, lists, buffers):
     """Put the particles in cell order (every per-particle array is permuted alike; ``ids`` keeps the
-    original indices), then build the Verlet rows at q (see :mod:`kernels.neighbours`)."""
-    order = nb.sort_by_cell(q, per_axis, lists)
+    original indices), then build the half rows at q (see :mod:`kernels.neighbours`)."""
+    order = nb.sort_by_cell(q, ids, per_axis, lists)
     permute_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids, buffers)
-    return nb.rebuild(q, ids, list_range, per_axis, lists)
+    return nb.rebuild(q, list_range, per_axis, lists)
 
 
 def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, save_every, list_range, skin, per_axis,
@@ -145,12 +184,12 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
                           q_end, omega_end, info, step_offset, heat_start, heat_out, heat_end):
     """March one system of n bodies ``n_steps`` steps of size ``h`` (s) from (q, ω) (n, 3, 1), saving every
     ``save_every`` steps; step k of the call is the run's step ``step_offset`` + k (what keys a stochastic
-    method's noise).  The Verlet lists (range ``list_range`` = r_c + skin, m) are rebuilt, with the
-    particles re-sorted by cell, whenever one has moved more than skin/2 since the last build.
+    method's noise).  The half Verlet rows (range ``list_range`` = r_c + skin, m) are built at the start and
+    rebuilt, with the particles re-sorted by cell, whenever one has moved more than skin/2 since the last build.
     ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity].  With
     ``HEAT`` (a method that stores its bath's heat), each step's heat Σ_i ΔK_i, summed over original indices as the
     ensemble kernels sum bodies, is added to the heat since the run began (J, from ``heat_start``), which goes to
-    ``heat_out`` at the samples and ``heat_end``: the same bits in either mode and for any segments."""
+    ``heat_out`` at the samples and ``heat_end``."""
     n = q_start.shape[0]
     q_next = q_start.copy()  # the working arrays are in storage (cell) order; ids maps them back
     omega = omega_start.copy()
@@ -173,22 +212,24 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
                              nb.allocate(n, per_axis, capacity), buffers)
     rebuilds = 1
     q[:] = q_next
-    pair_gradient(q, coef, lists[3], lists[4], grad)  # noqa: F821
-    record_system_sample(0, q, omega, mass_diag, ids, coef, lists[3], lists[4], per_particle, by_id,  # noqa: F821
+    pair_gradient(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.SLAB_START], grad)  # noqa: F821
+    record_system_sample(0, q, omega, mass_diag, ids, coef, lists, per_particle, by_id,  # noqa: F821
                          scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
                          exchanged, heat_out)
-    chunk_margin = np.empty(nb.REDUCTION_CHUNKS)
-    chunk_moved = np.empty(nb.REDUCTION_CHUNKS)
+    slab_margin = np.empty(per_axis)
+    slab_moved = np.zeros(per_axis)
     # the drift of step k (1-based in the call) is the run's step step_offset + k − 1
-    status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists[5], False,  # noqa: F821
-                                   n_steps > 0, chunk_margin, chunk_moved, step_offset, coef, mass_diag, ids, heat)
+    status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, False,  # noqa: F821
+                                   n_steps > 0, slab_margin, slab_moved, step_offset, coef, mass_diag, ids, heat)
     failed = -1
     for k in range(1, n_steps + 1):
         if nb.beyond_half_skin(moved, skin):
             lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
                                      lists, buffers)
             rebuilds += 1
-        pair_gradient(q_next, coef, lists[3], lists[4], grad)  # noqa: F821
+            # the even slabs' rows of this gradient, again with the new list (the odd ones follow in the kick)
+            gradient_colour_pass(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS],  # noqa: F821
+                                 lists[nb.SLAB_START], 0, grad)
         if HEAT:  # noqa: F821 (bound at specialisation): step k's drift wrote its heat; the next drift overwrites it
             step_heat = 0.0
             for i in range(n):
@@ -197,18 +238,18 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
         saved = k % save_every == 0
         # the next step's drift joins this kick unless a sample (the state between them) is recorded first
         status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                       lists[5], True, k < n_steps and not saved, chunk_margin, chunk_moved,
+                                       lists, True, k < n_steps and not saved, slab_margin, slab_moved,
                                        step_offset + k, coef, mass_diag, ids, heat)
         if status != OK:
             failed = k
             break
         if saved:
-            record_system_sample(k // save_every, q, omega, mass_diag, ids, coef, lists[3], lists[4],  # noqa: F821
+            record_system_sample(k // save_every, q, omega, mass_diag, ids, coef, lists,  # noqa: F821
                                  per_particle, by_id, scratch, save_state, q_out, omega_out, energy, temperature,
                                  unit_error, tangency_error, exchanged, heat_out)
             if k < n_steps:
                 status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                               lists[5], False, True, chunk_margin, chunk_moved, step_offset + k, coef,
+                                               lists, False, True, slab_margin, slab_moved, step_offset + k, coef,
                                                mass_diag, ids, heat)
     for s in range(n):
         for c in range(3):
@@ -218,11 +259,13 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     info[STATUS] = status
     info[FAILED_STEP] = failed
     info[REBUILDS] = rebuilds
-    info[CAPACITY] = lists[3].shape[1]
+    info[CAPACITY] = lists[nb.NEIGHBOURS].shape[1] - 1
 
 
-PARALLEL_HELPERS = (("advance_bodies", advance_template),)
-SERIAL_HELPERS = (("record_system_sample", record_template),)
+#: (bound name, template, parallel) in the order they are bound: each may call those before it
+HELPERS = (("advance_range", advance_range_template, False), ("odd_pass", odd_pass_template, True),
+           ("even_pass", even_pass_template, True), ("advance_bodies", advance_template, False),
+           ("record_system_sample", record_template, False))
 #: bound for every system-parallel kernel (diagonal M only)
 FIXED_BINDINGS = {}
 
@@ -331,30 +374,41 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
         lists = nb.allocate(n, per_axis, nb.initial_capacity(n, cutoff + skin))
-        order = nb.sort_by_cell(q, per_axis, lists)
+        order = nb.sort_by_cell(q, np.arange(n), per_axis, lists)
         q = np.ascontiguousarray(q[order])
-        lists = nb.rebuild(q, order, cutoff + skin, per_axis, lists)
+        lists = nb.rebuild(q, cutoff + skin, per_axis, lists)
+        rows = (lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.SLAB_START])
         gradient = np.empty_like(q)
         energies = np.empty(n)
-        kernel.pair_gradient(q, coef, lists[3], lists[4], gradient)
-        kernel.pair_energies(q, coef, lists[3], lists[4], energies)
+        kernel.pair_gradient(q, coef, *rows, gradient)
+        kernel.pair_energies(q, coef, *rows, energies)
     finally:
         numba.set_num_threads(previous)
     gradient[order] = gradient.copy()
     energies[order] = energies.copy()
-    return gradient[:, :, 0], energies, lists[3].shape[1]
+    return gradient[:, :, 0], energies, lists[nb.NEIGHBOURS].shape[1] - 1
 
 
 @functools.cache
 def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
-    """The neighbour-list gradient and per-particle energies of ``system``'s pair potential
-    (:mod:`kernels.neighbours`), parallel over particles."""
+    """The half-list pair kernels of ``system``'s pair potential (:mod:`kernels.neighbours`): one slab's rows
+    (``slab_gradient``, ``slab_energies``), one colour of slabs in parallel (``gradient_colour_pass``,
+    ``energies_colour_pass``) and both colours (``pair_gradient``, ``pair_energies``)."""
     pair = system_definition(system).pair
     bindings = {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
     tag = f"{system}__{SOURCE_HASH}"
-    return types.SimpleNamespace(**{
-        name: njit(parallel=True, **KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
-        for name, template in nb.PAIR_TEMPLATES})
+
+    def bound(template, name, parallel=False, **more):
+        flags = {"parallel": True, **KERNEL_FLAGS} if parallel else TEMPLATE_FLAGS
+        bindings[name] = njit(**flags)(bind_template(template, f"{name}__{tag}", {**bindings, **more}))
+
+    for quantity in ("gradient", "energies"):
+        bound(getattr(nb, f"slab_{quantity}_template"), f"slab_{quantity}")
+        bound(nb.colour_pass_template, f"{quantity}_colour_pass", parallel=True, slab_pairs=bindings[f"slab_{quantity}"])
+        bound(getattr(nb, f"{quantity}_template"), f"pair_{quantity}")
+    return types.SimpleNamespace(**{name: bindings[name] for name in (
+        "slab_gradient", "slab_energies", "gradient_colour_pass", "energies_colour_pass", "pair_gradient",
+        "pair_energies")})
 
 
 @functools.cache
@@ -365,9 +419,8 @@ def compiled_system_kernel(method: str, system: str):
     tag = f"{method}__{system}__system__{SOURCE_HASH}"
     bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
                 "HEAT": KERNEL_METHODS[method].heat, **FIXED_BINDINGS}
-    for name, template in PARALLEL_HELPERS:
-        bindings[name] = njit(parallel=True, **KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
-    for name, template in SERIAL_HELPERS:
-        bindings[name] = njit(**TEMPLATE_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
+    for name, template, parallel in HELPERS:
+        flags = {"parallel": True, **KERNEL_FLAGS} if parallel else TEMPLATE_FLAGS
+        bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     driver = drive_system_parallel
     return njit(cache=True, **KERNEL_FLAGS)(bind_template(driver, f"{driver.__name__}__{tag}", bindings))

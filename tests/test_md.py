@@ -2,11 +2,13 @@
 system-parallel driver (kernels.system_parallel, via kernels.integrate(mode=...)) and the initial
 conditions of kernels.geometry.
 
-Tolerances.  The neighbour-list gradient sums the same pair terms (one shared pair function) in the
-same order as the all-pairs lane function, so the two agree bit for bit; the acceptance bound 1e-12
-(relative to the largest force) is what the issue asks and leaves room for a compiler that contracted
-differently.  Potentials are summed differently (½ Σ_i Σ_j against Σ_{i<j}): 1e-12 relative is ~100×
-the round-off of 10⁴–10⁵ terms of either sign.  Energy: see test_energy_and_unit_length_n10k.
+Tolerances.  The neighbour-list gradient evaluates each pair once (half rows) and adds its term to both
+particles, in an order fixed by the list; the all-pairs lane function gathers every particle's terms in
+increasing index (the old full rows did the same, bit for bit).  Both sum the same ~20 terms per
+particle (one shared pair function), so they differ by round-off, a few ulps of the largest term; the
+bound 1e-12 relative to the largest force is issue 6's.  Potentials are summed differently (½ Σ_i Σ_j
+against Σ_{i<j}): 1e-12 relative is ~100× the round-off of 10⁴–10⁵ terms of either sign.  Energy: see
+test_energy_and_unit_length_n10k.
 """
 
 import os
@@ -57,14 +59,19 @@ def awkward_points(n, sigma, seed):
     return np.concatenate([kept, bulk[far]])[:n]
 
 
-@pytest.mark.parametrize("n", [300, 2000, 10_000])
-def test_cell_list_forces_equal_all_pairs(n):
+@pytest.mark.parametrize("n, arrangement", [(300, "liquid"), (2000, "liquid"), (10_000, "liquid"),
+                                            (10_000, "crystal")])
+def test_half_list_forces_equal_all_pairs(n, arrangement):
+    """Half-list forces (each pair once, scattered to both) against the all-pairs lane function (each particle
+    gathering its full row, as the full list did) on a liquid-like configuration (random, separated, with particles
+    on the grid's planes and the poles) and a crystal (the near-hexagonal Fibonacci lattice) at 10⁴ particles."""
     system, sigma = lj_at_density(n)
-    q = awkward_points(n, sigma, seed=n)
+    q = awkward_points(n, sigma, seed=n) if arrangement == "liquid" else fibonacci_sphere(n)
     gradient, energies, _ = pair_terms(system, q)
     reference = system.gradient(q[None])[0]
     scale = np.abs(reference).max()
     assert np.abs(gradient - reference).max() <= 1e-12 * scale
+    assert not np.array_equal(gradient, reference) or n < 1000  # another sum order: round-off, not the same bits
     potential = system.potential(q[None])[0]
     assert abs(energies.sum() - potential) <= 1e-12 * np.abs(energies).sum()
 
@@ -79,18 +86,31 @@ def test_cell_list_with_a_coarse_grid():
         assert np.abs(gradient - reference).max() <= 1e-12 * np.abs(reference).max()
 
 
-def test_rows_are_built_only_from_particles_in_cell_order():
-    """The row build scans each column of cells as one run of storage indices, so rebuild() refuses
-    particles that sort_by_cell has not put in cell order, and accepts them once it has."""
-    q = np.ascontiguousarray(random_uniform_separated(2000, 0.03, 2)[:, :, np.newaxis])
-    per_axis = nb.grid_cells_per_axis(2000, 0.1)
-    lists = nb.allocate(2000, per_axis, nb.initial_capacity(2000, 0.1))
-    with pytest.raises(ValueError, match="cell order"):
-        nb.rebuild(q, np.arange(2000), 0.1, per_axis, lists)
-    order = nb.sort_by_cell(q, per_axis, lists)
-    lists = nb.rebuild(np.ascontiguousarray(q[order]), order, 0.1, per_axis, lists)
-    chords = np.linalg.norm(q[order, :, 0][:, np.newaxis] - q[order, :, 0][np.newaxis], axis=-1)
-    np.testing.assert_array_equal(lists[4], (chords < 0.1).sum(axis=1) - 1)  # row lengths, self excluded
+def test_half_rows_hold_each_pair_once_in_an_order_set_by_the_positions():
+    """Every pair within r_list is in exactly one half row, that of its member stored first, and the partner lies in
+    the same x-slab of cells or the next; the storage order (cells in order, each cell's particles by original
+    index) and so the rows do not depend on the order the particles were stored in before the build."""
+    n, list_range = 2000, 0.1
+    q = np.ascontiguousarray(random_uniform_separated(n, 0.03, 2)[:, :, np.newaxis])
+    per_axis = nb.grid_cells_per_axis(n, list_range)
+    rows = []
+    for before in (np.arange(n), np.random.default_rng(0).permutation(n)):
+        lists = nb.allocate(n, per_axis, nb.initial_capacity(n, list_range))
+        order = nb.sort_by_cell(q[before], before, per_axis, lists)
+        stored = np.ascontiguousarray(q[before][order])
+        lists = nb.rebuild(stored, list_range, per_axis, lists)
+        ids = before[order]
+        rows.append(sorted((min(ids[i], ids[j]), max(ids[i], ids[j]))
+                           for i in range(n) for j in lists[nb.NEIGHBOURS][i, :lists[nb.COUNTS][i]]))
+        slab = np.searchsorted(lists[nb.SLAB_START], np.arange(n), side="right") - 1
+        for i in range(n):
+            partners = lists[nb.NEIGHBOURS][i, :lists[nb.COUNTS][i]]
+            assert np.all(partners > i) and np.all((slab[partners] == slab[i]) | (slab[partners] == slab[i] + 1))
+    assert rows[0] == rows[1]
+    pairs = rows[0]
+    chords = np.linalg.norm(q[:, :, 0][:, np.newaxis] - q[:, :, 0][np.newaxis], axis=-1)
+    expected = {(i, j) for i, j in zip(*np.nonzero(chords < list_range)) if i < j}
+    assert len(pairs) == len(set(pairs)) and set(pairs) == expected
 
 
 def test_energy_and_unit_length_n10k():
@@ -119,9 +139,10 @@ def test_energy_and_unit_length_n10k():
     assert trajectory.neighbour_rebuilds[0] > 1
 
 
-def test_system_mode_equals_ensemble_mode_bit_for_bit():
-    """The system-parallel driver (neighbour lists, rebuilt as particles move, particles re-sorted by
-    cell) takes exactly the steps of the ensemble driver with the all-pairs gradient."""
+def test_system_mode_equals_ensemble_mode_to_round_off():
+    """The system-parallel driver (half lists, rebuilt as particles move, particles re-sorted by cell) takes the
+    steps of the ensemble driver with the all-pairs gradient, up to the round-off of the pair sums' order: 60 steps
+    of the liquid at T* = 1 differed by 3.3e-16 in q and 8.4e-15 of max |ω| in ω (2026-11-27)."""
     n = 1500
     system, sigma = lj_at_density(n)
     q = fibonacci_sphere(n)
@@ -130,9 +151,9 @@ def test_system_mode_equals_ensemble_mode_bit_for_bit():
     parallel = integrate(*args, mode="system")
     serial = integrate(*args, mode="ensemble")
     assert parallel.neighbour_rebuilds[0] > 2
-    assert np.array_equal(parallel.q_final, serial.q_final)
-    assert np.array_equal(parallel.omega_final, serial.omega_final)
-    assert np.array_equal(parallel.q, serial.q)  # saved samples come back in the caller's order
+    assert np.abs(parallel.q_final - serial.q_final).max() <= 1e-14
+    assert np.abs(parallel.omega_final - serial.omega_final).max() <= 1e-13 * np.abs(serial.omega_final).max()
+    assert np.abs(parallel.q - serial.q).max() <= 1e-14  # saved samples come back in the caller's order
     np.testing.assert_allclose(parallel.energy, serial.energy, rtol=1e-12)
     np.testing.assert_allclose(parallel.temperature[0] * n, parallel.energy[0] - system.potential(parallel.q[0]),
                                rtol=1e-10)
@@ -286,9 +307,24 @@ def md_spec(tmp_path, members=1, placement="fibonacci", variables='["energy", "t
                                               integrator=integrator_lines, ensemble=ensemble_lines))
 
 
+def split_like_the_store(plan, member=0, method="vi", names=("energy", "temperature"), **options):
+    """The samples ``names`` of member ``member`` as the store keeps them, from kernel calls split at the plan's
+    segments, each continuing the last (each call starts with a list build, as each segment of the store does)."""
+    pieces, state, carry = [], plan.initial_state(member, member + 1), None
+    for segment in plan.segments:
+        run = integrate(plan.system, method, state, plan.spec.dt, segment.stop - segment.start, plan.spec.save_every,
+                        restart=segment.start > 0, start_step=segment.start, carry=carry, member_ids=[member],
+                        **options)
+        assert run.mode == "system"
+        last = slice(None) if segment.stop == plan.spec.n_steps else slice(None, -1)
+        pieces.append([getattr(run, name)[:, last] for name in names])
+        state, carry = run.final, run.carry
+    return [np.concatenate(arrays, axis=1) for arrays in zip(*pieces)]
+
+
 def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(tmp_path):
-    """A one-member sphere_lj spec runs system-parallel in 3 segments; energy and temperature equal
-    one uninterrupted kernel call bit for bit, and the velocities are at the spec's temperature."""
+    """A one-member sphere_lj spec runs system-parallel in 3 segments; energy and temperature equal kernel calls
+    split at the same steps bit for bit, and the velocities are at the spec's temperature."""
     import io
 
     import xarray as xr
@@ -304,10 +340,10 @@ def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(t
     q, omega = state["q"], state["omega"]
     np.testing.assert_allclose(kinetic_temperature(q[0], omega[0], 1.0), 0.5, rtol=1e-12)
     np.testing.assert_array_equal(q[0], fibonacci_sphere(2000))
-    direct = integrate(plan.system, "vi", state, spec.dt, spec.n_steps, 5, outputs=("energy",))
-    assert direct.mode == "system"
-    np.testing.assert_array_equal(ds.energy.values, direct.energy)
-    np.testing.assert_array_equal(ds.temperature.values, direct.temperature)
+    energy, temperature = split_like_the_store(plan)
+    assert len(plan.segments) == 3
+    np.testing.assert_array_equal(ds.energy.values, energy)
+    np.testing.assert_array_equal(ds.temperature.values, temperature)
     assert ds.temperature.attrs["units"] == "J" and "q" not in ds
     assert xr.open_zarr(spec.store).unit_error.max() < 1e-14
 
@@ -332,7 +368,7 @@ def test_md_run_from_a_process_that_launched_openmp_spawns_its_worker(tmp_path):
     """Local workers fork from the running process (inheriting its imports and compiled kernels)
     unless a system-parallel kernel already launched Numba's threading layer there: a forked GNU
     OpenMP runtime aborts the worker at its first parallel loop, so the worker is spawned instead.
-    The run (system-parallel in its worker) then gives the uninterrupted kernel's energies."""
+    The run (system-parallel in its worker) then gives the kernel's energies."""
     import subprocess
     import sys
 
@@ -366,9 +402,7 @@ ensemble.run({str(path)!r}, stream=io.StringIO())
     layer, method = run.stdout.split()
     assert (layer, method) == ("omp", "spawn")
     assert "Terminating" not in run.stderr, run.stderr  # what a forked GNU OpenMP runtime prints as it dies
-    plan = Plan(spec)
-    direct = integrate(plan.system, "vi", plan.initial_state(0, 1), spec.dt, spec.n_steps, 5, outputs=("energy",))
-    np.testing.assert_array_equal(xr.open_zarr(spec.store).energy.values, direct.energy)
+    np.testing.assert_array_equal(xr.open_zarr(spec.store).energy.values, split_like_the_store(Plan(spec))[0])
 
 
 @pytest.mark.parametrize("change, message", [
