@@ -66,9 +66,10 @@ class Trajectory:
     #: "ensemble" (members in parallel) or "system" (one member, parallel inside each step)
     mode: str = "ensemble"
     #: system mode only: kinetic temperature T/n (J: k_B T with 2 degrees of freedom per body, k_B = 1),
-    #: (members, samples); and how many times the Verlet lists were built (members,)
+    #: (members, samples); how many times the Verlet lists were built and the last list's skin (m) (members,)
     temperature: np.ndarray | None = None
     neighbour_rebuilds: np.ndarray | None = None
+    neighbour_skin: np.ndarray | None = None
     min_separation: np.ndarray | None = None
     sample_lag: np.ndarray | None = None
     spectrum_growth: np.ndarray | None = None
@@ -273,7 +274,7 @@ def _initial_carry(runs: Method, names: tuple, options: dict, carry: dict | None
 
 def integrate(system: System, method: str, state0, dt: float, n_steps: int, save_every: int = 1, *,
               outputs=None, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
-              mode: str | None = None, skin: float | None = None, carry: dict | None = None, start_step: int = 0,
+              mode: str | None = None, skin: float | str | None = None, carry: dict | None = None, start_step: int = 0,
               sections: tuple[Section, ...] | Section | None = None, seed: int = 0, member_ids=None,
               **method_options) -> Trajectory:
     """Integrate every member of an ensemble with one method, on the system's state space.

@@ -52,11 +52,31 @@ _parallel = njit(parallel=True, error_model="numpy", nogil=True)
 _serial = njit(error_model="numpy", nogil=True)
 
 
-def grid_cells_per_axis(n: int, list_range: float) -> int:
+#: a list build (sort, permutation, rows) costs this many pair passes (the gradient of one step) at the same
+#: range: 3.4, 3.3 and 3.9 at 10⁴, 10⁵ and 10⁶ LJ particles, ρ* = 0.8, 2 threads (interleaved timings on one
+#: machine, 2026-11-27); the automatic skin's cost model uses it
+BUILD_COST_IN_GRADIENTS = 3.5
+#: the automatic skin stays within [SKIN_LIMITS[0] r_c, SKIN_LIMITS[1] r_c]
+SKIN_LIMITS = (0.05, 1.0)
+
+
+@_serial
+def grid_cells_per_axis(n, list_range):
     """Cells per axis of the grid over [−1, 1]³: side 2/L ≥ ``list_range`` (m), at most 16 n cells."""
     per_axis = max(1, int(np.floor(2.0 / list_range)))
     cap = max(1, int(np.floor((MAX_CELLS_PER_PARTICLE * n) ** (1.0 / 3.0))))
     return min(per_axis, cap)
+
+
+@_serial
+def automatic_skin(skin, steps_since_build, cutoff):
+    """The skin (m) for the next list, from the last one's life: it lasted ``steps_since_build`` steps with skin
+    ``skin``, so the fastest particle moves δ ≈ skin / (2 · steps) a step.  A step costs about (r_c + s)² per
+    pair pass plus (r_c + s)² β per build (β = BUILD_COST_IN_GRADIENTS), a build every s/(2δ) steps:
+    (r_c + s)² (1 + 2βδ/s), least at s = (−c + √(c² + 8 r_c c))/4 with c = 2βδ.  Within SKIN_LIMITS."""
+    c = BUILD_COST_IN_GRADIENTS * skin / steps_since_build
+    best = (-c + np.sqrt(c * c + 8.0 * cutoff * c)) / 4.0
+    return min(max(best, SKIN_LIMITS[0] * cutoff), SKIN_LIMITS[1] * cutoff)
 
 
 def initial_capacity(n: int, list_range: float) -> int:

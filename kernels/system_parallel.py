@@ -23,7 +23,7 @@ from numba import njit, prange
 
 from . import neighbours as nb
 from .caches import kernel_cache_directory
-from .compile import KERNEL_FLAGS, SOURCE_HASH, TEMPLATE_FLAGS
+from .compile import KERNEL_FLAGS, SOURCE_HASH
 from .systems import system_definition
 from .errors import InvalidInput
 from .integrators import KERNEL_METHODS
@@ -65,50 +65,40 @@ def advance_range_template(first, stop, q, q_next, omega, grad, half_h_over_mass
     return (smallest if poison == poison else np.nan), moved
 
 
-def odd_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, gradient, kick, drift, slab_margin,
-                      slab_moved, step, coef, mass_diag, ids, heat):
-    """The odd slabs in parallel (:mod:`kernels.neighbours`): with ``gradient``, each adds its rows' pair terms at
-    q_next, which completes its own gradient (the even slab before it added its share); then its bodies' stages."""
+def slab_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, rows_first, kick, drift,
+                       rows_after, slab_margin, slab_moved, step, coef, mass_diag, ids, heat):
+    """The slabs of one ``colour`` (0 even, 1 odd; see :mod:`kernels.neighbours`) in parallel, each in turn: with
+    ``rows_first``, it adds its rows' pair terms at q_next to ∂V/∂q; then its bodies' stages
+    (:func:`advance_range_template`, ``kick`` and ``drift``); then, with ``rows_after``, it clears its own and the
+    next slab's gradient and adds its rows' terms at the (drifted) q_next: an even slab starts the next gradient.
+    One call site each for the rows and the stages (a loop over the three phases): Numba inlines each call site,
+    and the kernel compiles in less time."""
     slab_start = lists[nb.SLAB_START]
-    for half in prange((slab_start.shape[0] - 1) // 2):
-        x = 2 * half + 1
-        if gradient:
-            slab_gradient(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], slab_start, x, grad)  # noqa: F821
-        slab_margin[x], slab_moved[x] = advance_range(  # noqa: F821
-            slab_start[x], slab_start[x + 1], q, q_next, omega, grad, half_h_over_mass, h, margin,
-            lists[nb.REFERENCE], kick, drift, step, coef, mass_diag, ids, heat)
-
-
-def even_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, gradient, slab_margin,
-                       slab_moved, step, coef, mass_diag, ids, heat):
-    """The even slabs in parallel, after the odd ones: each one's gradient is complete (the odd slab before it has
-    added its share), so its bodies' stages run; then, with ``gradient``, it starts the next gradient at the
-    drifted q_next: clears its own and the next slab's rows and adds its pair terms.  That next slab is odd and
-    has used its gradient; its q_next is drifted already."""
-    slab_start = lists[nb.SLAB_START]
-    for half in prange(slab_start.shape[0] // 2):
-        x = 2 * half
-        slab_margin[x], slab_moved[x] = advance_range(  # noqa: F821
-            slab_start[x], slab_start[x + 1], q, q_next, omega, grad, half_h_over_mass, h, margin,
-            lists[nb.REFERENCE], kick, drift, step, coef, mass_diag, ids, heat)
-        if gradient:
-            nb.clear_slabs(slab_start, x, grad)
-            slab_gradient(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], slab_start, x, grad)  # noqa: F821
+    for half in prange((slab_start.shape[0] - colour) // 2):
+        x = 2 * half + colour
+        for phase in range(3):
+            if phase == 1:
+                slab_margin[x], slab_moved[x] = advance_range(  # noqa: F821
+                    slab_start[x], slab_start[x + 1], q, q_next, omega, grad, half_h_over_mass, h, margin,
+                    lists[nb.REFERENCE], kick, drift, step, coef, mass_diag, ids, heat)
+            elif (phase == 0 and rows_first) or (phase == 2 and rows_after):
+                if phase == 2:
+                    nb.clear_slabs(slab_start, x, grad)
+                slab_gradient(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], slab_start, x, grad)  # noqa: F821
 
 
 def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, slab_margin, slab_moved,
                      step, coef, mass_diag, ids, heat):
     """One step's work between two list checks, in two parallel loops (two forks and joins a step: each costs a
-    wake-up of the other threads, milliseconds on a loaded machine).  ``kick`` (the gradient at q_next is then
-    complete but for the odd slabs' rows, which the odd pass adds first), ``drift`` (the next step's first stage,
-    and the even slabs' rows of the next gradient, at once: the caller recomputes them if the list must be rebuilt
-    first).  Returns the step's status (VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or inf
-    appeared in q or ω, else OK: the codes and precedence of the ensemble driver) and the largest displacement²
-    since the last build (m²)."""
-    odd_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, kick, drift, slab_margin,  # noqa: F821
-             slab_moved, step, coef, mass_diag, ids, heat)
-    even_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, drift, slab_margin,  # noqa: F821
-              slab_moved, step, coef, mass_diag, ids, heat)
+    wake-up of the other threads, milliseconds on a loaded machine).  With ``kick``, the gradient at q_next has
+    its even slabs' rows: the odd slabs add theirs, which completes their gradient, and take their stages; then
+    the even slabs, whose gradient the odd ones completed, take theirs.  With ``drift``, the even slabs then start
+    the next gradient at once (the caller redoes them if the list must be rebuilt first).  Returns the step's status
+    (VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or inf appeared in q or ω, else OK: the codes
+    and precedence of the ensemble driver) and the largest displacement² since the last build (m²)."""
+    for colour in (1, 0):
+        slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, kick and colour == 1,  # noqa: F821
+                  kick, drift, drift and colour == 0, slab_margin, slab_moved, step, coef, mass_diag, ids, heat)
     code = OK
     largest = 0.0
     for x in range(slab_margin.shape[0]):
@@ -149,87 +139,95 @@ def record_template(sample, q, omega, mass_diag, ids, coef, lists, per_particle,
 
 
 @njit(parallel=True, error_model="numpy", nogil=True)
-def permute_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids, buffers):
-    """Every per-particle array a ← a[order] along its first axis, all in one gather loop into ``buffers``
-    (arrays of their shapes) and one copy back: two forks and joins per list build, not two per array."""
-    q_buffer, omega_buffer, mass_buffer, half_buffer, margin_buffer, ids_buffer = buffers
+def gather_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids, q_into, omega_into, mass_into,
+                     half_into, margin_into, ids_into):
+    """a_into[s] = a[order[s]] for each per-particle array (q, ω, masses, h/2M, margins, ids): one parallel loop
+    per list build.  (The arrays come one by one: unpacked from tuples inside the parallel function, the writes
+    were lost with Numba 0.68.1.)"""
     for s in prange(q.shape[0]):
         source = order[s]
-        q_buffer[s] = q[source]
-        omega_buffer[s] = omega[source]
-        mass_buffer[s] = mass_diag[source]
-        half_buffer[s] = half_h_over_mass[source]
-        margin_buffer[s] = margin[source]
-        ids_buffer[s] = ids[source]
-    for s in prange(q.shape[0]):
-        q[s] = q_buffer[s]
-        omega[s] = omega_buffer[s]
-        mass_diag[s] = mass_buffer[s]
-        half_h_over_mass[s] = half_buffer[s]
-        margin[s] = margin_buffer[s]
-        ids[s] = ids_buffer[s]
+        q_into[s] = q[source]
+        omega_into[s] = omega[source]
+        mass_into[s] = mass_diag[source]
+        half_into[s] = half_h_over_mass[source]
+        margin_into[s] = margin[source]
+        ids_into[s] = ids[source]
 
 
 @njit(error_model="numpy", nogil=True)
-def sort_and_rebuild(q, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis, lists, buffers):
-    """Put the particles in cell order (every per-particle array is permuted alike; ``ids`` keeps the
-    original indices), then build the half rows at q (see :mod:`kernels.neighbours`)."""
-    order = nb.sort_by_cell(q, ids, per_axis, lists)
-    permute_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids, buffers)
-    return nb.rebuild(q, list_range, per_axis, lists)
+def sort_and_rebuild(particles, spare, list_range, per_axis, lists):
+    """Put the particles (q, ω, masses, h/2M, margins, original ids) in cell order, gathered into the arrays of
+    ``spare``, and build the half rows there (see :mod:`kernels.neighbours`).  Returns (lists, the particles'
+    arrays now, the spare ones)."""
+    order = nb.sort_by_cell(particles[0], particles[5], per_axis, lists)
+    gather_particles(order, *particles, *spare)
+    return nb.rebuild(spare[0], list_range, per_axis, lists), spare, particles
 
 
-def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, save_every, list_range, skin, per_axis,
+def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, save_every, cutoff, skin, adaptive,
                           capacity, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
-                          q_end, omega_end, info, step_offset, heat_start, heat_out, heat_end):
+                          q_end, omega_end, info, step_offset, heat_start, heat_out, heat_end, skin_end):
     """March one system of n bodies ``n_steps`` steps of size ``h`` (s) from (q, ω) (n, 3, 1), saving every
     ``save_every`` steps; step k of the call is the run's step ``step_offset`` + k (what keys a stochastic
-    method's noise).  The half Verlet rows (range ``list_range`` = r_c + skin, m) are built at the start and
-    rebuilt, with the particles re-sorted by cell, whenever one has moved more than skin/2 since the last build.
-    ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity].  With
-    ``HEAT`` (a method that stores its bath's heat), each step's heat Σ_i ΔK_i, summed over original indices as the
-    ensemble kernels sum bodies, is added to the heat since the run began (J, from ``heat_start``), which goes to
-    ``heat_out`` at the samples and ``heat_end``."""
+    method's noise).  The half Verlet rows (range r_c + skin, m; ``cutoff`` = r_c) are built at the start and
+    rebuilt, with the particles re-sorted by cell, whenever one has moved more than skin/2 since the last build;
+    with ``adaptive``, each rebuild first sets the skin by :func:`~kernels.neighbours.automatic_skin` from the last
+    list's life.  ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity]
+    and ``skin_end`` the last skin (m).  With ``HEAT`` (a method that stores its bath's heat), each step's heat
+    Σ_i ΔK_i, summed over original indices as the ensemble kernels sum bodies, is added to the heat since the run
+    began (J, from ``heat_start``), which goes to ``heat_out`` at the samples and ``heat_end``."""
     n = q_start.shape[0]
-    q_next = q_start.copy()  # the working arrays are in storage (cell) order; ids maps them back
-    omega = omega_start.copy()
-    mass_diag = mass_start.copy()
-    q = np.empty_like(q_start)
-    grad = np.empty_like(q_start)
     half_h_over_mass = np.empty((n, 1))
     for i in range(n):
-        half_h_over_mass[i, 0] = 0.5 * h / mass_diag[i, 0]
-    margin = np.ones(n)
-    ids = np.arange(n)
+        half_h_over_mass[i, 0] = 0.5 * h / mass_start[i, 0]
+    # the per-particle arrays, in storage (cell) order; ids maps them back.  Each build gathers them into the spare
+    # set and swaps the two.
+    particles = (q_start.copy(), omega_start.copy(), mass_start.copy(), half_h_over_mass, np.ones(n), np.arange(n))
+    spare = (np.empty_like(q_start), np.empty_like(q_start), np.empty_like(mass_start), np.empty_like(half_h_over_mass),
+             np.empty(n), np.empty(n, np.int64))
+    q = np.empty_like(q_start)
+    grad = np.empty_like(q_start)
     per_particle = np.empty(n)
     by_id = np.empty((2, n))
     heat = np.zeros(n)  # the step's heat by original index: each particle writes its own
     exchanged = heat_start
     scratch = np.empty((2, 1))
-    buffers = (np.empty_like(q), np.empty_like(omega), np.empty_like(mass_diag), np.empty_like(half_h_over_mass),
-               np.empty_like(margin), np.empty_like(ids))
-    lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
-                             nb.allocate(n, per_axis, capacity), buffers)
+    per_axis = nb.grid_cells_per_axis(n, cutoff + skin)
+    lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis,
+                                               nb.allocate(n, per_axis, capacity))
+    q_next, omega, mass_diag, half_h_over_mass, margin, ids = particles
     rebuilds = 1
+    built_at = 0
     q[:] = q_next
-    pair_gradient(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.SLAB_START], grad)  # noqa: F821
+    slab_margin = np.empty(per_axis)
+    slab_moved = np.zeros(per_axis)
+    for colour in range(2):  # ∂V/∂q at q: the even slabs' rows (clearing what they write), then the odd ones'
+        slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, colour == 1, False,  # noqa: F821
+                  False, colour == 0, slab_margin, slab_moved, step_offset, coef, mass_diag, ids, heat)
     record_system_sample(0, q, omega, mass_diag, ids, coef, lists, per_particle, by_id,  # noqa: F821
                          scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
                          exchanged, heat_out)
-    slab_margin = np.empty(per_axis)
-    slab_moved = np.zeros(per_axis)
     # the drift of step k (1-based in the call) is the run's step step_offset + k − 1
     status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, False,  # noqa: F821
                                    n_steps > 0, slab_margin, slab_moved, step_offset, coef, mass_diag, ids, heat)
     failed = -1
     for k in range(1, n_steps + 1):
         if nb.beyond_half_skin(moved, skin):
-            lists = sort_and_rebuild(q_next, omega, mass_diag, half_h_over_mass, margin, ids, list_range, per_axis,
-                                     lists, buffers)
+            if adaptive:
+                skin = nb.automatic_skin(skin, k - built_at, cutoff)
+                cells = nb.grid_cells_per_axis(n, cutoff + skin)
+                if cells != per_axis:
+                    per_axis = cells
+                    lists = nb.allocate(n, per_axis, lists[nb.NEIGHBOURS].shape[1] - 1)
+                    slab_margin = np.empty(per_axis)
+                    slab_moved = np.zeros(per_axis)
+            lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis, lists)
+            q_next, omega, mass_diag, half_h_over_mass, margin, ids = particles
             rebuilds += 1
+            built_at = k
             # the even slabs' rows of this gradient, again with the new list (the odd ones follow in the kick)
-            gradient_colour_pass(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS],  # noqa: F821
-                                 lists[nb.SLAB_START], 0, grad)
+            slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, 0, False, False, False,  # noqa: F821
+                      True, slab_margin, slab_moved, step_offset + k, coef, mass_diag, ids, heat)
         if HEAT:  # noqa: F821 (bound at specialisation): step k's drift wrote its heat; the next drift overwrites it
             step_heat = 0.0
             for i in range(n):
@@ -256,6 +254,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
             q_end[ids[s], c] = q[s, c, 0]
             omega_end[ids[s], c] = omega[s, c, 0]
     heat_end[0] = exchanged
+    skin_end[0] = skin
     info[STATUS] = status
     info[FAILED_STEP] = failed
     info[REBUILDS] = rebuilds
@@ -263,11 +262,15 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
 
 
 #: (bound name, template, parallel) in the order they are bound: each may call those before it
-HELPERS = (("advance_range", advance_range_template, False), ("odd_pass", odd_pass_template, True),
-           ("even_pass", even_pass_template, True), ("advance_bodies", advance_template, False),
+HELPERS = (("advance_range", advance_range_template, False), ("slab_pass", slab_pass_template, True),
+           ("advance_bodies", advance_template, False),
            ("record_system_sample", record_template, False))
 #: bound for every system-parallel kernel (diagonal M only)
 FIXED_BINDINGS = {}
+#: the per-body stages' loop and a slab's pair rows, inlined into the parallel loops at every optimisation level
+#: (called as functions there, they would get each array argument as a dozen machine words, per slab); the driver's
+#: other helpers are functions, each compiled once instead of at each of its call sites
+INLINED = {**KERNEL_FLAGS, "inline": "always"}
 
 
 def cutoff_of(system, params) -> float:
@@ -305,21 +308,22 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
 
 
 def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: int,
-        skin: float | None, keep_state: bool, threads: int, start_step: int, carried: np.ndarray) -> dict:
+        skin: float | str | None, keep_state: bool, threads: int, start_step: int, carried: np.ndarray) -> dict:
     """Integrate one member (q, ω: (1, n, 3)) system-parallel on ``threads`` threads, continuing after the run's
     step ``start_step``; returns the arrays of a :class:`~kernels.integration.Trajectory` (member axis of 1) plus
     ``temperature`` (J), ``neighbour_rebuilds`` and ``exchanged`` (1, samples), the heat a stochastic method's
     bath gave since the run began (J), continued from and returned in the last column of ``carried`` (1, C).
-    ``skin`` (m): Verlet skin, default the system's ``pair.default_skin``."""
+    ``skin``: the Verlet skin (m, chord), or "auto" (what None means): set at each rebuild by
+    :func:`~kernels.neighbours.automatic_skin`, starting from the system's ``pair.default_skin``; the last one
+    comes back as ``neighbour_skin`` (1,)."""
     params = system.broadcast(1, q.shape[1])
     cutoff = cutoff_of(system, params)
-    if skin is None:
+    adaptive = skin is None or (isinstance(skin, str) and skin == "auto")
+    if adaptive:
         skin = float(system.definition.pair.default_skin(params))
     if not (isinstance(skin, (int, float, np.floating)) and np.isfinite(skin) and skin > 0):
-        raise InvalidInput("skin", f"must be a finite number > 0 (m, chord), got {skin!r}")
+        raise InvalidInput("skin", f"must be \"auto\" or a finite number > 0 (m, chord), got {skin!r}")
     n = q.shape[1]
-    list_range = cutoff + float(skin)
-    per_axis = nb.grid_cells_per_axis(n, list_range)
     samples = n_steps // save_every + 1
     state_samples = samples if keep_state else 0
     out = {name: np.full((1, samples), np.nan) for name in ("energy", "temperature", "unit_error", "tangency_error")}
@@ -329,6 +333,7 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     lanes_omega = np.ascontiguousarray(omega[0, :, :, np.newaxis])
     info = np.zeros(4, np.int64)
     out["exchanged"] = np.full((1, samples), np.nan)
+    out["neighbour_skin"] = np.full(1, np.nan)
     heat_end = carried[0, -1:].copy()
     q_final = np.empty((1, n, 3))
     omega_final = np.empty((1, n, 3))
@@ -337,10 +342,11 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
         kernel(lanes_q, lanes_omega, np.ascontiguousarray(mass_diag[0, :, np.newaxis]),
-               np.ascontiguousarray(coef.T), float(dt), n_steps, save_every, list_range, float(skin), per_axis,
-               nb.initial_capacity(n, list_range), keep_state, out["q"][0], out["omega"][0], out["energy"][0],
-               out["temperature"][0], out["unit_error"][0], out["tangency_error"][0], q_final[0],
-               omega_final[0], info, int(start_step), float(heat_end[0]), out["exchanged"][0], heat_end)
+               np.ascontiguousarray(coef.T), float(dt), n_steps, save_every, cutoff, float(skin), adaptive,
+               nb.initial_capacity(n, cutoff + float(skin)), keep_state, out["q"][0], out["omega"][0],
+               out["energy"][0], out["temperature"][0], out["unit_error"][0], out["tangency_error"][0], q_final[0],
+               omega_final[0], info, int(start_step), float(heat_end[0]), out["exchanged"][0], heat_end,
+               out["neighbour_skin"])
     finally:
         numba.set_num_threads(previous)
     ok = info[STATUS] == OK
@@ -399,7 +405,7 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
     tag = f"{system}__{SOURCE_HASH}"
 
     def bound(template, name, parallel=False, **more):
-        flags = {"parallel": True, **KERNEL_FLAGS} if parallel else TEMPLATE_FLAGS
+        flags = {"parallel": True, **KERNEL_FLAGS} if parallel else INLINED
         bindings[name] = njit(**flags)(bind_template(template, f"{name}__{tag}", {**bindings, **more}))
 
     for quantity in ("gradient", "energies"):
@@ -420,7 +426,7 @@ def compiled_system_kernel(method: str, system: str):
     bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
                 "HEAT": KERNEL_METHODS[method].heat, **FIXED_BINDINGS}
     for name, template, parallel in HELPERS:
-        flags = {"parallel": True, **KERNEL_FLAGS} if parallel else TEMPLATE_FLAGS
+        flags = {"parallel": True, **KERNEL_FLAGS} if parallel else (INLINED if name == "advance_range" else KERNEL_FLAGS)
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     driver = drive_system_parallel
     return njit(cache=True, **KERNEL_FLAGS)(bind_template(driver, f"{driver.__name__}__{tag}", bindings))

@@ -200,6 +200,31 @@ def test_verlet_list_rebuilt_exactly_when_a_particle_has_moved_half_the_skin():
         assert run.neighbour_rebuilds[0] == builds, steps
 
 
+def test_automatic_skin_minimises_its_cost_model_and_runs_stay_bitwise():
+    """skin = "auto" (the default): each rebuild takes the skin that minimises (r_c + s)² (1 + 2βδ/s), δ the last
+    list's skin over twice its life in steps; the run is bitwise the same on 1 and 2 threads and differs from a
+    fixed-skin run by round-off only (other lists, the same forces)."""
+    cutoff, skin, life = 2.5, 0.3, 7
+    chosen = nb.automatic_skin(skin, life, cutoff)
+    trial = np.linspace(0.01, 2.5, 20001)
+    delta = skin / (2 * life)
+    cost = (cutoff + trial) ** 2 * (1 + 2 * nb.BUILD_COST_IN_GRADIENTS * delta / trial)
+    assert abs(chosen - trial[np.argmin(cost)]) < 2e-4
+    assert nb.automatic_skin(skin, 10**9, cutoff) == nb.SKIN_LIMITS[0] * cutoff  # at rest: the smallest
+    assert 0.95 * cutoff < nb.automatic_skin(100.0, 1, cutoff) <= nb.SKIN_LIMITS[1] * cutoff  # builds dominate: → r_c
+    n = 1500
+    system, sigma = lj_at_density(n)
+    q = fibonacci_sphere(n)
+    state = {"q": q[None], "omega": thermal_velocities(q, 1.0, 1.0, seed=3)[None]}
+    runs = [integrate(system, "vi", state, 0.005 * sigma, 60, 20, mode="system", threads=threads, skin=skin)
+            for threads, skin in ((1, "auto"), (2, None), (2, 0.3 * sigma))]
+    assert runs[0].neighbour_skin[0] != 0.3 * sigma and runs[2].neighbour_skin[0] == 0.3 * sigma
+    assert runs[0].neighbour_rebuilds[0] > 2
+    for name in ("q_final", "omega_final", "energy"):
+        assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
+    assert np.abs(runs[0].q_final - runs[2].q_final).max() <= 1e-14
+
+
 def test_mode_choice_and_refusals():
     system, sigma = lj_at_density(1200)
     q = fibonacci_sphere(1200)[None]
@@ -222,6 +247,9 @@ def test_mode_choice_and_refusals():
     with pytest.raises(InvalidInput) as error:
         integrate(system, "vi", state, 0.001, 1, mode="system", skin=-1.0)
     assert error.value.field == "skin"
+    with pytest.raises(InvalidInput) as error:
+        integrate(system, "vi", state, 0.001, 1, mode="system", skin="fast")
+    assert error.value.field == "skin" and '"auto"' in error.value.message
 
 
 def _min_chord(q):
