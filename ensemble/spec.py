@@ -38,7 +38,7 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("option_sweeps", "lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
+OPTIONAL_FIELDS = ("option_sweeps", "skin", "lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
                    "sections")
 
 
@@ -145,6 +145,8 @@ class Spec:
     #: cooling_rate, active's speed and rotational_diffusion), named by their store coordinate (OPTION_SWEEPS);
     #: ``options`` keeps their tables as written.  None without any
     option_sweeps: tuple[Sweep, ...] | None = None
+    #: system-parallel runs: the neighbour lists' Verlet skin (m, chord), or "auto"; None: "auto" (not written)
+    skin: float | str | None = None
 
     @property
     def grid(self) -> tuple[Sweep, ...]:
@@ -197,7 +199,7 @@ class Spec:
             "system": ({"model": self.model, "model_source": self.model_source, "params": params} if self.model else
                        {"name": self.system, "preset": self.preset, "params": params}),
             "integrator": {"method": self.method, "dt": self.dt, "t_end": self.t_end, "save_every": self.save_every,
-                           "checkpoint_every": self.checkpoint_every, **self.options},
+                           "checkpoint_every": self.checkpoint_every, "skin": self.skin, **self.options},
             "ensemble": {"members": None if self.until else self.members, "until": self.until, "seed": self.seed, "initial": self.initial, "scale": self.scale,
                          "omega_scale": self.omega_scale, "path": self.initial_path, "chunk": self.chunk,
                          **(self.sampler_options or {})},
@@ -440,6 +442,9 @@ def _integrator_section(section: _Section, definition) -> dict:
         raise InvalidInput("integrator.checkpoint_every",
                            f"must be a multiple of save_every = {save_every} (segments end on saved samples), "
                            f"got {checkpoint_every}")
+    skin = section.get("skin", "str" if isinstance(section.table.get("skin"), str) else "float")
+    if skin is not None and skin != "auto" and not (isinstance(skin, float) and math.isfinite(skin) and skin > 0):
+        raise InvalidInput(section.field("skin"), f'must be "auto" or a finite number > 0 (m, chord), got {skin!r}')
     options, sweeps = {}, []
     for key, default in METHODS[method].options.items():
         if key in METHODS[method].choices:  # named values (formulation)
@@ -478,7 +483,7 @@ def _integrator_section(section: _Section, definition) -> dict:
             raise InvalidInput(section.field(key), f"is not an option of method {method!r}; its options: {allowed}")
     section.finish()
     return dict(method=method, dt=dt, t_end=t_end, n_steps=n_steps, save_every=save_every,
-                checkpoint_every=checkpoint_every, options=options, option_sweeps=tuple(sweeps) or None)
+                checkpoint_every=checkpoint_every, options=options, option_sweeps=tuple(sweeps) or None, skin=skin)
 
 
 def _check_option_value(field: str, key: str, value, kind: str) -> None:

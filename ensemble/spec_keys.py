@@ -46,6 +46,10 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "integrator.save_every": SpecKey("integer > 0", "1", "steps", "steps between saved samples"),
     "integrator.checkpoint_every": SpecKey("integer > 0", "≈ 10000, a multiple of save_every", "steps",
                                            "steps per task segment (the unit of restart), a multiple of save_every"),
+    "integrator.skin": SpecKey("\"auto\" or number > 0", "\"auto\"", "m", "system-parallel runs: the Verlet skin "
+                               "(chord) of the neighbour lists, rebuilt when a particle has moved half of it; "
+                               "\"auto\" sets it at each rebuild by a measured cost model (Methods, molecular "
+                               "dynamics)"),
     "integrator.active.speed": SpecKey("number > 0", "required (with active)", "rad/s", "brownian: the particles' "
                                        "self-propulsion speed v₀ along their headings (on the unit sphere)"),
     "integrator.active.rotational_diffusion": SpecKey("number ≥ 0", "required (with active)", "rad²/s", "brownian: "

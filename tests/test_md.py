@@ -376,6 +376,23 @@ def test_md_run_through_the_ensemble_runner_is_system_parallel_and_restartable(t
     assert xr.open_zarr(spec.store).unit_error.max() < 1e-14
 
 
+def test_spec_skin_reaches_the_kernel_and_the_store_identity_is_unchanged_without_it(tmp_path):
+    """[integrator] skin: a number (m) or "auto"; written back by to_toml; a spec without it keeps the identity it
+    had before the key existed, and a run's kernel call gets it."""
+    from armillary import ensemble
+    from armillary.ensemble.plan import Plan
+    from armillary.ensemble.segment import integrate_members
+
+    plain = md_spec(tmp_path)
+    assert plain.skin is None and "skin =" not in plain.to_toml()
+    fixed = md_spec(tmp_path, integrator_lines="skin = 0.01\n")
+    assert fixed.skin == 0.01 and ensemble.parse_spec(fixed.to_toml()).skin == 0.01
+    assert fixed.identity() != plain.identity() and md_spec(tmp_path, integrator_lines='skin = "auto"\n').skin == "auto"
+    plan = Plan(fixed)
+    run = integrate_members(plan, 0, 1, plan.initial_state(0, 1), 1, 1)
+    assert run.mode == "system" and run.neighbour_skin[0] == 0.01
+
+
 def test_local_workers_of_a_system_parallel_run_use_every_cpu(tmp_path):
     """The worker that runs a system-parallel plan's member gets every CPU for its kernel threads;
     workers of an ensemble-mode plan get one each (one worker per core)."""

@@ -99,6 +99,10 @@ CASES = [
      "integrator.cooling_rate: must be >= 0"),
     ("langevin with Lyapunov shadows", 'method = "vi"', 'method = "langevin"\ntemperature = 1.0',
      "analysis.lyapunov: needs a deterministic fixed-step method, not 'langevin'"),
+    ("skin not auto", 'method = "vi"', 'method = "vi"\nskin = "large"',
+     'integrator.skin: must be "auto" or a finite number > 0 (m, chord)'),
+    ("skin in ensemble mode", 'method = "vi"', 'method = "vi"\nskin = 0.1',
+     "integrator.skin: is a setting of the system-parallel mode's neighbour lists"),
     ("named section's unknown key", "lyapunov = {", 'sections = { rise = { expression = "q[0][0]", stop = true } }\n'
      'lyapunov = {', "analysis.sections.rise.stop: unknown key; allowed in [analysis.sections.rise]"),
 ]
