@@ -316,13 +316,8 @@ def colour_pass_template(q, coef, neighbours, counts, slab_start, colour, out):
         slab_pairs(q, coef, neighbours, counts, slab_start, x, out)  # noqa: F821
 
 
-def gradient_template(q, coef, neighbours, counts, slab_start, out):
-    """∂V/∂q_i (J) for every stored particle, from the half rows: two colour passes."""
-    gradient_colour_pass(q, coef, neighbours, counts, slab_start, 0, out)  # noqa: F821
-    gradient_colour_pass(q, coef, neighbours, counts, slab_start, 1, out)  # noqa: F821
-
-
-def energies_template(q, coef, neighbours, counts, slab_start, out):
-    """Per-particle energies e_i = ½ Σ_j φ(r_ij²) (J) from the half rows: two colour passes."""
-    energies_colour_pass(q, coef, neighbours, counts, slab_start, 0, out)  # noqa: F821
-    energies_colour_pass(q, coef, neighbours, counts, slab_start, 1, out)  # noqa: F821
+def both_colours_template(q, coef, neighbours, counts, slab_start, out):
+    """Every pair's terms (∂V/∂q, or the per-particle energies, J) from the half rows: the even slabs (clearing what
+    they write), then the odd ones."""
+    for colour in range(2):
+        colour_pass(q, coef, neighbours, counts, slab_start, colour, out)  # noqa: F821

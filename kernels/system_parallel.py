@@ -47,7 +47,7 @@ def advance_range_template(first, stop, q, q_next, omega, grad, half_h_over_mass
     list build (m²).  Each body's stages only read its own rows and its (complete) gradient.  Returns (the smallest
     margin, NaN if a non-finite value appeared; the largest displacement²).  The stages also get what the
     stochastic methods need: the global index ``step`` of the drift's step, the coefficients (the bath rides in
-    their last rows), masses, original ids (which key each particle's noise) and the step's heat per original id,
+    their last rows), masses, original ids (which key each particle's noise) and the step's heat per stored particle,
     each particle writing its own entry."""
     smallest = 1.0
     poison = 0.0
@@ -174,8 +174,9 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     with ``adaptive``, each rebuild first sets the skin by :func:`~kernels.neighbours.automatic_skin` from the last
     list's life.  ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity]
     and ``skin_end`` the last skin (m).  With ``HEAT`` (a method that stores its bath's heat), each step's heat
-    Σ_i ΔK_i, summed over original indices as the ensemble kernels sum bodies, is added to the heat since the run
-    began (J, from ``heat_start``), which goes to ``heat_out`` at the samples and ``heat_end``."""
+    Σ_i ΔK_i, summed in storage order (fixed by the list, not by the threads; each particle writes its own entry in
+    the order it is stepped), is added to the heat since the run began (J, from ``heat_start``), which goes to
+    ``heat_out`` at the samples and ``heat_end``."""
     n = q_start.shape[0]
     half_h_over_mass = np.empty((n, 1))
     for i in range(n):
@@ -189,7 +190,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     grad = np.empty_like(q_start)
     per_particle = np.empty(n)
     by_id = np.empty((2, n))
-    heat = np.zeros(n)  # the step's heat by original index: each particle writes its own
+    heat = np.zeros(n)  # the step's heat of each stored particle: each writes its own
     exchanged = heat_start
     scratch = np.empty((2, 1))
     per_axis = nb.grid_cells_per_axis(n, cutoff + skin)
@@ -411,7 +412,7 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
     for quantity in ("gradient", "energies"):
         bound(getattr(nb, f"slab_{quantity}_template"), f"slab_{quantity}")
         bound(nb.colour_pass_template, f"{quantity}_colour_pass", parallel=True, slab_pairs=bindings[f"slab_{quantity}"])
-        bound(getattr(nb, f"{quantity}_template"), f"pair_{quantity}")
+        bound(nb.both_colours_template, f"pair_{quantity}", colour_pass=bindings[f"{quantity}_colour_pass"])
     return types.SimpleNamespace(**{name: bindings[name] for name in (
         "slab_gradient", "slab_energies", "gradient_colour_pass", "energies_colour_pass", "pair_gradient",
         "pair_energies")})

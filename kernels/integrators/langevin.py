@@ -357,14 +357,14 @@ def copy_body(source, target, i):
 
 @lane_function
 def langevin_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
-    """B, A, O, A of particle i into q_next (q keeps q_k until the kick); the heat of O goes to heat[ids[i]].
+    """B, A, O, A of particle i into q_next (q keeps q_k until the kick); the heat of O goes to heat[i].
     Returns 1 (a Langevin step is never infeasible)."""
     copy_body(q, q_next, i)
     decay, spread = bath_factors(coef, h, mass_diag[i, 0], 0)
     key0, key1, member = noise_counters(coef, 0)
-    heat[ids[i]] = langevin_first_half(q_next, omega, grad, half_h_over_mass, h, decay,
-                                       spread * thermal_scale(coef, step, h, 0), mass_diag[i, 0], step, member, key0,
-                                       key1, ids[i], i, 0)
+    heat[i] = langevin_first_half(q_next, omega, grad, half_h_over_mass, h, decay,
+                                  spread * thermal_scale(coef, step, h, 0), mass_diag[i, 0], step, member, key0, key1,
+                                  ids[i], i, 0)
     return 1.0
 
 
