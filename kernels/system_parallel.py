@@ -71,8 +71,8 @@ def slab_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, list
     ``rows_first``, it adds its rows' pair terms at q_next to ∂V/∂q; then its bodies' stages
     (:func:`advance_range_template`, ``kick`` and ``drift``); then, with ``rows_after``, it clears its own and the
     next slab's gradient and adds its rows' terms at the (drifted) q_next: an even slab starts the next gradient.
-    One call site each for the rows and the stages (a loop over the three phases): Numba inlines each call site,
-    and the kernel compiles in less time."""
+    One call site each for the rows and the stages (a loop over the three phases), so that Numba inlines each of
+    them once."""
     slab_start = lists[nb.SLAB_START]
     for half in prange((slab_start.shape[0] - colour) // 2):
         x = 2 * half + colour
@@ -114,7 +114,8 @@ def record_template(sample, q, omega, mass_diag, ids, coef, lists, per_particle,
                     save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error, exchanged, heat_out):
     """Diagnostics of one saved sample: E = T + V (J), kinetic temperature T/n (J), constraint errors, the heat
     the bath gave so far (``exchanged``, J); q and ω in the caller's particle order when ``save_state``.  Sums run
-    over original indices, so they do not depend on the storage order or the thread count."""
+    over original indices, and each particle's pair energy adds its terms in the order the list fixes, so none
+    depends on the thread count."""
     n = q.shape[0]
     pair_energies(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.SLAB_START], per_particle)  # noqa: F821
     for s in range(n):
