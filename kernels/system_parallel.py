@@ -203,14 +203,18 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     q[:] = q_next
     slab_margin = np.empty(per_axis)
     slab_moved = np.zeros(per_axis)
+    # the passes' flags are run-time values: Numba compiles a function once for every literal argument it is given
+    # (literal True and False at the call sites had the slab pass compiled five times and the step three)
+    no = n_steps < 0
+    yes = not no
     for colour in range(2):  # ∂V/∂q at q: the even slabs' rows (clearing what they write), then the odd ones'
-        slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, colour == 1, False,  # noqa: F821
-                  False, colour == 0, slab_margin, slab_moved, step_offset, coef, mass_diag, ids, heat)
+        slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, colour == 1, no,  # noqa: F821
+                  no, colour == 0, slab_margin, slab_moved, step_offset, coef, mass_diag, ids, heat)
     record_system_sample(0, q, omega, mass_diag, ids, coef, lists, per_particle, by_id,  # noqa: F821
                          scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
                          exchanged, heat_out)
     # the drift of step k (1-based in the call) is the run's step step_offset + k − 1
-    status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, False,  # noqa: F821
+    status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, no,  # noqa: F821
                                    n_steps > 0, slab_margin, slab_moved, step_offset, coef, mass_diag, ids, heat)
     failed = -1
     for k in range(1, n_steps + 1):
@@ -228,8 +232,9 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
             rebuilds += 1
             built_at = k
             # the even slabs' rows of this gradient, again with the new list (the odd ones follow in the kick)
-            slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, 0, False, False, False,  # noqa: F821
-                      True, slab_margin, slab_moved, step_offset + k, coef, mass_diag, ids, heat)
+            for colour in range(1):
+                slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, no, no, no,  # noqa: F821
+                          yes, slab_margin, slab_moved, step_offset + k, coef, mass_diag, ids, heat)
         if HEAT:  # noqa: F821 (bound at specialisation): step k's drift wrote its heat; the next drift overwrites it
             step_heat = 0.0
             for i in range(n):
@@ -238,7 +243,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
         saved = k % save_every == 0
         # the next step's drift joins this kick unless a sample (the state between them) is recorded first
         status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                       lists, True, k < n_steps and not saved, slab_margin, slab_moved,
+                                       lists, yes, k < n_steps and not saved, slab_margin, slab_moved,
                                        step_offset + k, coef, mass_diag, ids, heat)
         if status != OK:
             failed = k
@@ -249,7 +254,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
                                  unit_error, tangency_error, exchanged, heat_out)
             if k < n_steps:
                 status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                               lists, False, True, slab_margin, slab_moved, step_offset + k, coef,
+                                               lists, no, yes, slab_margin, slab_moved, step_offset + k, coef,
                                                mass_diag, ids, heat)
     for s in range(n):
         for c in range(3):
