@@ -46,7 +46,7 @@ NEIGHBOUR_SLACK = 12
 #: chunks of the parallel maxima (displacements); fixed, so no result depends on the thread count
 REDUCTION_CHUNKS = 64
 #: positions in the tuple of :func:`allocate`
-STORAGE_CELL, CELL_START, ORDER, NEIGHBOURS, COUNTS, REFERENCE, SLAB_START, BY_ID, CHUNK_MAX = range(9)
+STORAGE_CELL, CELL_START, ORDER, NEIGHBOURS, COUNTS, REFERENCE, SLAB_START, BY_ID = range(8)
 
 _parallel = njit(parallel=True, error_model="numpy", nogil=True)
 _serial = njit(error_model="numpy", nogil=True)
@@ -87,14 +87,14 @@ def initial_capacity(n: int, list_range: float) -> int:
 
 @_serial
 def allocate(n, per_axis, capacity):
-    """The arrays of one neighbour list of n particles (indexed by STORAGE_CELL … CHUNK_MAX): each stored
+    """The arrays of one neighbour list of n particles (indexed by STORAGE_CELL … BY_ID): each stored
     particle's cell, the cells' first storage indices (L³ + 1), the build's permutation, the half rows
     (n, capacity + 1: the last column takes the candidates of a full row), their lengths, the build's
-    positions (n, 3), the slabs' first storage indices (L + 1), each original index's storage index and
-    a reduction scratch.  4(L³ + 5n + n·capacity) + 32n bytes."""
+    positions (n, 3), the slabs' first storage indices (L + 1) and each original index's storage index.
+    4(L³ + 5n + n·capacity) + 24n bytes."""
     return (np.empty(n, np.int32), np.zeros(per_axis**3 + 1, np.int32), np.empty(n, np.int32),
             np.empty((n, capacity + 1), np.int32), np.zeros(n, np.int32), np.empty((n, 3)),
-            np.zeros(per_axis + 1, np.int32), np.empty(n, np.int32), np.empty(REDUCTION_CHUNKS))
+            np.zeros(per_axis + 1, np.int32), np.empty(n, np.int32))
 
 
 @_parallel
@@ -218,7 +218,7 @@ def rebuild(q, list_range, per_axis, lists):
             longest = max(longest, counts[i])
         if longest < neighbours.shape[1]:
             return (lists[STORAGE_CELL], lists[CELL_START], lists[ORDER], neighbours, counts, lists[REFERENCE],
-                    lists[SLAB_START], lists[BY_ID], lists[CHUNK_MAX])
+                    lists[SLAB_START], lists[BY_ID])
         neighbours = np.empty((n, longest + NEIGHBOUR_SLACK + 1), np.int32)
 
 

@@ -272,8 +272,6 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
 HELPERS = (("advance_range", advance_range_template, False), ("slab_pass", slab_pass_template, True),
            ("advance_bodies", advance_template, False),
            ("record_system_sample", record_template, False))
-#: bound for every system-parallel kernel (diagonal M only)
-FIXED_BINDINGS = {}
 #: the per-body stages' loop and a slab's pair rows, inlined into the parallel loops at every optimisation level
 #: (called as functions there, they would get each array argument as a dozen machine words, per slab); the driver's
 #: other helpers are functions, each compiled once instead of at each of its call sites
@@ -431,7 +429,7 @@ def compiled_system_kernel(method: str, system: str):
     drift, kick = KERNEL_METHODS[method].system_stages
     tag = f"{method}__{system}__system__{SOURCE_HASH}"
     bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
-                "HEAT": KERNEL_METHODS[method].heat, **FIXED_BINDINGS}
+                "HEAT": KERNEL_METHODS[method].heat}
     for name, template, parallel in HELPERS:
         flags = {"parallel": True, **KERNEL_FLAGS} if parallel else (INLINED if name == "advance_range" else KERNEL_FLAGS)
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
