@@ -11,7 +11,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from armillary.kernels import (InvalidInput, carried_names, check_stochastic, execution_mode, get_system,
+from armillary.kernels import (InvalidInput, carried_names, check_device, check_stochastic, execution_mode, get_system,
                                resolve_method)
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
 from armillary.kernels.models import build_model, declared_model
@@ -167,6 +167,12 @@ class Plan:
         if self.spec.skin is not None and self.mode != "system":
             raise InvalidInput("integrator.skin", "is a setting of the system-parallel mode's neighbour lists: one "
                                "member (or chunk = 1) of a pair system with a finite cutoff; this run is ensemble mode")
+        if self.spec.device is not None:  # what the GPU runs, and whether this machine has one: refused before any write
+            try:
+                check_device(self.spec.device, self.chunk_system(0, 1), self.method, self.spec.options, self.spec.shadows,
+                             self.sections, False, self.mode)
+            except InvalidInput as error:
+                raise InvalidInput("execution.device", error.message) from None
         optional = {d.name for d in self.space.optional_diagnostics}
         if optional & set(self.spec.variables) and self.mode != "system":
             raise InvalidInput("output.variables", f"{', '.join(sorted(optional & set(self.spec.variables)))} is "

@@ -16,7 +16,7 @@ import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
-from armillary.kernels import METHODS, SYSTEMS, InvalidInput, methods_for
+from armillary.kernels import DEVICES, METHODS, SYSTEMS, InvalidInput, methods_for
 from armillary.kernels.integrators import ACTIVE_KEYS, NON_NEGATIVE_OPTIONS, OPTION_DOCS
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.systems import system_definition
@@ -38,7 +38,7 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("option_sweeps", "skin", "lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
+OPTIONAL_FIELDS = ("option_sweeps", "skin", "device", "lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
                    "sections")
 
 
@@ -147,6 +147,9 @@ class Spec:
     option_sweeps: tuple[Sweep, ...] | None = None
     #: system-parallel runs: the neighbour lists' Verlet skin (m, chord), or "auto"; None: "auto" (not written)
     skin: float | str | None = None
+    #: ``[execution] device``: "cuda" steps the members on a CUDA GPU; None: the CPU (not written).  Part of the
+    #: identity: a GPU's results differ from the CPU's by round-off, so a store is finished where it was begun
+    device: str | None = None
 
     @property
     def grid(self) -> tuple[Sweep, ...]:
@@ -205,6 +208,7 @@ class Spec:
                          **(self.sampler_options or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
+            "execution": {"device": self.device},
             "analysis": {name: getattr(self, name) for name in INDICATORS + ("section", "escape", "sections")},
         }
         lines = []
@@ -310,10 +314,10 @@ class _Section:
 
 _KIND_NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false",
                "list": "a list", "table": "a table"}
-_SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "analysis")
+_SECTIONS = ("system", "integrator", "ensemble", "output", "cluster", "execution", "analysis")
 #: command-line / API overrides and the spec key each replaces
 OVERRIDES = {"store": ("output", "store"), "members": ("ensemble", "members"),
-             "workers": ("cluster", "workers"), "scheduler": ("cluster", "scheduler")}
+             "workers": ("cluster", "workers"), "scheduler": ("cluster", "scheduler"), "device": ("execution", "device")}
 
 
 def _sweep(name: str, value: dict, where: str | None = None) -> Sweep:
@@ -613,6 +617,14 @@ def _output_section(section: _Section, space, definition) -> dict:
     return dict(store=store, variables=tuple(variables))
 
 
+def _execution_section(section: _Section) -> dict:
+    """``[execution]``: ``device``, where the members are stepped (cpu, the default, or cuda); the GPU's own checks
+    (a device here, the method and options it runs) are the plan's."""
+    device = section.choice("device", DEVICES)
+    section.finish()
+    return dict(device=None if device in (None, "cpu") else device)
+
+
 #: the ``[analysis]`` tables, each carrying shadows: (name, whether it takes ``count``)
 INDICATORS = ("lyapunov", "lyapunov_spectrum", "megno", "sali")
 
@@ -743,6 +755,7 @@ def parse_spec(text: str, stored: bool = False, directory: str = "", **overrides
         **_ensemble_section(_Section("ensemble", document["ensemble"]), space),
         **_output_section(_Section("output", document["output"]), space, definition),
         cluster=dict(cluster) if stored else parse_cluster_section(_Section("cluster", cluster)),
+        **_execution_section(_Section("execution", document.get("execution", {}))),
         **_analysis_section(_Section("analysis", document.get("analysis", {})), integrator["method"],
                             integrator["options"], definition),
         stored=stored,

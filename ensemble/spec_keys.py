@@ -54,6 +54,9 @@ SPEC_KEYS: dict[str, SpecKey] = {
                                        "self-propulsion speed v₀ along their headings (on the unit sphere)"),
     "integrator.active.rotational_diffusion": SpecKey("number ≥ 0", "required (with active)", "rad²/s", "brownian: "
                                                       "the headings' rotational diffusion D_r about q"),
+    "execution.device": SpecKey("string", "\"cpu\"", "", "where the members are stepped: cpu, or cuda (one CUDA GPU "
+                                "per process, one thread per member; its methods and options so far are on the "
+                                "GPU page, and a machine without a GPU is refused)"),
     "ensemble.members": SpecKey("integer ≥ 1", "required (unless until)", "", "number of members (at most 10⁹; with sweeps a "
                                 "multiple of the number of grid points)"),
     "ensemble.seed": SpecKey("integer ≥ 0", "0", "", "member i's random numbers depend only on (seed, i)"),

@@ -37,7 +37,7 @@ def run(args) -> int:
     """Run or resume the spec's ensemble into its store."""
     from armillary.ensemble.store import summary
 
-    overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
+    overrides = _overrides(args)
     spec = ensemble.load_spec(args.spec, **overrides)
     started = time.perf_counter()
     if args.array_index is not None or args.array_size is not None:
@@ -65,7 +65,7 @@ def check(args) -> int:
     run would do; writes nothing."""
     from armillary.kernels.models.checks import GRADIENT_TOLERANCE
 
-    overrides = {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler}
+    overrides = _overrides(args)
     spec = ensemble.load_spec(args.spec, **overrides)
     plan, create = ensemble.prepare(spec)
     state = "would be created" if create else "holds this spec: a run resumes it"
@@ -273,6 +273,12 @@ def systems(args) -> int:
     return SUCCESS
 
 
+def _overrides(args) -> dict:
+    """The spec keys ``run`` and ``check`` replace from their command line (:func:`_spec_arguments`)."""
+    return {"store": args.store, "members": args.members, "workers": args.workers, "scheduler": args.scheduler,
+            "device": args.device}
+
+
 def _spec_arguments(parser: argparse.ArgumentParser) -> None:
     """The spec and the overrides of its keys, as ``run`` and ``check`` take them."""
     parser.add_argument("spec", help="path of the TOML spec")
@@ -280,6 +286,7 @@ def _spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--members", type=int, help="number of members (replaces ensemble.members)")
     parser.add_argument("--workers", type=int, help="local worker processes (replaces cluster.workers)")
     parser.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:port")
+    parser.add_argument("--device", help="cpu or cuda: where the members are stepped (replaces execution.device)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -73,6 +73,18 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     keeps its size; with ``forced`` the system's forces act (unforced kernels are compiled without them); with
     ``sections`` (the generated module of :func:`kernels.sections.values_source`) it locates their crossings."""
     kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
+    recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows, forced, sections)
+    driver = bind_template(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)
+    return njit(cache=True, **KERNEL_FLAGS)(driver)
+
+
+@functools.cache
+def specialised_stages(method: str, system: str, inertia_kind: str, shadows: bool = False, forced: bool = False,
+                       sections: str | None = None) -> tuple:
+    """(recipe, bindings, tag): the stages a driver of ``method`` for ``system`` calls, jitted with the system's
+    functions bound (the names of :mod:`kernels.driver` and :mod:`kernels.flat_driver`), and the kernel's unique
+    tag.  Shared by the CPU drivers (:func:`compiled_kernel`) and the GPU's (:mod:`kernels.gpu`), which run the
+    same stages."""
     definition = system_definition(system)
     space = definition.space
     recipe = KERNEL_METHODS[method].recipe(space.name, inertia_kind)
@@ -118,5 +130,4 @@ def compiled_kernel(method: str, system: str, inertia_kind: str, shadows: bool =
     for name, template in templates:
         flags = KERNEL_FLAGS if name in called_twice else TEMPLATE_FLAGS
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
-    driver = bind_template(recipe.driver, f"{recipe.driver.__name__}__{tag}", bindings)
-    return njit(cache=True, **KERNEL_FLAGS)(driver)
+    return recipe, bindings, tag

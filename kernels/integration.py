@@ -276,7 +276,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
               outputs=None, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
               mode: str | None = None, skin: float | str | None = None, carry: dict | None = None, start_step: int = 0,
               sections: tuple[Section, ...] | Section | None = None, seed: int = 0, member_ids=None,
-              **method_options) -> Trajectory:
+              device: str = "cpu", **method_options) -> Trajectory:
     """Integrate every member of an ensemble with one method, on the system's state space.
 
     ``state0``: a mapping of the space's state variables, each with a leading member axis
@@ -306,6 +306,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     one per member.  Their noise is a function of ``seed`` (an integer >= 0), each member's global id
     (``member_ids``, default 0 … members − 1: give a chunk of a larger ensemble its own ids), the global step and
     the body (:mod:`kernels.noise`), so a run split in chunks or segments has the same bits.
+    ``device``: "cpu" (the default) or "cuda", the ensemble on one CUDA GPU, one thread per member
+    (:mod:`kernels.gpu`: its first tranche of methods and spaces; the rest, and a machine without a GPU, are
+    refused naming what is missing).
     Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
     """
@@ -349,6 +352,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         _check_headings(state, restart)
     section_plan = plan_sections(sections, space, space.body_count(state),
                                  parameter_shapes(system, space.body_count(state)) if sections else None)
+    on_gpu = check_device(device, system, runs, options, shadow, sections, "min_separation" in outputs, mode)
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)
@@ -357,12 +361,36 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
                                    threads=threads, shadow=shadow, mode=mode, skin=skin, options=options,
                                    option_vector=option_vector, carried=carried,
                                    track_encounters="min_separation" in outputs, start_step=int(start_step),
-                                   sections=section_plan, bath=bath)
+                                   sections=section_plan, bath=bath, **on_gpu)
     carried = result.pop("carried")
     result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
     samples = n_steps // save_every + 1
     return Trajectory(time=np.arange(samples) * (save_every * float(dt)), method=method,
                       carry={name: carried[:, column].copy() for column, name in enumerate(names)}, **result)
+
+
+#: where :func:`integrate` runs an ensemble
+DEVICES = ("cpu", "cuda")
+
+
+def check_device(device, system: System, runs: Method, options: dict, shadow, sections, track_encounters: bool,
+            mode) -> dict:
+    """The runner's keyword for ``device``: {} on the CPU, {"device": "cuda"} for a run the GPU can take (checked
+    before any compute: what the GPU does not run yet, and a machine without one, are refused naming what is
+    missing).  Also the plan's check of ``[execution] device``."""
+    if device not in DEVICES:
+        raise InvalidInput("device", f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
+    if device == "cpu":
+        return {}
+    from . import gpu  # numba-cuda: imported only where a run asks for the GPU
+
+    gpu.check_supported(system, runs.name, forced=system.forced, shadow=shadow, sections=sections,
+                        track_encounters=track_encounters, mode=mode, stochastic=runs.stochastic,
+                        implicit_options=options)
+    problem = gpu.device_problem()
+    if problem is not None:
+        raise InvalidInput("device", f"'cuda' needs a CUDA GPU: {problem}")
+    return {"device": "cuda"}
 
 
 def check_stochastic(runs: Method, system: System, shadows: bool, sections: bool) -> None:

@@ -157,6 +157,16 @@ def add_scaled(target, source, scale):
 
 
 @lane_function
+def copy_block(source, target):
+    """target ← source, (n, 3, lanes) arrays, element by element: an array assignment ``target[:] = source`` that a
+    kernel on the GPU can run too (numba-cuda does not lower the slice assignment)."""
+    for i in range(source.shape[0]):
+        for k in range(3):
+            for b in range(source.shape[2]):
+                target[i, k, b] = source[i, k, b]
+
+
+@lane_function
 def add_cross(q, v, scale, out):
     """out_i += scale · q_i × v_i for every body and lane."""
     for i in range(q.shape[0]):
@@ -210,11 +220,17 @@ def velocities_into(q, omega, out):
 
 
 @lane_function
+def body_velocity(q, omega, i, b):
+    """q̇_i = ω_i × q_i (m/s on the unit sphere, Lee–Leok–McClamroch eq. (10)) of body i in lane b, as scalars."""
+    return (omega[i, 1, b] * q[i, 2, b] - omega[i, 2, b] * q[i, 1, b],
+            omega[i, 2, b] * q[i, 0, b] - omega[i, 0, b] * q[i, 2, b],
+            omega[i, 0, b] * q[i, 1, b] - omega[i, 1, b] * q[i, 0, b])
+
+
+@lane_function
 def body_kinetic_energy(q, omega, mass_diag, i, b):
     """½ M_ii ‖ω_i × q_i‖² (J) of body i in lane b."""
-    v0 = omega[i, 1, b] * q[i, 2, b] - omega[i, 2, b] * q[i, 1, b]
-    v1 = omega[i, 2, b] * q[i, 0, b] - omega[i, 0, b] * q[i, 2, b]
-    v2 = omega[i, 0, b] * q[i, 1, b] - omega[i, 1, b] * q[i, 0, b]
+    v0, v1, v2 = body_velocity(q, omega, i, b)
     return 0.5 * mass_diag[i, b] * (v0 * v0 + v1 * v1 + v2 * v2)
 
 
@@ -233,19 +249,18 @@ def kinetic_energy_diagonal(q, omega, mass_diag, mass_full, coef, topology, out)
 
 @lane_function
 def kinetic_energy_full(q, omega, mass_diag, mass_full, coef, topology, out):
-    """T = ½ Σ_ij M_ij (ω_i × q_i)·(ω_j × q_j) for a full inertia matrix (J)."""
+    """T = ½ Σ_ij M_ij (ω_i × q_i)·(ω_j × q_j) for a full inertia matrix (J).  The velocities are formed again for
+    each pair rather than kept in an array: a kernel on the GPU (:mod:`kernels.gpu`) cannot allocate one, and the
+    n² cross products cost nothing beside a sample's other work."""
     n = q.shape[0]
     lanes = q.shape[2]
-    velocity = np.empty((n, 3, lanes))
-    velocities_into(q, omega, velocity)
     for b in range(lanes):
         out[b] = 0.0
-    for i in range(n):
-        for j in range(n):
-            for b in range(lanes):
-                dot = (velocity[i, 0, b] * velocity[j, 0, b] + velocity[i, 1, b] * velocity[j, 1, b]
-                       + velocity[i, 2, b] * velocity[j, 2, b])
-                out[b] += 0.5 * mass_full[i, j, b] * dot
+        for i in range(n):
+            vi0, vi1, vi2 = body_velocity(q, omega, i, b)
+            for j in range(n):
+                vj0, vj1, vj2 = body_velocity(q, omega, j, b)
+                out[b] += 0.5 * mass_full[i, j, b] * (vi0 * vj0 + vi1 * vj1 + vi2 * vj2)
 
 
 @lane_function

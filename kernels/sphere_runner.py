@@ -39,13 +39,14 @@ def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
-        sections: SectionPlan | None = None, bath: tuple | None = None) -> dict:
+        sections: SectionPlan | None = None, bath: tuple | None = None, device: str = "cpu") -> dict:
     """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
     returns the fields of a :class:`~kernels.integration.Trajectory` (state and diagnostics by name),
     with ``carried`` (members, C), the method's solver state, updated in place.  ``start_step``: the global
     index of the step the call continues after (time origin of time-dependent forces); ``sections``: the
     checked sections whose crossings are located (:mod:`kernels.sections`); ``bath``: a stochastic method's
-    (temperature, friction, noise key, member ids) (:func:`kernels.integrators.langevin.with_bath`)."""
+    (temperature, friction, noise key, member ids) (:func:`kernels.integrators.langevin.with_bath`); ``device``:
+    "cuda" steps the ensemble on the GPU (:mod:`kernels.gpu`, which :func:`kernels.integrate` checked it can)."""
     q, omega = state["q"], state["omega"]
     members, n = q.shape[:2]
     params = system.broadcast(members, n)
@@ -93,7 +94,12 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         raise InvalidInput("mode", f"the system-parallel mode steps unforced systems; {system.name} is forced here")
     if sections is not None and chosen == "system":
         raise InvalidInput("section", "sections run in the ensemble mode (members in parallel); set mode = 'ensemble'")
-    if chosen == "system":
+    if device == "cuda":
+        from . import gpu  # numba-cuda: imported only where a run asks for the GPU
+
+        gpu.run_sphere(method, system, inertia_kind, q, omega, mass_diag, mass_full, coef, topology, float(dt), n_steps,
+                       save_every, keep_state, option_vector, start_step, result)
+    elif chosen == "system":
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
                                           skin, keep_state, threads, start_step, carried))
     else:

@@ -10,7 +10,7 @@ Free names bound at specialisation: ``system_gradient``, ``equations_of_motion``
 import numpy as np
 
 from ..driver import record_work, write_final_state
-from ..lanes import add_power, add_scaled, lane_function, solve_in_lanes, velocities_into
+from ..lanes import add_power, add_scaled, copy_block, lane_function, solve_in_lanes, velocities_into
 from ..sections import any_crossing, sphere_lane_state
 from ..status import OK, STEP_SIZE_UNDERFLOW
 from .formulations import add_configuration_force
@@ -151,8 +151,8 @@ def explicit_rk_step(t, q, omega, mass_diag, mass_full, coef, topology, h, optio
         v = omega
     stages = tableau_b.shape[0]  # noqa: F821
     for s in range(stages):
-        yq[:] = q
-        yw[:] = v
+        copy_block(q, yq)
+        copy_block(v, yw)
         node = 0.0  # c_s = Σ_r a_sr, the stage's time within the step
         for r in range(s):
             a = tableau_a[s, r]  # noqa: F821
