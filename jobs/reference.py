@@ -20,7 +20,7 @@ from armillary.kernels.integrators import OPTION_DOCS
 from .cli import EXIT_CODES, build_parser, describe_system
 
 #: the spec's sections in the order a spec is read
-SECTIONS = ("system", "integrator", "integrator.active", "ensemble", "output", "cluster", "analysis",
+SECTIONS = ("system", "integrator", "integrator.active", "ensemble", "output", "cluster", "execution", "analysis",
             "analysis.lyapunov", "analysis.lyapunov_spectrum", "analysis.megno", "analysis.sali", "analysis.section",
             "analysis.escape", "ensemble.until")
 

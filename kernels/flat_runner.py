@@ -14,12 +14,13 @@ from .sections import SectionPlan, section_outputs, section_results, with_sectio
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
-        sections: SectionPlan | None = None, bath: tuple | None = None) -> dict:
+        sections: SectionPlan | None = None, bath: tuple | None = None, device: str = "cpu") -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
     returns the fields of a :class:`~kernels.integration.Trajectory`.  ``start_step``: the global index of
     the step this call continues after (its time origin start_step·dt, which time-dependent loads see; a
     shadow's step_offset equals it); ``sections``: the checked sections whose crossings are located; ``bath`` is
-    always None here (the stochastic methods step (S²)ⁿ only)."""
+    always None here (the stochastic methods step (S²)ⁿ only); ``device``: "cuda" steps the ensemble on the GPU
+    (:mod:`kernels.gpu`, which :func:`kernels.integrate` checked it can)."""
     space = system.space
     n = space.body_count(state)
     x = space.flatten(state)
@@ -28,7 +29,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     # a section's p.<name> values ride after the system's own coefficient rows (kernels.sections)
     coef = with_section_parameters(system.definition.member_coefficients(params, n, members), sections, params)
     topology = np.ascontiguousarray(system.definition.topology(params, n), dtype=np.int64)
-    lanes = lane_width(KERNEL_METHODS[method].lanes, members)
+    # the GPU: one block of every member, a thread per lane
+    lanes = members if device == "cuda" else lane_width(KERNEL_METHODS[method].lanes, members)
     samples = n_steps // save_every + 1
     diagnostics = np.full((members, len(space.diagnostics), samples), np.nan)
     result = {
@@ -46,18 +48,24 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
                               for name in space.names}).reshape(members, count, rows) if count \
         else np.zeros((members, 0, rows))
     shadow_end["state"] = np.empty(shadow_x.shape)
-    kernel = compiled_kernel(method, system.name, FLAT, shadow is not None, False,
-                             sections.source if sections is not None else None)
     crossings = section_outputs(sections, members, rows)
     blocks = {"x": to_blocks(x, lanes), "coef": to_blocks(coef, lanes), "shadow": to_shadow_blocks(shadow_x, lanes),
               **shadow_record_blocks(shadow_in, lanes)}
-    outputs = [result["state"], result["energy"], diagnostics]
-    run_in_threads(
-        kernel, blocks, (topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars
-        + (sections.modes if sections is not None else np.zeros((2, 0), np.int64),), keep_state,
-        outputs + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "carried")]
-        + [growth, indicator_out] + [shadow_end[name] for name in ("state", "log_growth", "reference", "indicators")]
-        + crossings, lanes, members, threads, space.memory_checks)
+    shared = ((topology, n, float(dt), n_steps, save_every, option_vector) + shadow_scalars
+              + (sections.modes if sections is not None else np.zeros((2, 0), np.int64),))
+    outputs = ([result["state"], result["energy"], diagnostics]
+               + [result[name] for name in ("status", "failed_step", "solver_iterations", "final", "carried")]
+               + [growth, indicator_out] + [shadow_end[name] for name in ("state", "log_growth", "reference", "indicators")]
+               + crossings)
+    if device == "cuda":
+        from . import gpu  # numba-cuda: imported only where a run asks for the GPU
+
+        gpu.run_blocks(method, system.name, FLAT, shadow is not None, "flat", blocks, shared, keep_state, outputs,
+                       members, n=n, diagnostics=len(space.diagnostics))
+    else:
+        kernel = compiled_kernel(method, system.name, FLAT, shadow is not None, False,
+                                 sections.source if sections is not None else None)
+        run_in_threads(kernel, blocks, shared, keep_state, outputs, lanes, members, threads, space.memory_checks)
     crossing_results = section_results(sections, crossings, space, n, result["status"], result["final"])
     if shadow is not None:
         end_state = space.unflatten(shadow_end["state"].reshape(members * count, rows), n)

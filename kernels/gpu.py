@@ -26,15 +26,18 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
+import types
 
+import numba
 import numpy as np
 
-from numba import njit
-
 from .compile import KERNEL_FLAGS, specialised_stages
-from .driver import check_lanes, write_final_state
+from .driver import check_lanes, lane_bookkeeping, write_final_state
+from .flat_driver import check_flat_lanes, write_flat_final
 from .errors import InvalidInput
 from .lanes import bind_template
+from .lyapunov import record_sphere_indicators, tile_lanes_2d, tile_lanes_3d, write_final_shadows
 
 #: threads per block of the GPU kernels: members are independent, so any multiple of the warp (32) works; 128
 #: leaves the scheduler room to hide memory latency with several blocks per multiprocessor
@@ -42,8 +45,8 @@ THREADS_PER_BLOCK = 128
 #: the compute capability PTX is compiled for when no device says its own (the suite's check): 8.0, the A100;
 #: PTX for 8.0 runs on every later GPU (H100 9.0, H200), which compiles it for itself when it loads it
 DEFAULT_COMPUTE_CAPABILITY = (8, 0)
-#: methods the GPU steps, per space (the first tranche)
-GPU_METHODS = {"sphere_product": ("vi", "rk4")}
+#: the methods the GPU steps (the first tranche), each with the spaces it runs there
+GPU_METHODS = {"vi": ("sphere_product",), "lgvi": ("rotation",), "rk4": ("sphere_product", "rotation", "rigid_motion")}
 #: NumPy functions the stages call on scalars, and the math function numba-cuda lowers each to (see
 #: :func:`_register_numpy_math`)
 NUMPY_MATH = {"sqrt": math.sqrt, "absolute": math.fabs, "exp": math.exp, "log": math.log, "expm1": math.expm1,
@@ -64,7 +67,7 @@ def cuda_module():
 def device_problem() -> str | None:
     """Why no CUDA device can run a kernel here (one line), or None when one can (the simulator counts as one)."""
     cuda = cuda_module()
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or _ptx_only.compiled is not None:
         return None
     try:
         cuda.current_context()  # starts the driver: its error says what is missing (library, device)
@@ -78,14 +81,14 @@ def check_supported(system, method: str, *, forced: bool, shadow, sections, trac
                     stochastic: bool, implicit_options: dict) -> None:
     """Refuse, in one line naming the option, what the GPU does not run yet."""
     space = system.space.name
-    methods = GPU_METHODS.get(space)
-    if methods is None:
-        raise InvalidInput("device", f"'cuda' runs {', '.join(GPU_METHODS)} systems so far; {system.name} is on {space}: "
-                           "use device = 'cpu'")
-    if method not in methods or stochastic:
-        raise InvalidInput("method", f"{method!r} does not run on device 'cuda' yet; there: {', '.join(methods)}")
+    if method not in GPU_METHODS or stochastic:
+        raise InvalidInput("method", f"{method!r} does not run on device 'cuda' yet; there: {', '.join(GPU_METHODS)}")
+    spaces = GPU_METHODS[method]
+    if space not in spaces:
+        raise InvalidInput("device", f"{method} runs on device 'cuda' for {', '.join(spaces)} systems so far; "
+                           f"{system.name} is on {space}: use device = 'cpu'")
     for name, what, present in (
-            ("shadow", "Benettin shadows (lyapunov, megno, sali)", shadow is not None),
+            ("shadow", f"Benettin shadows on {space}", shadow is not None and system.space.layout != "sphere"),
             ("sections", "surfaces of section", bool(sections)), ("forcing", f"forces ({system.name} is forced)", forced),
             ("outputs", "close-encounter tracking (min_separation)", track_encounters),
             ("mode", "the system-parallel mode (one large member)", mode == "system"),
@@ -109,109 +112,223 @@ def _register_numpy_math() -> None:
         table.setdefault(getattr(np, name), {"d->d": lower})
 
 
-def drive_members_template(q, omega, mass_diag, mass_full, coef, topology, h, n_steps, save_every, options,
-                           step_offset, members, save_state, work, scratch, counters, active, q_out, omega_out, energy,
-                           unit_error, tangency_error, status, failed_step, iterations, q_end, omega_end,
-                           min_separation):
-    """Thread m steps member m ``n_steps`` steps of size h (s), saving every ``save_every``: the loop of
-    :func:`kernels.driver.drive_fixed_step` for one lane, on one-lane views of arrays whose lanes are the members
-    (state (n, 3, members); ``work``: the method's work for all members; ``scratch`` (4, members); ``counters``
-    (5, members) int64: status, failing step, most iterations, this step's iterations and code; ``active``
-    (members,) bool).  Step k starts at (step_offset + k − 1)·h.  Free names bound at specialisation: the stages
-    of :func:`kernels.compile.specialised_stages`, ``member_work`` (the views of ``work``) and ``cuda``."""
+def _view_expression(item, path: str) -> str:
+    """Source of member m's view of ``item`` (an array, lanes last, or a tuple of them, nested) read at ``path``."""
+    if isinstance(item, tuple):
+        return "(" + "".join(_view_expression(part, f"{path}[{i}]") + ", " for i, part in enumerate(item)) + ")"
+    return f"{path}[..., m::lanes]"
+
+
+def member_views_source(workspace: tuple) -> str:
+    """A function returning member m's views of a workspace of ``lanes`` members (:func:`gpu_workspace`), written out
+    for the workspace's shape: Numba indexes a tuple of mixed arrays only by constants."""
+    return f"def member_views(workspace, m, lanes):\n    return {_view_expression(workspace, 'workspace')}\n"
+
+
+def gpu_workspace(allocate, blocks: dict, members: int) -> tuple:
+    """The arrays :func:`kernels.driver.drive_fixed_step` allocates per block, for one block of every member (lanes
+    last; shadow j of member m in lane j·members + m), made on the host: the method's work (``allocate``, its
+    ``integrator_allocate``) for the members and for their shadows, the bookkeeping, the scratch, and the shadows'
+    coefficients and scratch.  Member m's lanes of every one are ``[..., m::members]``."""
+    n, count = blocks["q"].shape[1], blocks["shadow_q"].shape[-1] // members
+    shadows = count * members
+    return (allocate(n, members), np.empty((4, members)), lane_bookkeeping(0, members, members), allocate(n, shadows),
+            (np.zeros(shadows, np.bool_), np.zeros(shadows, np.int64), np.zeros(shadows, np.int64)),
+            (np.empty((3 * n, shadows)), np.empty((3 * n, shadows)), np.empty((count, count, members)),
+             np.empty(max(count, 1) * members)),
+            (tile_lanes_2d(blocks["mass_diag"][0], count), tile_lanes_3d(blocks["mass_full"][0], count),
+             tile_lanes_2d(blocks["coef"][0], count)))
+
+
+def march_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks,
+                           shadow_omega_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology, h,
+                           n_steps, save_every, options, d0, renormalise_every, step_offset, track_encounters,
+                           section_modes, members, save_state, q_out, omega_out, energy, unit_error, tangency_error,
+                           work_out, status, failed_step, iterations, q_end, omega_end, carried, min_separation,
+                           sample_time, log_growth_out, indicator_out, shadow_q_end, shadow_omega_end, log_growth_end,
+                           reference_end, indicators_end, section_time, section_state, section_count):
+    """Thread m's part of :func:`kernels.driver.drive_fixed_step` (the same arguments, every member in one block, and
+    the ``workspace`` of :func:`gpu_workspace`): member m and its shadows stepped by the same stages on their views
+    ``[..., m::members]``.  What the GPU refuses (forces, sections, encounters) is left out; their arguments are
+    unused.  Free names bound at specialisation: the stages of :func:`kernels.compile.specialised_stages`,
+    ``member_views`` (:func:`member_views_source`) and ``cuda``."""
     m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
     if m >= members:
         return
-    lane = slice(m, m + 1)
-    own_q, own_omega = q[:, :, lane], omega[:, :, lane]
-    own_md, own_mf, own_coef = mass_diag[:, lane], mass_full[:, :, lane], coef[:, lane]
-    own_work = member_work(work, m)  # noqa: F821
-    own_scratch = scratch[:, lane]
-    lane_status, lane_failed, lane_iterations = counters[0, lane], counters[1, lane], counters[2, lane]
-    step_iterations, code, own_active = counters[3, lane], counters[4, lane], active[lane]
-    integrator_begin(own_q, own_omega, own_md, own_mf, own_coef, topology, h, options, own_work)  # noqa: F821
-    record_sample(0, own_q, own_omega, own_md, own_mf, own_coef, topology, m, members, lane_status,  # noqa: F821
-                  save_state, q_out, omega_out, energy, unit_error, tangency_error, own_scratch)
-    for k in range(1, n_steps + 1):
-        integrator_step((step_offset + k - 1) * h, own_q, own_omega, own_md, own_mf, own_coef, topology, h,  # noqa: F821
-                        options, own_work, own_active, code, step_iterations)
-        check_lanes(own_q, own_omega, code, own_active, lane_status, lane_failed, step_iterations, lane_iterations, k,
-                    own_scratch)
+    mine = slice(m, None, members)
+    q, omega = q_blocks[0][:, :, mine], omega_blocks[0][:, :, mine]
+    md, mf, c = mass_diag[0][:, mine], mass_full[0][:, :, mine], coef[0][:, mine]
+    shadow_q, shadow_omega = shadow_q_blocks[0][:, :, mine], shadow_omega_blocks[0][:, :, mine]
+    log_growth, reference = log_growth_blocks[0][mine], reference_blocks[0][mine]
+    indicators = indicator_blocks[0][:, mine]
+    work, scratch, bookkeeping, shadow_work, shadow_flags, shadow_scratch, shadow_coefficients = member_views(  # noqa: F821
+        workspace, m, members)
+    lane_status, lane_failed, lane_iterations, step_iterations, code, active = bookkeeping
+    shadow_active, shadow_code, shadow_iterations = shadow_flags
+    dq, dw, rmat, column = shadow_scratch
+    shadow_md, shadow_mf, shadow_c = shadow_coefficients
+    tracking = renormalise_every > 0
+    integrator_begin(q, omega, md, mf, c, topology, h, options, work)  # noqa: F821
+    shadow_begin(shadow_q, shadow_omega, shadow_md, shadow_mf, shadow_c, topology, h, options, shadow_work)  # noqa: F821
+    for k in range(n_steps + 1):
+        if k > 0:
+            integrator_step((step_offset + k - 1) * h, q, omega, md, mf, c, topology, h, options, work,  # noqa: F821
+                            active, code, step_iterations)
+            shadow_step(step_offset + k, q, omega, shadow_q, shadow_omega, shadow_md, shadow_mf,  # noqa: F821
+                        shadow_c, topology, h, options, shadow_work, active, shadow_active, shadow_code,
+                        shadow_iterations, d0, renormalise_every, log_growth, reference, indicators, dq, dw, rmat,
+                        scratch[0], column)
+            check_lanes(q, omega, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
+                        scratch)
         if k % save_every == 0:
-            record_sample(k // save_every, own_q, own_omega, own_md, own_mf, own_coef, topology, m,  # noqa: F821
-                          members, lane_status, save_state, q_out, omega_out, energy, unit_error, tangency_error,
-                          own_scratch)
-    write_final_state(own_q, own_omega, min_separation[lane], m, members, lane_status, lane_failed, lane_iterations,
+            record_sample(k // save_every, q, omega, md, mf, c, topology, m, members, lane_status,  # noqa: F821
+                          save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+            if tracking:
+                record_sphere_indicators(k // save_every, step_offset + k, renormalise_every, h, q, omega, shadow_q,
+                                         shadow_omega, m, members, log_growth, reference, indicators, log_growth_out,
+                                         indicator_out, dq, dw, rmat, scratch[0])
+    write_final_state(q, omega, min_separation[m:m + 1], m, members, lane_status, lane_failed, lane_iterations,
                       status, failed_step, iterations, q_end, omega_end, min_separation)
+    if tracking:
+        rows, count = 3 * q.shape[0], shadow_q.shape[2]
+        ends = shadow_q_end.shape[0]
+        for shadow, shadow_end, growth, kept in ((shadow_q_blocks[0], shadow_q_end, log_growth, indicators),
+                                                 (shadow_omega_blocks[0], shadow_omega_end, log_growth[:0],
+                                                  indicators[:0])):
+            write_final_shadows(shadow.reshape(rows, count * members)[:, mine], growth, reference[:growth.shape[0]],
+                                kept, m, members, shadow_end.reshape(ends, count, rows), log_growth_end,
+                                reference_end, indicators_end)
 
 
-def _view_expression(item, path: str) -> str:
-    """Source of the one-lane view of ``item`` (an array, lanes last, or a tuple of them, nested) read at ``path``."""
-    if isinstance(item, tuple):
-        return "(" + "".join(_view_expression(part, f"{path}[{i}]") + ", " for i, part in enumerate(item)) + ")"
-    return f"{path}[..., m:m + 1]"
+def flat_gpu_workspace(allocate, blocks: dict, members: int, n: int, diagnostics: int) -> tuple:
+    """:func:`gpu_workspace` of :func:`kernels.flat_driver.drive_flat_fixed` (state rows (rows, members), n bodies):
+    the method's work (``allocate``, its ``integrator_allocate(rows, n, lanes)``), the scratch, the bookkeeping and
+    the constraints' record of moved lanes (no shadows on the GPU yet)."""
+    return (allocate(blocks["x"].shape[1], n, members), np.empty((diagnostics + 2, members)),
+            lane_bookkeeping(0, members, members), np.zeros(members))
 
 
-def member_work_source(work: tuple) -> str:
-    """A function returning member m's one-lane views of a method's work (a tuple of arrays, or of tuples of
-    them, as its ``integrator_allocate`` builds it), written out for the tuple's shape: Numba indexes a tuple
-    of mixed arrays only by constants."""
-    return f"def member_work(work, m):\n    return {_view_expression(work, 'work')}\n"
+def march_flat_members_template(workspace, x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks,
+                                indicator_blocks, topology, n, h, n_steps, save_every, options, d0, renormalise_every,
+                                step_offset, section_modes, members, save_state, state_out, energy, diagnostics,
+                                status, failed_step, iterations, x_end, carried, log_growth_out, indicator_out,
+                                shadow_end, log_growth_end, reference_end, indicators_end, section_time, section_state,
+                                section_count):
+    """Thread m's part of :func:`kernels.flat_driver.drive_flat_fixed` (its arguments, every member in one block, and
+    the ``workspace`` of :func:`flat_gpu_workspace`): member m stepped by the same stages on its views
+    ``[..., m::members]``, kept on the system's constraints after every step, as on the CPU.  Shadows and sections
+    are refused on the GPU so far; their arguments are unused.  Free names as :func:`march_members_template`'s."""
+    m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
+    if m >= members:
+        return
+    mine = slice(m, None, members)
+    x, c = x_blocks[0][:, mine], coef[0][:, mine]
+    work, scratch, bookkeeping, moved = member_views(workspace, m, members)  # noqa: F821
+    lane_status, lane_failed, lane_iterations, step_iterations, code, active = bookkeeping
+    system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
+    integrator_begin(x, n, c, topology, h, options, work)  # noqa: F821
+    for k in range(n_steps + 1):
+        if k > 0:
+            integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
+                            step_iterations)
+            system_constrain(x, n, c, topology, moved)  # noqa: F821
+            system_admissible(x, n, c, topology, code)  # noqa: F821
+            check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
+                             scratch[-1])
+        if k % save_every == 0:
+            record_flat_sample(k // save_every, x, n, c, topology, m, members, lane_status, save_state,  # noqa: F821
+                               state_out, energy, diagnostics, scratch)
+    step = scratch[-1]
+    step[0] = h  # the step the next segment starts with
+    write_flat_final(x, step, m, members, lane_status, lane_failed, lane_iterations, status, failed_step, iterations,
+                     x_end, carried)
+
+
+#: per state layout (a runner's): the GPU's driver template and the host function making its workspace
+TEMPLATES = {"sphere": (march_members_template, gpu_workspace), "flat": (march_flat_members_template, flat_gpu_workspace)}
 
 
 @functools.cache
-def gpu_kernel(method: str, system: str, inertia_kind: str, work_source: str):
-    """The CUDA kernel of ``method`` for ``system`` as a Python function for numba-cuda (``cuda.jit`` to launch it,
-    ``compile_ptx`` to check it): :func:`drive_members_template` with the CPU's stages bound, and ``member_work``
-    from ``work_source`` (:func:`member_work_source`)."""
+def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, layout: str, views_source: str):
+    """The CUDA kernel of ``method`` for ``system``: the layout's driver template (:data:`TEMPLATES`) with the CPU's
+    stages bound (:func:`kernels.compile.specialised_stages`), as a Python function for numba-cuda (``cuda.jit``
+    launches it, ``compile_ptx`` checks it)."""
     cuda = cuda_module()
     _register_numpy_math()
-    recipe, bindings, tag = specialised_stages(method, system, inertia_kind)
+    recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
     namespace = {}
-    exec(work_source, namespace)  # noqa: S102 (our own text: one view per work array)
-    stages = dict(bindings, member_work=njit(**KERNEL_FLAGS)(namespace["member_work"]), cuda=cuda)
-    return bind_template(drive_members_template, f"drive_members__{tag}", stages)
+    exec(views_source, namespace)  # noqa: S102 (our own text: the views of the workspace's arrays)
+    stages = dict(bindings, cuda=cuda, member_views=numba.njit(**KERNEL_FLAGS)(namespace["member_views"]),
+                  check_lanes=check_lanes, write_final_state=write_final_state, check_flat_lanes=check_flat_lanes,
+                  write_flat_final=write_flat_final, record_sphere_indicators=record_sphere_indicators,
+                  write_final_shadows=write_final_shadows)
+    template = TEMPLATES[layout][0]
+    return bind_template(template, f"{template.__name__}__{tag}", stages)
 
 
-def lane_layout(array: np.ndarray) -> np.ndarray:
-    """(members, ...) → (..., members): the members as the lanes of one block (:func:`kernels.blocks.to_blocks`)."""
-    return np.ascontiguousarray(np.moveaxis(array, 0, -1))
-
-
-def run_sphere(method: str, system, inertia_kind: str, q, omega, mass_diag, mass_full, coef, topology, dt: float,
-               n_steps: int, save_every: int, keep_state: bool, option_vector, start_step: int, result: dict) -> None:
-    """Step (q, ω) (members, n, 3) on the GPU and fill ``result``'s arrays (those of :func:`kernels.sphere_runner.run`)
-    in place: the samples, the outcome per member and the final state."""
+def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, layout: str, blocks: dict, shared: tuple,
+               keep_state: bool, outputs: list, members: int, **workspace_options) -> None:
+    """The GPU's :func:`kernels.blocks.run_in_threads` for a runner of ``layout`` ("sphere" or "flat"): the same
+    driver arguments, every member in one block (``blocks`` (1, ..., members)); the workspace is made on the host
+    (:data:`TEMPLATES`, with ``workspace_options``) and moved to the device with the inputs and outputs, the kernel
+    launched with one thread per member, the outputs copied back."""
+    recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
+    workspace = TEMPLATES[layout][1](bindings["integrator_allocate"], blocks, members, **workspace_options)
+    function = gpu_kernel(method, system, inertia_kind, shadows, layout, member_views_source(workspace))
+    arguments = (workspace, *blocks.values(), *shared, members, keep_state, *outputs)
+    if _ptx_only.compiled is not None:  # ptx_of: compile for a device this machine lacks, step nothing
+        _ptx_only.compiled.append(_compile_ptx(function, arguments))
+        return
     cuda = cuda_module()
-    members, n = q.shape[:2]
-    recipe, bindings, tag = specialised_stages(method, system.name, inertia_kind)
-    work = bindings["integrator_allocate"](n, members)
-    kernel = _launchable(method, system.name, inertia_kind, member_work_source(work))
-    device = {name: cuda.to_device(lane_layout(array)) for name, array in
-              (("q", q), ("omega", omega), ("mass_diag", mass_diag), ("mass_full", mass_full), ("coef", coef))}
-    counters = np.zeros((5, members), np.int64)
-    counters[1] = -1  # no failing step yet
-    names = ("q", "omega", "energy", "unit_error", "tangency_error", "status", "failed_step", "solver_iterations",
-             "q_final", "omega_final", "min_separation")
-    outputs = {name: cuda.to_device(result[name]) for name in names}
-    blocks = -(-members // THREADS_PER_BLOCK)
-    kernel[blocks, THREADS_PER_BLOCK](
-        device["q"], device["omega"], device["mass_diag"], device["mass_full"], device["coef"], topology, dt, n_steps,
-        save_every, option_vector, start_step, members, keep_state, _to_device(cuda, work),
-        cuda.device_array((4, members)), cuda.to_device(counters), cuda.to_device(np.ones(members, np.bool_)),
-        *(outputs[name] for name in names))
-    for name in names:
-        outputs[name].copy_to_host(result[name])
+    on_device = [_to_device(cuda, argument) for argument in arguments]
+    _launchable(function)[-(-members // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*on_device)
+    for array, copy in zip(outputs, on_device[-len(outputs):]):
+        copy.copy_to_host(array)
 
 
-def _to_device(cuda, work):
-    """A method's work (a tuple of arrays, nested) on the device."""
-    if isinstance(work, tuple):
-        return tuple(_to_device(cuda, part) for part in work)
-    return cuda.to_device(work)
+def _to_device(cuda, item):
+    """Arrays, in tuples (nested), on the device; other values as they are."""
+    if isinstance(item, tuple):
+        return tuple(_to_device(cuda, part) for part in item)
+    return cuda.to_device(item) if isinstance(item, np.ndarray) else item
 
 
 @functools.cache
-def _launchable(method: str, system: str, inertia_kind: str, work_source: str):
-    """The jitted kernel of :func:`gpu_kernel` (compiled at its first launch, once per process)."""
-    return cuda_module().jit(gpu_kernel(method, system, inertia_kind, work_source))
+def _launchable(function):
+    """``function`` (:func:`gpu_kernel`) jitted for the device (compiled at its first launch, once per process)."""
+    return cuda_module().jit(function)
+
+
+#: :func:`ptx_of`'s state: the PTX compiled by the runs inside it (None outside)
+_ptx_only = threading.local()
+_ptx_only.compiled = None
+
+
+def ptx_of(run, compute_capability: tuple = DEFAULT_COMPUTE_CAPABILITY) -> list[str]:
+    """The PTX of every GPU kernel ``run()`` launches (a call of :func:`kernels.integrate` with ``device="cuda"``),
+    compiled for ``compute_capability`` without a GPU and without stepping anything (the run's results are NaN and
+    are dropped).  How the suite checks that each method and space of the GPU compiles for the device on a machine
+    without one."""
+    _ptx_only.compiled = []
+    try:
+        run()
+        return _ptx_only.compiled
+    finally:
+        _ptx_only.compiled = None
+
+
+def _compile_ptx(function, arguments: tuple, compute_capability: tuple = DEFAULT_COMPUTE_CAPABILITY) -> str:
+    """PTX of a kernel for these arguments.  numba-cuda 0.30 compiles a kernel for a given capability without a
+    GPU, but asks the current device for its capability when the kernel calls another function (every stage);
+    without a device that starts the driver and fails, so for the compile the device is a stand-in saying
+    ``compute_capability``."""
+    cuda = cuda_module()
+    from numba.cuda import dispatcher
+
+    signature = tuple(numba.typeof(argument) for argument in arguments)
+    asked = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=compute_capability)
+    try:
+        return cuda.compile_ptx(function, signature, cc=compute_capability)[0]
+    finally:
+        dispatcher.get_current_device = asked

@@ -8,6 +8,8 @@ SIMD form alike) and never fast-math.  That is what makes results bitwise indepe
 into blocks, chunks or workers.
 """
 
+import fractions
+import math
 import types as python_types
 
 import numpy as np
@@ -289,6 +291,14 @@ def fused_multiply_add(typingctx, a, b, c):
     def codegen(context, builder, sig, args):
         return builder.fma(*args)
     return signature, codegen
+
+
+if config.DISABLE_JIT:  # Numba's interpreter (the GPU simulator's test, tests/gpu_cases.py) has no intrinsics
+    def fused_multiply_add(a, b, c):  # noqa: F811 (the same single rounding: exact rationals, rounded once)
+        """a·b + c rounded once, as :func:`fused_multiply_add` (NaN and inf as the plain expression gives them)."""
+        if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+            return a * b + c
+        return float(fractions.Fraction(a) * fractions.Fraction(b) + fractions.Fraction(c))
 
 
 @inline_lane_function

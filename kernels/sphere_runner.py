@@ -94,35 +94,34 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         raise InvalidInput("mode", f"the system-parallel mode steps unforced systems; {system.name} is forced here")
     if sections is not None and chosen == "system":
         raise InvalidInput("section", "sections run in the ensemble mode (members in parallel); set mode = 'ensemble'")
-    if device == "cuda":
-        from . import gpu  # numba-cuda: imported only where a run asks for the GPU
-
-        gpu.run_sphere(method, system, inertia_kind, q, omega, mass_diag, mass_full, coef, topology, float(dt), n_steps,
-                       save_every, keep_state, option_vector, start_step, result)
-    elif chosen == "system":
+    if chosen == "system":
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
                                           skin, keep_state, threads, start_step, carried))
     else:
         shadow_in, shadow_scalars = shadow_arrays(shadow, {"q": q, "omega": omega}, start_step)
         growth, indicator_out, shadow_end = shadow_outputs(shadow_in, shadow is not None, samples)
         shadow_end.update(q=np.empty(shadow_in["q"].shape), omega=np.empty(shadow_in["q"].shape))
-        kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced,
-                                 sections.source if sections is not None else None)
         crossings = section_outputs(sections, members, 6 * n)
+        lanes = members if device == "cuda" else lanes  # the GPU: one block of every member, a thread per lane
         blocks = {name: to_blocks(array, lanes) for name, array in
                   (("q", q), ("omega", omega), ("mass_diag", mass_diag), ("mass_full", mass_full), ("coef", coef))}
         blocks.update({"shadow_" + name: to_shadow_blocks(shadow_in[name], lanes) for name in ("q", "omega")})
         blocks.update(shadow_record_blocks(shadow_in, lanes))
-        run_in_threads(
-            kernel, blocks,
-            (topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars
-            + (track_encounters, sections.modes if sections is not None else np.zeros((2, 0), np.int64)),
-            keep_state,
-            [result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "exchanged", "status",
-                                       "failed_step", "solver_iterations", "q_final", "omega_final", "carried",
-                                       "min_separation", "sample_lag")] + [growth, indicator_out]
-            + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference", "indicators")] + crossings,
-            lanes, members, threads)
+        shared = ((topology, float(dt), n_steps, save_every, option_vector) + shadow_scalars
+                  + (track_encounters, sections.modes if sections is not None else np.zeros((2, 0), np.int64)))
+        outputs = ([result[name] for name in ("q", "omega", "energy", "unit_error", "tangency_error", "exchanged",
+                                              "status", "failed_step", "solver_iterations", "q_final", "omega_final",
+                                              "carried", "min_separation", "sample_lag")] + [growth, indicator_out]
+                   + [shadow_end[name] for name in ("q", "omega", "log_growth", "reference", "indicators")] + crossings)
+        if device == "cuda":
+            from . import gpu  # numba-cuda: imported only where a run asks for the GPU
+
+            gpu.run_blocks(method, system.name, inertia_kind, shadow is not None, "sphere", blocks, shared, keep_state,
+                           outputs, members)
+        else:
+            kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced,
+                                     sections.source if sections is not None else None)
+            run_in_threads(kernel, blocks, shared, keep_state, outputs, lanes, members, threads)
         final = system.space.flatten({"q": result["q_final"], "omega": result["omega_final"]})
         result["sections"] = section_results(sections, crossings, system.space, n, result["status"], final)
         result["q_final"], result["omega_final"] = (system.space.unflatten(final, n)[name] for name in ("q", "omega"))

@@ -22,6 +22,15 @@ from .runge_kutta import ATOL, DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P, MAX_STEPS, RT
 
 
 @lane_function
+def copy_rows(source, target):
+    """target ← source, (rows, lanes) arrays, element by element: ``target[:] = source`` in a form a kernel on the GPU
+    runs too (numba-cuda does not lower the slice assignment)."""
+    for r in range(source.shape[0]):
+        for b in range(source.shape[1]):
+            target[r, b] = source[r, b]
+
+
+@lane_function
 def add_scaled_rows(target, source, scale):
     """target += scale · source over (rows, lanes)."""
     for r in range(target.shape[0]):
@@ -54,7 +63,7 @@ def flat_rk_step(x, n, coef, topology, t, h, options, work, active, code, iterat
         state = variables
     stages = tableau_b.shape[0]  # noqa: F821
     for s in range(stages):
-        y[:] = state
+        copy_rows(state, y)
         node = 0.0  # the stage's time is t + c_s h, c_s = Σ_r a_sr
         for r in range(s):
             a = tableau_a[s, r]  # noqa: F821

@@ -1,0 +1,71 @@
+"""The GPU's test cases, run by tests/test_gpu.py on the CPU and, as a script, in numba-cuda's simulator.
+
+    NUMBA_ENABLE_CUDASIM=1 NUMBA_DISABLE_JIT=1 python tests/gpu_cases.py OUT.npz
+
+runs every case of :data:`CASES` with ``device="cuda"`` (the simulator runs each thread's Python: the stages' own
+source, with NumPy's IEEE scalars) and writes the results to OUT.npz, which the test compares with the CPU's.
+"""
+
+import sys
+
+import numpy as np
+
+from armillary.kernels import get_system, integrate
+from armillary.kernels.lyapunov import displaced_shadow
+
+#: (system, preset, method, options, shadows): a member of each method, space and kind of kernel the GPU runs so
+#: far — on (S²)ⁿ the explicit vi (diagonal M), the implicit vi (full M), rk4 on both, and the implicit vi with
+#: Benettin shadows; lgvi and rk4 on SO(3) (the heavy top), rk4 on SE(3) (Kirchhoff's body)
+CASES = {
+    "explicit_vi": ("sphere_nbody", "paper", "vi", {}, 0),
+    "implicit_vi": ("spherical_chain", "paper", "vi", {}, 0),
+    "rk4_diagonal": ("sphere_nbody", "paper", "rk4", {}, 0),
+    "rk4_full": ("spherical_chain", "paper", "rk4", {}, 0),
+    "implicit_vi_shadows": ("spherical_chain", "paper", "vi", {}, 2),
+    "lgvi_rotation": ("heavy_top", "chaotic", "lgvi", {}, 0),
+    "rk4_rotation": ("heavy_top", "chaotic", "rk4", {}, 0),
+    "rk4_rigid_motion": ("kirchhoff_body", "ellipsoid", "rk4", {}, 0),
+}
+MEMBERS, STEPS, SAVE_EVERY, DT = 5, 12, 3, 0.01
+#: the restart case: explicit vi in two segments of STEPS / 2 steps
+RESTARTED = "explicit_vi"
+
+
+def case_state(name: str, members: int = MEMBERS):
+    """The system, its members (the preset's state perturbed by 1e-2, seed 0) and their shadows (d0 = 1e-6,
+    renormalised every 2 steps)."""
+    system_name, preset, method, options, shadows = CASES[name]
+    system = get_system(system_name, preset)
+    rng = np.random.default_rng(0)
+    normals = system.space.normal_count(system.n_bodies)
+    state = system.space.perturb(system.initial_state(), rng.normal(size=(members, normals)), 1e-2)
+    shadow = displaced_shadow(system.space, state, rng.normal(size=(members, shadows, normals)), 1e-6, 2) \
+        if shadows else None
+    return system, method, options, state, shadow
+
+
+def results(trajectory, prefix: str) -> dict:
+    """The arrays a case compares: samples, energy, final state, status, and the shadows' growth."""
+    out = {f"{prefix}_energy": trajectory.energy, f"{prefix}_status": trajectory.status}
+    out.update({f"{prefix}_{name}": value for name, value in trajectory.state.items()})
+    out.update({f"{prefix}_final_{name}": value for name, value in trajectory.final.items()})
+    if trajectory.shadow_final is not None:
+        out[f"{prefix}_spectrum"] = trajectory.spectrum_growth
+    return out
+
+
+def run_case(name: str, device: str) -> dict:
+    """Case ``name`` on ``device``: its results (and for :data:`RESTARTED` also in two segments, "restarted_")."""
+    system, method, options, state, shadow = case_state(name)
+    run = integrate(system, method, state, DT, STEPS, SAVE_EVERY, shadow=shadow, device=device, **options)
+    out = results(run, name)
+    if name == RESTARTED:
+        first = integrate(system, method, state, DT, STEPS // 2, SAVE_EVERY, device=device, **options)
+        second = integrate(system, method, first.final, DT, STEPS // 2, SAVE_EVERY, restart=True, carry=first.carry,
+                           start_step=STEPS // 2, device=device, **options)
+        out.update(results(second, "restarted"))
+    return out
+
+
+if __name__ == "__main__":
+    np.savez(sys.argv[1], **{key: value for name in CASES for key, value in run_case(name, "cuda").items()})

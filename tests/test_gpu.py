@@ -1,0 +1,122 @@
+"""Ensembles on a CUDA GPU (kernels/gpu.py) on a machine without one: every GPU kernel compiled to PTX for the
+device, numba-cuda's simulator stepping each case equal to the CPU bit for bit (and a restart equal to the run
+it continues), and what needs a GPU or does not run there yet refused in one line."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from armillary import ensemble
+from armillary.jobs.cli import main
+from armillary.kernels import InvalidInput, get_system, gpu, integrate
+from armillary.kernels.lyapunov import displaced_shadow
+
+import gpu_cases
+
+HERE = os.path.dirname(__file__)
+
+
+#: the kernels compiled to PTX: each (method, space) of the GPU and each kind of its (S²)ⁿ kernels (the rk4 of full
+#: M compiles the same driver and stages as the others, and the implicit vi's with shadows those without)
+PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotation", "rk4_rotation", "rk4_rigid_motion"]
+
+
+@pytest.mark.parametrize("case", PTX_CASES)
+def test_each_gpu_kernel_compiles_to_ptx_with_ieee_division_and_square_root(case):
+    """The kernel the run would launch, compiled for compute capability 8.0 by NVVM from NVIDIA's wheels: one entry
+    point, and only correctly rounded division and square root (``div.rn``, ``sqrt.rn``: the CPU's IEEE operations,
+    not the approximate ones fast-math would give; libdevice's logarithm, in Benettin's sums, refines an approximate
+    reciprocal itself)."""
+    system, method, options, state, shadow = gpu_cases.case_state(case)
+    ptx = gpu.ptx_of(lambda: integrate(system, method, state, gpu_cases.DT, 2, 1, shadow=shadow, device="cuda",
+                                       **options))
+    assert len(ptx) == 1
+    assert ptx[0].count(".entry ") == 1 and ".target sm_80" in ptx[0]
+    assert set(re.findall(r"\b(?:div|sqrt)\.[\w.]+\.f64", ptx[0])) <= {"div.rn.f64", "sqrt.rn.f64"}
+
+
+def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_continues(tmp_path):
+    """numba-cuda's simulator runs each thread's Python, the stages' own source with IEEE scalars, so every case
+    (each method and kernel kind, Benettin shadows included) equals the CPU's lanes bit for bit: samples, energy,
+    final state, status and the shadows' growth; and the explicit vi continued in a second segment from the first's
+    end equals the run in one go."""
+    out = tmp_path / "simulated.npz"
+    environment = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBA_DISABLE_JIT="1")
+    subprocess.run([sys.executable, os.path.join(HERE, "gpu_cases.py"), str(out)], env=environment, check=True,
+                   timeout=300)
+    simulated = np.load(out)
+    for name in gpu_cases.CASES:
+        for key, value in gpu_cases.run_case(name, "cpu").items():
+            np.testing.assert_array_equal(simulated[key], value, err_msg=key, strict=True)
+    whole = gpu_cases.RESTARTED
+    for variable in ("q", "omega"):  # the second half's samples are the whole run's from its middle on
+        np.testing.assert_array_equal(simulated[f"restarted_final_{variable}"], simulated[f"{whole}_final_{variable}"])
+        middle = simulated[f"{whole}_{variable}"].shape[1] // 2
+        np.testing.assert_array_equal(simulated[f"restarted_{variable}"], simulated[f"{whole}_{variable}"][:, middle:])
+
+
+def test_what_the_gpu_does_not_run_is_refused_naming_it():
+    """Before anything compiles or a device is looked for: a space, a method and options the GPU does not run yet."""
+    cart = get_system("multibody", "n_link_pendulum_on_cart")
+    with pytest.raises(InvalidInput, match="device: rk4 runs on device 'cuda' for sphere_product, rotation, "
+                                           "rigid_motion systems so far; multibody is on generalised"):
+        integrate(cart, "rk4", {name: value[np.newaxis] for name, value in cart.initial_state().items()}, 0.01, 2,
+                  device="cuda")
+    system, method, options, state, shadow = gpu_cases.case_state("lgvi_rotation")
+    with pytest.raises(InvalidInput, match="shadow: device 'cuda' does not run Benettin shadows on rotation yet"):
+        directions = np.ones((gpu_cases.MEMBERS, system.space.normal_count(system.n_bodies)))
+        integrate(system, method, state, 0.01, 2, shadow=displaced_shadow(system.space, state, directions, 1e-6, 2),
+                  device="cuda")
+    system, method, options, state, shadow = gpu_cases.case_state("explicit_vi")
+    with pytest.raises(InvalidInput, match="method: 'rk45' does not run on device 'cuda' yet; there: vi, lgvi, rk4"):
+        integrate(system, "rk45", state, 0.01, 2, device="cuda")
+    with pytest.raises(InvalidInput, match="outputs: device 'cuda' does not run close-encounter tracking"):
+        integrate(system, "vi", state, 0.01, 2, outputs=("q", "min_separation"), device="cuda")
+    with pytest.raises(InvalidInput, match="device: unknown device 'gpu'; allowed: cpu, cuda"):
+        integrate(system, "vi", state, 0.01, 2, device="gpu")
+
+
+SPEC = """
+[system]
+name = "sphere_nbody"
+preset = "paper"
+
+[integrator]
+method = "vi"
+dt = 0.01
+t_end = 0.1
+
+[ensemble]
+members = 4
+
+[output]
+store = "{store}"
+"""
+
+
+def test_device_cuda_without_a_gpu_is_refused_in_one_line_and_writes_nothing(tmp_path, capsys):
+    """`armillary run --device cuda` (and `check`) on a machine without a GPU: one line naming what is missing,
+    exit 2, no store; the spec key says the same, an unknown device lists the allowed ones, and the device is part
+    of the store's identity (a GPU's bits are not the CPU's)."""
+    spec = tmp_path / "spec.toml"
+    store = tmp_path / "run.zarr"
+    spec.write_text(SPEC.format(store=store))
+    for command in ("run", "check"):
+        assert main([command, str(spec), "--device", "cuda"]) == 2
+        error = capsys.readouterr().err.strip()
+        assert "\n" not in error
+        assert error.startswith("armillary: execution.device: 'cuda' needs a CUDA GPU: ")
+        assert "CUDA driver library cannot be found" in error and "--gres=gpu:1" in error
+        assert not store.exists()
+    spec.write_text(SPEC.format(store=store) + '\n[execution]\ndevice = "gpu"\n')
+    assert main(["run", str(spec)]) == 2
+    assert capsys.readouterr().err.strip() == "armillary: execution.device: unknown value 'gpu'; allowed: cpu, cuda"
+    cpu = ensemble.parse_spec(SPEC.format(store=store))
+    assert cpu.device is None and '"device"' not in cpu.identity()
+    assert ensemble.parse_spec(SPEC.format(store=store), device="cpu").identity() == cpu.identity()
+    assert ensemble.parse_spec(SPEC.format(store=store), device="cuda").identity() != cpu.identity()
+    assert not store.exists()
