@@ -9,7 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from armillary.kernels import InvalidInput, get_system
+from armillary.kernels import InvalidInput, device_missing, get_system
 from armillary.kernels.caches import kernel_cache_directory
 from armillary.kernels.systems import system_definition
 
@@ -58,6 +58,14 @@ def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
     return plan, identity is None or overwrite
 
 
+def require_device(spec: Spec) -> None:
+    """Refuse, before anything is written, a run whose ``[execution] device`` this machine lacks (a spec is checked
+    and submitted anywhere; it runs where its device is)."""
+    missing = device_missing(spec.device or "cpu")
+    if missing is not None:
+        raise InvalidInput("execution.device", missing)
+
+
 def note_revision_change(plan: Plan, stream) -> None:
     """Say so when a resumed store was written by another revision of its system's numerics."""
     note = revision_change(plan)
@@ -82,6 +90,7 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
                            "load_spec(path, **overrides) or dataclasses.replace")
     spec = spec_or_path if isinstance(spec_or_path, Spec) else load_spec(spec_or_path, **overrides)
     plan, create = prepare(spec, overwrite)
+    require_device(spec)
     try:
         with run_lock(spec.store):
             if create:
@@ -117,6 +126,7 @@ def run_array_task(spec: Spec, index: int, size: int, stream=None) -> bool:
                            "`armillary submit` wrote")
     if identity != spec.identity():
         raise InvalidInput("output.store", f"{spec.store!r} holds a run of a different spec")
+    require_device(spec)
     stream = stream or sys.stdout
     note_revision_change(plan, stream)
     return execute_array_task(plan, index, size, stream)

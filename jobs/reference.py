@@ -15,6 +15,7 @@ from armillary.ensemble.cluster_kinds import CLUSTER_KEYS
 from armillary.ensemble.spec import SPEC_KEYS, initial_kinds
 from armillary.ensemble.store import COMMON_ATTRS, INDICATOR_ATTRS, INDICATOR_VARIABLES, SECTION_ATTRS
 from armillary.kernels import METHODS, SPACES, STATUS_MEANINGS, SYSTEMS
+from armillary.kernels.gpu import GPU_METHODS
 from armillary.kernels.integrators import OPTION_DOCS
 
 from .cli import EXIT_CODES, build_parser, describe_system
@@ -137,9 +138,10 @@ def systems_reference() -> str:
 
 def methods_reference() -> str:
     """Every method: order, spaces, options, status codes."""
-    lines = ["# Methods", "", "Generated from the methods' declarations.", ""]
-    lines += _table(("method", "order", "spaces", "options", "summary"),
-                    [(_code(name), method.order, ", ".join(method.spaces),
+    lines = ["# Methods", "", "Generated from the methods' declarations.  \"on cuda\": the spaces where the method "
+             "runs with `device = \"cuda\"` (one CUDA GPU; see the GPU how-to).", ""]
+    lines += _table(("method", "order", "spaces", "on cuda", "options", "summary"),
+                    [(_code(name), method.order, ", ".join(method.spaces), ", ".join(GPU_METHODS.get(name, ())) or "–",
                       ", ".join(_code(option) for option in method.options) or "none", method.summary)
                      for name, method in METHODS.items()])
     lines += ["", "## Status codes", "", "Each member's `status` in a result or store:", ""]

@@ -10,10 +10,10 @@ create_kernel_cache()  # before any module whose cached functions make Numba cre
 
 __getattr__ = lazy_exports(__name__, {
     "Trajectory": ".integration", "carried_names": ".integration", "check_stochastic": ".integration", "execution_mode": ".integration",
-    "DEVICES": ".integration", "check_device": ".integration",
+    "DEVICES": ".integration", "check_device": ".integration", "device_missing": ".integration",
     "integrate": ".integration", "resolve_method": ".integration", "METHODS": ".integrators",
     "methods_for": ".integrators", "SPACES": ".spaces", "STATUS_MEANINGS": ".status:MEANINGS", "SYSTEMS": ".systems",
     "get_system": ".systems"})
 
 __all__ = ["get_system", "integrate", "carried_names", "Trajectory", "InvalidInput", "SYSTEMS", "METHODS", "SPACES",
-           "STATUS_MEANINGS", "methods_for", "execution_mode", "resolve_method", "check_stochastic", "DEVICES", "check_device"]
+           "STATUS_MEANINGS", "methods_for", "execution_mode", "resolve_method", "check_stochastic", "DEVICES", "check_device", "device_missing"]

@@ -68,8 +68,9 @@ def run_in_threads(kernel, blocks: dict, shared: tuple, keep_state: bool, output
     def run(start: int, stop: int) -> None:
         kernel(*arguments(start, stop))
 
-    with codegen_memory_checks(memory_checks):
-        kernel.compile(tuple(numba.typeof(value) for value in arguments(0, n_blocks)))
+    if hasattr(kernel, "compile"):  # not under NUMBA_DISABLE_JIT, where the kernel is its Python function
+        with codegen_memory_checks(memory_checks):
+            kernel.compile(tuple(numba.typeof(value) for value in arguments(0, n_blocks)))
     if len(bounds) == 2:
         run(0, n_blocks)
         return

@@ -27,6 +27,7 @@ import functools
 import math
 import os
 import threading
+import time
 import types
 
 import numba
@@ -82,7 +83,8 @@ def check_supported(system, method: str, *, forced: bool, shadow, sections, trac
     """Refuse, in one line naming the option, what the GPU does not run yet."""
     space = system.space.name
     if method not in GPU_METHODS or stochastic:
-        raise InvalidInput("method", f"{method!r} does not run on device 'cuda' yet; there: {', '.join(GPU_METHODS)}")
+        raise InvalidInput("method", f"{method!r} does not run on device 'cuda' yet; there: {', '.join(GPU_METHODS)} "
+                           "(vi explicit and implicit, rk4 in its default formulation)")
     spaces = GPU_METHODS[method]
     if space not in spaces:
         raise InvalidInput("device", f"{method} runs on device 'cuda' for {', '.join(spaces)} systems so far; "
@@ -280,10 +282,17 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, layou
         _ptx_only.compiled.append(_compile_ptx(function, arguments))
         return
     cuda = cuda_module()
+    kernel = _launchable(function)
+    started = time.perf_counter()
     on_device = [_to_device(cuda, argument) for argument in arguments]
-    _launchable(function)[-(-members // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*on_device)
+    launched = time.perf_counter()
+    kernel[-(-members // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*on_device)
+    cuda.synchronize()
+    stepped = time.perf_counter()
     for array, copy in zip(outputs, on_device[-len(outputs):]):
         copy.copy_to_host(array)
+    last_run_seconds.update(to_device=launched - started, kernel=stepped - launched,
+                            to_host=time.perf_counter() - stepped)
 
 
 def _to_device(cuda, item):
@@ -298,6 +307,11 @@ def _launchable(function):
     """``function`` (:func:`gpu_kernel`) jitted for the device (compiled at its first launch, once per process)."""
     return cuda_module().jit(function)
 
+
+#: wall seconds of the last GPU run's parts: ``to_device`` (inputs, workspace and outputs moved to the device),
+#: ``kernel`` (the steps, the first launch's compile included) and ``to_host`` (the outputs back), for
+#: benchmarks/gpu.py's share of transfers
+last_run_seconds = {}
 
 #: :func:`ptx_of`'s state: the PTX compiled by the runs inside it (None outside)
 _ptx_only = threading.local()

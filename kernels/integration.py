@@ -374,10 +374,11 @@ DEVICES = ("cpu", "cuda")
 
 
 def check_device(device, system: System, runs: Method, options: dict, shadow, sections, track_encounters: bool,
-            mode) -> dict:
+                 mode, here: bool = True) -> dict:
     """The runner's keyword for ``device``: {} on the CPU, {"device": "cuda"} for a run the GPU can take (checked
-    before any compute: what the GPU does not run yet, and a machine without one, are refused naming what is
-    missing).  Also the plan's check of ``[execution] device``."""
+    before any compute: what the GPU does not run yet, and with ``here`` a machine without one, are refused naming
+    what is missing).  Also the plan's check of ``[execution] device`` (not ``here``: a spec is checked and
+    submitted where no GPU need be; :func:`device_missing` is asked where it runs)."""
     if device not in DEVICES:
         raise InvalidInput("device", f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
     if device == "cpu":
@@ -387,10 +388,20 @@ def check_device(device, system: System, runs: Method, options: dict, shadow, se
     gpu.check_supported(system, runs.name, forced=system.forced, shadow=shadow, sections=sections,
                         track_encounters=track_encounters, mode=mode, stochastic=runs.stochastic,
                         implicit_options=options)
-    problem = gpu.device_problem()
+    problem = device_missing(device) if here else None
     if problem is not None:
-        raise InvalidInput("device", f"'cuda' needs a CUDA GPU: {problem}")
+        raise InvalidInput("device", problem)
     return {"device": "cuda"}
+
+
+def device_missing(device: str) -> str | None:
+    """What this machine lacks to run on ``device`` (one line), or None ("cpu" always runs)."""
+    if device == "cpu":
+        return None
+    from . import gpu  # numba-cuda: imported only where a run asks for the GPU
+
+    problem = gpu.device_problem()
+    return None if problem is None else f"'cuda' needs a CUDA GPU: {problem}"
 
 
 def check_stochastic(runs: Method, system: System, shadows: bool, sections: bool) -> None:

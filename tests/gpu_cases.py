@@ -6,16 +6,21 @@ runs every case of :data:`CASES` with ``device="cuda"`` (the simulator runs each
 source, with NumPy's IEEE scalars) and writes the results to OUT.npz, which the test compares with the CPU's.
 """
 
+import os
 import sys
 
 import numpy as np
 
 from armillary.kernels import get_system, integrate
 from armillary.kernels.lyapunov import displaced_shadow
+from armillary.kernels.models import build_model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: (system, preset, method, options, shadows): a member of each method, space and kind of kernel the GPU runs so
 #: far — on (S²)ⁿ the explicit vi (diagonal M), the implicit vi (full M), rk4 on both, and the implicit vi with
-#: Benettin shadows; lgvi and rk4 on SO(3) (the heavy top), rk4 on SE(3) (Kirchhoff's body)
+#: Benettin shadows; lgvi and rk4 on SO(3) (the heavy top), rk4 on SE(3) (Kirchhoff's body); and a model file
+#: (a path: Example 2 restated, its functions generated from sympy)
 CASES = {
     "explicit_vi": ("sphere_nbody", "paper", "vi", {}, 0),
     "implicit_vi": ("spherical_chain", "paper", "vi", {}, 0),
@@ -25,6 +30,7 @@ CASES = {
     "lgvi_rotation": ("heavy_top", "chaotic", "lgvi", {}, 0),
     "rk4_rotation": ("heavy_top", "chaotic", "rk4", {}, 0),
     "rk4_rigid_motion": ("kirchhoff_body", "ellipsoid", "rk4", {}, 0),
+    "model_explicit_vi": ("examples/models/sphere_nbody.py", "initial", "vi", {}, 0),
 }
 MEMBERS, STEPS, SAVE_EVERY, DT = 5, 12, 3, 0.01
 #: the restart case: explicit vi in two segments of STEPS / 2 steps
@@ -35,6 +41,10 @@ def case_state(name: str, members: int = MEMBERS):
     """The system, its members (the preset's state perturbed by 1e-2, seed 0) and their shadows (d0 = 1e-6,
     renormalised every 2 steps)."""
     system_name, preset, method, options, shadows = CASES[name]
+    if system_name.endswith(".py"):
+        path = os.path.join(ROOT, system_name)
+        with open(path) as source:
+            system_name = build_model(source.read(), path).name
     system = get_system(system_name, preset)
     rng = np.random.default_rng(0)
     normals = system.space.normal_count(system.n_bodies)

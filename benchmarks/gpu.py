@@ -1,0 +1,107 @@
+"""Member-steps per second on one CUDA GPU (``device = "cuda"``) beside the same machine's CPU cores, in one run;
+the share of a GPU run's wall time that transfers take; and the GPU's largest relative difference from the CPU
+per case (round-off: NVVM fuses multiply–adds).
+
+    .venv/bin/python benchmarks/gpu.py [--members 1000000] [--cpu-members 20000] [--steps 1000] [--save-every 100]
+        [--repeats 3] [--cases explicit_vi lgvi_top rk4_chain] [--out FILE.json]
+
+Cases (issue 50's, as far as the GPU runs them so far):
+
+- ``explicit_vi``: Example 2, 3 bodies (``sphere_nbody`` paper, diagonal M). Target ≥ 2×10¹⁰ member-steps/s on
+  an H100-class GPU and ≥ 20× the same machine's 16 cores.
+- ``lgvi_top``: the chaotic heavy top on SO(3). Target ≥ 5×10⁹.
+- ``rk4_chain``: rk4 on Example 1 (``spherical_chain`` paper, full M). The issue's rk4 case is the 5-link cart,
+  whose multibody space the GPU does not run yet.
+
+Members are the preset's state perturbed by 1e-3 (seed 0). The GPU steps ``--members``, the CPU ``--cpu-members``
+on all its cores (the rates are per member-step, so the sizes may differ). Each case is timed ``--repeats``
+times after a compiling call, and the fastest counts. The transfer share is that of the fastest GPU run, from
+:data:`kernels.gpu.last_run_seconds`, at one saved sample per ``--save-every`` steps. The difference from the CPU
+is the largest |q_gpu − q_cpu| / max |q_cpu| over the first ``--cpu-members`` members' end states.
+
+Without a GPU (or its driver) the script says what is missing and exits 2. ``NUMBA_ENABLE_CUDASIM=1`` runs it
+through numba-cuda's simulator, with tiny sizes only: a check of the script, not a measurement.
+"""
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from machine import run_conditions, run_start
+from timing import armillary_rates, rates_text, wall_seconds
+
+# This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
+sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
+from armillary.kernels import get_system, gpu, integrate  # noqa: E402
+from armillary.kernels.integration import default_threads  # noqa: E402
+
+#: case → (system, preset, method, dt (s), target member-steps/s on the GPU or None)
+CASES = {"explicit_vi": ("sphere_nbody", "paper", "vi", 1e-3, 2e10),
+         "lgvi_top": ("heavy_top", "chaotic", "lgvi", 2e-3, 5e9),
+         "rk4_chain": ("spherical_chain", "paper", "rk4", 1e-2, None)}
+
+
+def members_of(system, count: int) -> dict:
+    """``count`` members: the preset's state perturbed by 1e-3 (seed 0)."""
+    rng = np.random.default_rng(0)
+    normals = rng.normal(size=(count, system.space.normal_count(system.n_bodies)))
+    return system.space.perturb(system.initial_state(), normals, 1e-3)
+
+
+def measure(name: str, args) -> dict:
+    """One case: GPU and CPU rates, the GPU run's transfer share and its difference from the CPU."""
+    system_name, preset, method, dt, target = CASES[name]
+    system = get_system(system_name, preset)
+    state = members_of(system, args.members)
+    gpu_rates = armillary_rates(system, method, state, dt, args.steps, args.repeats, save_every=args.save_every,
+                                device="cuda")
+    parts = dict(gpu.last_run_seconds)
+    cpu_state = {variable: value[:args.cpu_members] for variable, value in state.items()}
+    cpu_rates = armillary_rates(system, method, cpu_state, dt, args.steps, args.repeats,
+                                save_every=args.save_every)
+    _, on_gpu = wall_seconds(lambda: integrate(system, method, cpu_state, dt, args.steps, args.save_every,
+                                               outputs=(), device="cuda"), 1)
+    _, on_cpu = wall_seconds(lambda: integrate(system, method, cpu_state, dt, args.steps, args.save_every,
+                                               outputs=()), 1)
+    difference = max(float(np.nanmax(np.abs(on_gpu.final[v] - on_cpu.final[v])) / np.nanmax(np.abs(on_cpu.final[v])))
+                     for v in on_cpu.final)
+    transfer = (parts["to_device"] + parts["to_host"]) / sum(parts.values())
+    result = {"case": name, "gpu": max(gpu_rates), "cpu": max(cpu_rates), "ratio": max(gpu_rates) / max(cpu_rates),
+              "transfer_share": transfer, "relative_difference": difference, "target": target,
+              "gpu_rates": gpu_rates, "cpu_rates": cpu_rates, "parts_seconds": parts}
+    print(f"{name:<12} gpu {rates_text(gpu_rates)}  cpu ({default_threads()} threads) {rates_text(cpu_rates)}  "
+          f"ratio {result['ratio']:.1f}×  transfers {100 * transfer:.1f} %  max rel diff {difference:.1e}"
+          + (f"  target {target:.0e}: {'met' if result['gpu'] >= target else 'not met'}" if target else ""),
+          flush=True)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--members", type=int, default=1_000_000)
+    parser.add_argument("--cpu-members", type=int, default=20_000)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--save-every", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--out", help="also write the figures to this JSON file")
+    args = parser.parse_args()
+    problem = gpu.device_problem()
+    if problem is not None:
+        print(f"gpu.py: no GPU to measure: {problem}", file=sys.stderr)
+        return 2
+    start = run_start()
+    print(f"{args.members} members on the GPU, {args.cpu_members} on the CPU, {args.steps} steps, a sample every "
+          f"{args.save_every}, fastest of {args.repeats}", flush=True)
+    results = [measure(name, args) for name in args.cases]
+    print(run_conditions(start))
+    if args.out:
+        with open(args.out, "w") as out:
+            json.dump(results, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
