@@ -134,7 +134,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
         integrator_begin(x, n, c, topology, h, options, work)  # noqa: F821
         shadow_begin(x, shadow, n, shadow_c, topology, h, options, shadow_work, reference, moved,  # noqa: F821
-                     shadow_scratch, rmat, scratch[-1])
+                     shadow_scratch, rmat, scratch[-1], column)
         record_flat_sample(0, x, n, c, topology, first, members, lane_status, save_state, state_out, energy,
                            diagnostics, scratch)
         if tracking:
@@ -181,13 +181,14 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
 
 # Shadow stages of the flat driver (bound as ``shadow_begin`` / ``shadow_step``).
 
-def flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, displacement, rmat, dot):
+def flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, displacement, rmat, dot,
+                      shadow_moved):
     """Put the shadows on the system's constraints and start their integrator (its cached state at the
     shadow).  A lane whose member or shadow the constraints moved (``moved``) takes its displacements'
-    factor now as its references: the displacement's part off the constraints is gone, and is no growth."""
+    factor now as its references: the displacement's part off the constraints is gone, and is no growth.
+    ``shadow_moved`` (k·L): scratch for which shadow lanes the constraints moved."""
     lanes = x.shape[1]
     k = shadow.shape[1] // lanes
-    shadow_moved = np.empty(k * lanes)
     for s in range(k * lanes):
         shadow_moved[s] = moved[s % lanes]
     system_constrain(shadow, n, coef, topology, shadow_moved)  # noqa: F821
@@ -237,7 +238,8 @@ def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, activ
         integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
 
 
-def no_flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, displacement, rmat, dot):
+def no_flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, displacement, rmat, dot,
+                         shadow_moved):
     """Kernels without shadows: nothing to start."""
 
 

@@ -35,10 +35,11 @@ import numpy as np
 
 from .compile import KERNEL_FLAGS, specialised_stages
 from .driver import check_lanes, lane_bookkeeping, write_final_state
-from .flat_driver import check_flat_lanes, write_flat_final
+from .flat_driver import check_flat_lanes, flat_shadow_factor, write_flat_final
 from .errors import InvalidInput
 from .lanes import bind_template
-from .lyapunov import record_sphere_indicators, tile_lanes_2d, tile_lanes_3d, write_final_shadows
+from .lyapunov import (record_indicators, record_sphere_indicators, tile_lanes_2d, tile_lanes_3d,
+                       write_final_shadows)
 
 #: threads per block of the GPU kernels: members are independent, so any multiple of the warp (32) works; 128
 #: leaves the scheduler room to hide memory latency with several blocks per multiprocessor
@@ -90,7 +91,6 @@ def check_supported(system, method: str, *, forced: bool, shadow, sections, trac
         raise InvalidInput("device", f"{method} runs on device 'cuda' for {', '.join(spaces)} systems so far; "
                            f"{system.name} is on {space}: use device = 'cpu'")
     for name, what, present in (
-            ("shadow", f"Benettin shadows on {space}", shadow is not None and system.space.layout != "sphere"),
             ("sections", "surfaces of section", bool(sections)), ("forcing", f"forces ({system.name} is forced)", forced),
             ("outputs", "close-encounter tracking (min_separation)", track_encounters),
             ("mode", "the system-parallel mode (one large member)", mode == "system"),
@@ -204,10 +204,16 @@ def march_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_fu
 
 def flat_gpu_workspace(allocate, blocks: dict, members: int, n: int, diagnostics: int) -> tuple:
     """:func:`gpu_workspace` of :func:`kernels.flat_driver.drive_flat_fixed` (state rows (rows, members), n bodies):
-    the method's work (``allocate``, its ``integrator_allocate(rows, n, lanes)``), the scratch, the bookkeeping and
-    the constraints' record of moved lanes (no shadows on the GPU yet)."""
-    return (allocate(blocks["x"].shape[1], n, members), np.empty((diagnostics + 2, members)),
-            lane_bookkeeping(0, members, members), np.zeros(members))
+    the method's work (``allocate``, its ``integrator_allocate(rows, n, lanes)``) for the members and their shadows,
+    the scratch, the bookkeeping, the constraints' record of moved lanes, the shadows' flags, scratch and
+    coefficients."""
+    rows, count = blocks["x"].shape[1], blocks["shadow"].shape[-1] // members
+    shadows = count * members
+    return (allocate(rows, n, members), np.empty((diagnostics + 2, members)), lane_bookkeeping(0, members, members),
+            np.zeros(members), allocate(rows, n, shadows),
+            (np.zeros(shadows, np.bool_), np.zeros(shadows, np.int64), np.zeros(shadows, np.int64)),
+            (np.empty((rows, shadows)), np.empty((count, count, members)), np.empty(max(count, 1) * members)),
+            tile_lanes_2d(blocks["coef"][0], count))
 
 
 def march_flat_members_template(workspace, x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks,
@@ -217,33 +223,51 @@ def march_flat_members_template(workspace, x_blocks, coef, shadow_blocks, log_gr
                                 shadow_end, log_growth_end, reference_end, indicators_end, section_time, section_state,
                                 section_count):
     """Thread m's part of :func:`kernels.flat_driver.drive_flat_fixed` (its arguments, every member in one block, and
-    the ``workspace`` of :func:`flat_gpu_workspace`): member m stepped by the same stages on its views
-    ``[..., m::members]``, kept on the system's constraints after every step, as on the CPU.  Shadows and sections
-    are refused on the GPU so far; their arguments are unused.  Free names as :func:`march_members_template`'s."""
+    the ``workspace`` of :func:`flat_gpu_workspace`): member m and its shadows stepped by the same stages on their
+    views ``[..., m::members]``, kept on the system's constraints after every step, as on the CPU.  Sections are
+    refused on the GPU so far; their arguments are unused.  Free names as :func:`march_members_template`'s."""
     m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
     if m >= members:
         return
     mine = slice(m, None, members)
-    x, c = x_blocks[0][:, mine], coef[0][:, mine]
-    work, scratch, bookkeeping, moved = member_views(workspace, m, members)  # noqa: F821
+    x, c, shadow = x_blocks[0][:, mine], coef[0][:, mine], shadow_blocks[0][:, mine]
+    log_growth, reference = log_growth_blocks[0][mine], reference_blocks[0][mine]
+    indicators = indicator_blocks[0][:, mine]
+    work, scratch, bookkeeping, moved, shadow_work, shadow_flags, shadow_scratch, shadow_c = member_views(  # noqa: F821
+        workspace, m, members)
     lane_status, lane_failed, lane_iterations, step_iterations, code, active = bookkeeping
+    shadow_active, shadow_code, shadow_iterations = shadow_flags
+    displacement, rmat, column = shadow_scratch
+    tracking = renormalise_every > 0
     system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
     integrator_begin(x, n, c, topology, h, options, work)  # noqa: F821
+    shadow_begin(x, shadow, n, shadow_c, topology, h, options, shadow_work, reference, moved,  # noqa: F821
+                 displacement, rmat, scratch[-1], column)
     for k in range(n_steps + 1):
         if k > 0:
             integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
                             step_iterations)
             system_constrain(x, n, c, topology, moved)  # noqa: F821
             system_admissible(x, n, c, topology, code)  # noqa: F821
+            shadow_step(step_offset + k, x, shadow, n, shadow_c, topology, h, options, shadow_work, active,  # noqa: F821
+                        shadow_active, shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference,
+                        indicators, displacement, rmat, scratch[-1], column)
             check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
                              scratch[-1])
         if k % save_every == 0:
             record_flat_sample(k // save_every, x, n, c, topology, m, members, lane_status, save_state,  # noqa: F821
                                state_out, energy, diagnostics, scratch)
+            if tracking:
+                flat_shadow_factor(x, shadow, displacement, rmat, scratch[-1])
+                record_indicators(k // save_every, step_offset + k, renormalise_every, h, m, members, log_growth,
+                                  reference, rmat, indicators, log_growth_out, indicator_out)
     step = scratch[-1]
     step[0] = h  # the step the next segment starts with
     write_flat_final(x, step, m, members, lane_status, lane_failed, lane_iterations, status, failed_step, iterations,
                      x_end, carried)
+    if tracking:
+        write_final_shadows(shadow, log_growth, reference, indicators, m, members, shadow_end, log_growth_end,
+                            reference_end, indicators_end)
 
 
 #: per state layout (a runner's): the GPU's driver template and the host function making its workspace
@@ -263,7 +287,8 @@ def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, layou
     stages = dict(bindings, cuda=cuda, member_views=numba.njit(**KERNEL_FLAGS)(namespace["member_views"]),
                   check_lanes=check_lanes, write_final_state=write_final_state, check_flat_lanes=check_flat_lanes,
                   write_flat_final=write_flat_final, record_sphere_indicators=record_sphere_indicators,
-                  write_final_shadows=write_final_shadows)
+                  write_final_shadows=write_final_shadows, flat_shadow_factor=flat_shadow_factor,
+                  record_indicators=record_indicators)
     template = TEMPLATES[layout][0]
     return bind_template(template, f"{template.__name__}__{tag}", stages)
 

@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: (system, preset, method, options, shadows): a member of each method, space and kind of kernel the GPU runs so
 #: far — on (S²)ⁿ the explicit vi (diagonal M), the implicit vi (full M), rk4 on both, and the implicit vi with
-#: Benettin shadows; lgvi and rk4 on SO(3) (the heavy top), rk4 on SE(3) (Kirchhoff's body); and a model file
+#: Benettin shadows; lgvi (with and without shadows) and rk4 on SO(3) (the heavy top), rk4 on SE(3) (Kirchhoff's
+#: body); and a model file
 #: (a path: Example 2 restated, its functions generated from sympy)
 CASES = {
     "explicit_vi": ("sphere_nbody", "paper", "vi", {}, 0),
@@ -28,6 +29,7 @@ CASES = {
     "rk4_full": ("spherical_chain", "paper", "rk4", {}, 0),
     "implicit_vi_shadows": ("spherical_chain", "paper", "vi", {}, 2),
     "lgvi_rotation": ("heavy_top", "chaotic", "lgvi", {}, 0),
+    "lgvi_rotation_shadows": ("heavy_top", "chaotic", "lgvi", {}, 2),
     "rk4_rotation": ("heavy_top", "chaotic", "rk4", {}, 0),
     "rk4_rigid_motion": ("kirchhoff_body", "ellipsoid", "rk4", {}, 0),
     "model_explicit_vi": ("examples/models/sphere_nbody.py", "initial", "vi", {}, 0),

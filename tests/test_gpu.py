@@ -13,7 +13,7 @@ import pytest
 from armillary import ensemble
 from armillary.jobs.cli import main
 from armillary.kernels import InvalidInput, get_system, gpu, integrate
-from armillary.kernels.lyapunov import displaced_shadow
+from armillary.kernels.sections import Section
 
 import gpu_cases
 
@@ -21,8 +21,9 @@ HERE = os.path.dirname(__file__)
 
 
 #: the kernels compiled to PTX: each (method, space) of the GPU and each kind of its (S²)ⁿ kernels (the rk4 of full
-#: M compiles the same driver and stages as the others, and the implicit vi's with shadows those without)
-PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotation", "rk4_rotation", "rk4_rigid_motion"]
+#: M compiles the same driver and stages as the others, and a kernel with shadows the stages of one without)
+PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotation_shadows", "rk4_rotation",
+             "rk4_rigid_motion"]
 
 
 @pytest.mark.parametrize("case", PTX_CASES)
@@ -66,12 +67,9 @@ def test_what_the_gpu_does_not_run_is_refused_naming_it():
                                            "rigid_motion systems so far; multibody is on generalised"):
         integrate(cart, "rk4", {name: value[np.newaxis] for name, value in cart.initial_state().items()}, 0.01, 2,
                   device="cuda")
-    system, method, options, state, shadow = gpu_cases.case_state("lgvi_rotation")
-    with pytest.raises(InvalidInput, match="shadow: device 'cuda' does not run Benettin shadows on rotation yet"):
-        directions = np.ones((gpu_cases.MEMBERS, system.space.normal_count(system.n_bodies)))
-        integrate(system, method, state, 0.01, 2, shadow=displaced_shadow(system.space, state, directions, 1e-6, 2),
-                  device="cuda")
     system, method, options, state, shadow = gpu_cases.case_state("explicit_vi")
+    with pytest.raises(InvalidInput, match="sections: device 'cuda' does not run surfaces of section yet"):
+        integrate(system, method, state, 0.01, 2, sections=Section("equator", "q[0][2]"), device="cuda")
     with pytest.raises(InvalidInput, match="method: 'rk45' does not run on device 'cuda' yet; there: vi, lgvi, rk4"):
         integrate(system, "rk45", state, 0.01, 2, device="cuda")
     with pytest.raises(InvalidInput, match="outputs: device 'cuda' does not run close-encounter tracking"):
