@@ -39,6 +39,7 @@ def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: i
                      outputs=outputs, threads=None if plan.mode == "system" else threads, restart=restart,
                      shadow=shadow, mode=plan.mode, carry=carry, start_step=start_step, sections=plan.sections,
                      seed=spec.seed, member_ids=np.arange(first, stop), skin=spec.skin, device=spec.device or "cpu",
+                     fma=spec.fma is not False,
                      **plan.member_options(first, stop))
 
 

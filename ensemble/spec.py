@@ -38,7 +38,7 @@ MAX_SAMPLES = 10**8
 MAX_RECORDS = 10**7
 MAX_SWEEP_POINTS = 10**6
 #: spec fields added after stores already existed: left out of the identity while unused
-OPTIONAL_FIELDS = ("option_sweeps", "skin", "device", "lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
+OPTIONAL_FIELDS = ("option_sweeps", "skin", "device", "fma", "lyapunov", "model_source", "lyapunov_spectrum", "megno", "sali", "until", "section", "escape",
                    "sections")
 
 
@@ -150,6 +150,9 @@ class Spec:
     #: ``[execution] device``: "cuda" steps the members on a CUDA GPU; None: the CPU (not written).  Part of the
     #: identity: a GPU's results differ from the CPU's by round-off, so a store is finished where it was begun
     device: str | None = None
+    #: ``[execution] fma``: False compiles the GPU's kernels without fused multiply-adds (the CPU's bits); None: true
+    #: (not written; part of the identity when false)
+    fma: bool | None = None
 
     @property
     def grid(self) -> tuple[Sweep, ...]:
@@ -208,7 +211,7 @@ class Spec:
                          **(self.sampler_options or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
-            "execution": {"device": self.device},
+            "execution": {"device": self.device, "fma": self.fma},
             "analysis": {name: getattr(self, name) for name in INDICATORS + ("section", "escape", "sections")},
         }
         lines = []
@@ -618,11 +621,17 @@ def _output_section(section: _Section, space, definition) -> dict:
 
 
 def _execution_section(section: _Section) -> dict:
-    """``[execution]``: ``device``, where the members are stepped (cpu, the default, or cuda); the GPU's own checks
-    (a device here, the method and options it runs) are the plan's."""
+    """``[execution]``: ``device``, where the members are stepped (cpu, the default, or cuda), and ``fma``, whether the
+    GPU's kernels may fuse multiply-adds; the GPU's own checks (the method and options it runs) are the plan's, and
+    whether this machine has one the run's."""
     device = section.choice("device", DEVICES)
+    fma = section.get("fma", "bool")
     section.finish()
-    return dict(device=None if device in (None, "cpu") else device)
+    device = None if device in (None, "cpu") else device
+    if fma is False and device != "cuda":
+        raise InvalidInput(section.field("fma"), "false applies to device = \"cuda\" (the CPU's kernels fuse no "
+                           "multiply-adds)")
+    return dict(device=device, fma=None if fma in (None, True) else False)
 
 
 #: the ``[analysis]`` tables, each carrying shadows: (name, whether it takes ``count``)

@@ -57,6 +57,10 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "execution.device": SpecKey("string", "\"cpu\"", "", "where the members are stepped: cpu, or cuda (one CUDA GPU "
                                 "per process, one thread per member; its methods and options so far are on the "
                                 "GPU page, and a machine without a GPU is refused)"),
+    "execution.fma": SpecKey("boolean", "true", "", "device cuda: whether NVVM may fuse a·b + c into one multiply-add "
+                             "(rounding once where the CPU rounds twice: results agree with the CPU to round-off); false "
+                             "compiles without, so that the bits are the CPU's but for libdevice's transcendental "
+                             "functions"),
     "ensemble.members": SpecKey("integer ≥ 1", "required (unless until)", "", "number of members (at most 10⁹; with sweeps a "
                                 "multiple of the number of grid points)"),
     "ensemble.seed": SpecKey("integer ≥ 0", "0", "", "member i's random numbers depend only on (seed, i)"),

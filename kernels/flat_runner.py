@@ -14,13 +14,14 @@ from .sections import SectionPlan, section_outputs, section_results, with_sectio
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
-        sections: SectionPlan | None = None, bath: tuple | None = None, device: str = "cpu") -> dict:
+        sections: SectionPlan | None = None, bath: tuple | None = None, device: str = "cpu", fma: bool = True) -> dict:
     """Integrate an admitted state (the space's variables, leading member axis) with ``method``;
     returns the fields of a :class:`~kernels.integration.Trajectory`.  ``start_step``: the global index of
     the step this call continues after (its time origin start_step·dt, which time-dependent loads see; a
     shadow's step_offset equals it); ``sections``: the checked sections whose crossings are located; ``bath`` is
     always None here (the stochastic methods step (S²)ⁿ only); ``device``: "cuda" steps the ensemble on the GPU
-    (:mod:`kernels.gpu`, which :func:`kernels.integrate` checked it can)."""
+    (:mod:`kernels.gpu`, which :func:`kernels.integrate` checked it can), with fused multiply-adds or not
+    (``fma``)."""
     space = system.space
     n = space.body_count(state)
     x = space.flatten(state)
@@ -61,7 +62,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         from . import gpu  # numba-cuda: imported only where a run asks for the GPU
 
         gpu.run_blocks(method, system.name, FLAT, shadow is not None, "flat", blocks, shared, keep_state, outputs,
-                       members, n=n, diagnostics=len(space.diagnostics))
+                       members, fma, n=n, diagnostics=len(space.diagnostics))
     else:
         kernel = compiled_kernel(method, system.name, FLAT, shadow is not None, False,
                                  sections.source if sections is not None else None)

@@ -13,9 +13,10 @@ as on the CPU (the store's restarts).
 Bits: the simulator (``NUMBA_ENABLE_CUDASIM=1``) runs the stages' Python with NumPy's IEEE scalars and equals the
 CPU bit for bit (tested).  On a device NVVM contracts a × b + c into one fused multiply-add wherever it can, which
 rounds once instead of twice: results agree with the CPU to round-off, are the same run to run, and do not depend on
-how members are grouped (a member's arithmetic never sees another's).  numba-cuda's ``cuda.jit`` offers no switch
-for NVVM's ``-fma=0`` (only ``fastmath``, which turns contraction on), so exact agreement with the CPU is not
-offered.
+how members are grouped (a member's arithmetic never sees another's).  With ``fma=False`` (``[execution] fma =
+false``) NVVM fuses nothing (``-fma=0``, :func:`nvvm_options`), and each operation rounds as on the CPU: the bits
+are the CPU's but for libdevice's transcendental functions (the logarithms of Benettin's sums, a system's sin and
+cos), which need not round as glibc's.
 
 First tranche: the fixed-step methods on (S²)ⁿ (``vi`` explicit and implicit, ``rk4``), unforced, without shadows,
 sections or close-encounter tracking; :func:`check_supported` refuses the rest in one line.
@@ -23,6 +24,7 @@ sections or close-encounter tracking; :func:`check_supported` refuses the rest i
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -274,11 +276,34 @@ def march_flat_members_template(workspace, x_blocks, coef, shadow_blocks, log_gr
 TEMPLATES = {"sphere": (march_members_template, gpu_workspace), "flat": (march_flat_members_template, flat_gpu_workspace)}
 
 
+@contextlib.contextmanager
+def nvvm_options(fma: bool):
+    """NVVM compiles with ``-fma=0`` inside (``fma`` False): no a·b + c fused into one multiply–add, so each product
+    and sum rounds as on the CPU.  numba-cuda 0.30's ``cuda.jit`` passes NVVM only ``opt`` and ``fastmath``; the
+    option is added where numba-cuda hands its IR to NVVM, for the compiles (a kernel's first launch, or
+    :func:`ptx_of`) inside."""
+    from numba.cuda.cudadrv import nvvm
+
+    if fma:
+        yield
+        return
+    original = nvvm.compile_ir
+
+    def compile_ir(llvmir, **options):
+        return original(llvmir, **{**options, "fma": False})
+    nvvm.compile_ir = compile_ir
+    try:
+        yield
+    finally:
+        nvvm.compile_ir = original
+
+
 @functools.cache
-def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, layout: str, views_source: str):
+def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, layout: str, views_source: str,
+               fma: bool = True):
     """The CUDA kernel of ``method`` for ``system``: the layout's driver template (:data:`TEMPLATES`) with the CPU's
     stages bound (:func:`kernels.compile.specialised_stages`), as a Python function for numba-cuda (``cuda.jit``
-    launches it, ``compile_ptx`` checks it)."""
+    launches it, ``compile_ptx`` checks it); one per ``fma`` (:func:`nvvm_options`), whose dispatchers differ."""
     cuda = cuda_module()
     _register_numpy_math()
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
@@ -294,24 +319,26 @@ def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, layou
 
 
 def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, layout: str, blocks: dict, shared: tuple,
-               keep_state: bool, outputs: list, members: int, **workspace_options) -> None:
+               keep_state: bool, outputs: list, members: int, fma: bool = True, **workspace_options) -> None:
     """The GPU's :func:`kernels.blocks.run_in_threads` for a runner of ``layout`` ("sphere" or "flat"): the same
     driver arguments, every member in one block (``blocks`` (1, ..., members)); the workspace is made on the host
     (:data:`TEMPLATES`, with ``workspace_options``) and moved to the device with the inputs and outputs, the kernel
-    launched with one thread per member, the outputs copied back."""
+    (compiled with ``fma``, see :func:`nvvm_options`) launched with one thread per member, the outputs copied back."""
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
     workspace = TEMPLATES[layout][1](bindings["integrator_allocate"], blocks, members, **workspace_options)
-    function = gpu_kernel(method, system, inertia_kind, shadows, layout, member_views_source(workspace))
+    function = gpu_kernel(method, system, inertia_kind, shadows, layout, member_views_source(workspace), fma)
     arguments = (workspace, *blocks.values(), *shared, members, keep_state, *outputs)
     if _ptx_only.compiled is not None:  # ptx_of: compile for a device this machine lacks, step nothing
-        _ptx_only.compiled.append(_compile_ptx(function, arguments))
+        with nvvm_options(fma):
+            _ptx_only.compiled.append(_compile_ptx(function, arguments))
         return
     cuda = cuda_module()
     kernel = _launchable(function)
     started = time.perf_counter()
     on_device = [_to_device(cuda, argument) for argument in arguments]
     launched = time.perf_counter()
-    kernel[-(-members // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*on_device)
+    with nvvm_options(fma):  # the first launch compiles
+        kernel[-(-members // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*on_device)
     cuda.synchronize()
     stepped = time.perf_counter()
     for array, copy in zip(outputs, on_device[-len(outputs):]):

@@ -276,7 +276,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
               outputs=None, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
               mode: str | None = None, skin: float | str | None = None, carry: dict | None = None, start_step: int = 0,
               sections: tuple[Section, ...] | Section | None = None, seed: int = 0, member_ids=None,
-              device: str = "cpu", **method_options) -> Trajectory:
+              device: str = "cpu", fma: bool = True, **method_options) -> Trajectory:
     """Integrate every member of an ensemble with one method, on the system's state space.
 
     ``state0``: a mapping of the space's state variables, each with a leading member axis
@@ -308,7 +308,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     the body (:mod:`kernels.noise`), so a run split in chunks or segments has the same bits.
     ``device``: "cpu" (the default) or "cuda", the ensemble on one CUDA GPU, one thread per member
     (:mod:`kernels.gpu`: its first tranche of methods and spaces; the rest, and a machine without a GPU, are
-    refused naming what is missing).
+    refused naming what is missing); ``fma`` (cuda): False compiles the GPU's kernel without fused multiply–adds,
+    so that its bits are the CPU's (but for libdevice's transcendental functions).
     Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
     """
@@ -352,7 +353,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         _check_headings(state, restart)
     section_plan = plan_sections(sections, space, space.body_count(state),
                                  parameter_shapes(system, space.body_count(state)) if sections else None)
-    on_gpu = check_device(device, system, runs, options, shadow, sections, "min_separation" in outputs, mode)
+    on_gpu = check_device(device, system, runs, options, shadow, sections, "min_separation" in outputs, mode, fma=fma)
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)
@@ -374,14 +375,18 @@ DEVICES = ("cpu", "cuda")
 
 
 def check_device(device, system: System, runs: Method, options: dict, shadow, sections, track_encounters: bool,
-                 mode, here: bool = True) -> dict:
+                 mode, here: bool = True, fma: bool = True) -> dict:
     """The runner's keyword for ``device``: {} on the CPU, {"device": "cuda"} for a run the GPU can take (checked
     before any compute: what the GPU does not run yet, and with ``here`` a machine without one, are refused naming
     what is missing).  Also the plan's check of ``[execution] device`` (not ``here``: a spec is checked and
     submitted where no GPU need be; :func:`device_missing` is asked where it runs)."""
     if device not in DEVICES:
         raise InvalidInput("device", f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
+    if not isinstance(fma, bool):
+        raise InvalidInput("fma", f"must be true or false, got {fma!r}")
     if device == "cpu":
+        if not fma:
+            raise InvalidInput("fma", "false applies to device 'cuda' (the CPU's kernels fuse no multiply-adds)")
         return {}
     from . import gpu  # numba-cuda: imported only where a run asks for the GPU
 
@@ -391,7 +396,7 @@ def check_device(device, system: System, runs: Method, options: dict, shadow, se
     problem = device_missing(device) if here else None
     if problem is not None:
         raise InvalidInput("device", problem)
-    return {"device": "cuda"}
+    return {"device": "cuda", "fma": fma}
 
 
 def device_missing(device: str) -> str | None:

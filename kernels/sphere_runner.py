@@ -39,14 +39,15 @@ def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
-        sections: SectionPlan | None = None, bath: tuple | None = None, device: str = "cpu") -> dict:
+        sections: SectionPlan | None = None, bath: tuple | None = None, device: str = "cpu", fma: bool = True) -> dict:
     """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
     returns the fields of a :class:`~kernels.integration.Trajectory` (state and diagnostics by name),
     with ``carried`` (members, C), the method's solver state, updated in place.  ``start_step``: the global
     index of the step the call continues after (time origin of time-dependent forces); ``sections``: the
     checked sections whose crossings are located (:mod:`kernels.sections`); ``bath``: a stochastic method's
     (temperature, friction, noise key, member ids) (:func:`kernels.integrators.langevin.with_bath`); ``device``:
-    "cuda" steps the ensemble on the GPU (:mod:`kernels.gpu`, which :func:`kernels.integrate` checked it can)."""
+    "cuda" steps the ensemble on the GPU (:mod:`kernels.gpu`, which :func:`kernels.integrate` checked it can),
+    with fused multiply-adds or not (``fma``)."""
     q, omega = state["q"], state["omega"]
     members, n = q.shape[:2]
     params = system.broadcast(members, n)
@@ -117,7 +118,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
             from . import gpu  # numba-cuda: imported only where a run asks for the GPU
 
             gpu.run_blocks(method, system.name, inertia_kind, shadow is not None, "sphere", blocks, shared, keep_state,
-                           outputs, members)
+                           outputs, members, fma)
         else:
             kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced,
                                      sections.source if sections is not None else None)

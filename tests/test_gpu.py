@@ -40,6 +40,19 @@ def test_each_gpu_kernel_compiles_to_ptx_with_ieee_division_and_square_root(case
     assert set(re.findall(r"\b(?:div|sqrt)\.[\w.]+\.f64", ptx[0])) <= {"div.rn.f64", "sqrt.rn.f64"}
 
 
+def test_without_fused_multiply_adds_the_kernel_rounds_as_the_cpu():
+    """fma=False: NVVM compiles with -fma=0, so the explicit vi's products and sums round one by one as on the CPU:
+    of its 100-odd fused multiply-adds only those inside libdevice's logarithm (Benettin's sums) are left."""
+    system, method, options, state, shadow = gpu_cases.case_state("explicit_vi")
+    fused, plain = (gpu.ptx_of(lambda: integrate(system, method, state, gpu_cases.DT, 2, 1, device="cuda", fma=fma))[0]
+                    for fma in (True, False))
+    assert fused.count("fma.rn.f64") > 80
+    assert plain.count("fma.rn.f64") <= 20
+    assert plain.count(".entry ") == 1
+    with pytest.raises(InvalidInput, match="fma: false applies to device 'cuda'"):
+        integrate(system, method, state, gpu_cases.DT, 2, fma=False)
+
+
 def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_continues(tmp_path):
     """numba-cuda's simulator runs each thread's Python, the stages' own source with IEEE scalars, so every case
     (each method and kernel kind, Benettin shadows included) equals the CPU's lanes bit for bit: samples, energy,
@@ -107,4 +120,8 @@ def test_device_cuda_without_a_gpu_is_refused_in_one_line_and_writes_nothing(tmp
     assert cpu.device is None and '"device"' not in cpu.identity()
     assert ensemble.parse_spec(text, device="cpu").identity() == cpu.identity()
     assert ensemble.parse_spec(text, device="cuda").identity() != cpu.identity()
+    exact = ensemble.parse_spec(text + '\n[execution]\ndevice = "cuda"\nfma = false\n')
+    assert exact.fma is False and exact.identity() != ensemble.parse_spec(text, device="cuda").identity()
+    with pytest.raises(InvalidInput, match="execution.fma: false applies to device = \"cuda\""):
+        ensemble.parse_spec(text + '\n[execution]\nfma = false\n')
     assert not store.exists()
