@@ -169,8 +169,8 @@ class Plan:
                                "member (or chunk = 1) of a pair system with a finite cutoff; this run is ensemble mode")
         if self.spec.device is not None:  # what the GPU runs (whether this machine has one: where it runs, see runs.py)
             try:
-                check_device(self.spec.device, self.chunk_system(0, 1), self.method, self.spec.options, self.spec.shadows,
-                             self.sections, False, self.mode, here=False, fma=self.spec.fma is not False)
+                check_device(self.spec.device, self.chunk_system(0, 1), self.method, self.sections, False, self.mode,
+                             here=False, fma=self.spec.fma is not False)
             except InvalidInput as error:
                 raise InvalidInput("execution.device", error.message) from None
         optional = {d.name for d in self.space.optional_diagnostics}

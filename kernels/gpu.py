@@ -1,25 +1,32 @@
 """Ensembles on one CUDA GPU through numba-cuda: one thread per member, running the CPU kernels' own stages.
 
-The stages a fixed-step (S²)ⁿ driver calls (``integrator_begin``, ``integrator_step``, ``record_sample``,
-``check_lanes``, ``write_final_state``, and through them the system's gradient and potential) are Python functions
-in lane layout, each a member's scalar arithmetic inside loops over a block's lanes (:mod:`kernels.lanes`).  The
-GPU runs the same source: :func:`drive_members_template` gives thread m one-lane views ``[..., m:m + 1]`` of arrays
-whose lanes are the whole ensemble, so the lane loops run once, neighbouring threads touch neighbouring addresses
-(coalesced loads), and numba-cuda compiles the stages, jitted for the CPU by :func:`kernels.compile.specialised_stages`,
-again for the device when the kernel calls them.  A segment runs on the device from its first step to its last; the
-state, the samples and the outcome cross to the host once, at its end, and a later segment starts from ``final``
-as on the CPU (the store's restarts).
+The stages a fixed-step driver calls (``integrator_begin``, ``integrator_step``, ``record_sample``, the shadows',
+and through them the system's gradient, potential or vector field) are Python functions in lane layout: a member's
+scalar arithmetic inside loops over a block's lanes (:mod:`kernels.lanes`).  The GPU runs that same source.
+:func:`march_members_template` (for (S²)ⁿ) and :func:`march_flat_members_template` (for the flat spaces) give
+thread m the views ``[..., m::members]`` of arrays whose lanes are the whole ensemble (its shadows' lanes too:
+shadow j of member m is lane j·members + m), so every lane loop runs over its own member only, neighbouring threads
+touch neighbouring addresses (coalesced loads), and numba-cuda compiles the stages that
+:func:`kernels.compile.specialised_stages` jitted for the CPU again for the device.  A segment runs on the device
+from its first step to its last; the samples, the outcome and the end state cross to the host once, at its end,
+and the next segment starts from ``final`` as on the CPU (the store's restarts).
 
-Bits: the simulator (``NUMBA_ENABLE_CUDASIM=1``) runs the stages' Python with NumPy's IEEE scalars and equals the
-CPU bit for bit (tested).  On a device NVVM contracts a × b + c into one fused multiply-add wherever it can, which
-rounds once instead of twice: results agree with the CPU to round-off, are the same run to run, and do not depend on
-how members are grouped (a member's arithmetic never sees another's).  With ``fma=False`` (``[execution] fma =
-false``) NVVM fuses nothing (``-fma=0``, :func:`nvvm_options`), and each operation rounds as on the CPU: the bits
-are the CPU's but for libdevice's transcendental functions (the logarithms of Benettin's sums, a system's sin and
-cos), which need not round as glibc's.
+The two templates are the CPU drivers' loops without their allocations: the arrays a driver allocates per block are
+made on the host, for the whole ensemble (:func:`gpu_workspace`, :func:`flat_gpu_workspace`).  One body shared by
+CPU and GPU, taking those arrays as a tuple, cost 2.1–4.5 s more to compile per CPU kernel at -O1 (Example 2's
+explicit vi 7.2 → 9.3 s, Example 1's implicit vi 11.3 → 15.8 s, measured), Numba taking the tuples apart again
+in its IR, so the CPU keeps its drivers and the GPU its templates, which leave out what it refuses.
 
-First tranche: the fixed-step methods on (S²)ⁿ (``vi`` explicit and implicit, ``rk4``), unforced, without shadows,
-sections or close-encounter tracking; :func:`check_supported` refuses the rest in one line.
+Bits: the simulator (``NUMBA_ENABLE_CUDASIM=1`` with ``NUMBA_DISABLE_JIT=1``) runs the stages' Python with NumPy's
+IEEE scalars and equals the CPU bit for bit (tested).  On a device NVVM contracts a × b + c into one fused
+multiply-add wherever it can, which rounds once instead of twice: results agree with the CPU to round-off, are the
+same run to run, and do not depend on how members are grouped (a member's arithmetic never sees another's).  With
+``fma=False`` (``[execution] fma = false``) NVVM fuses nothing (``-fma=0``, :func:`nvvm_options`), and each
+operation rounds as on the CPU: the bits are the CPU's but for libdevice's transcendental functions (the
+logarithms of Benettin's sums, a system's sin and cos), which need not round as glibc's.
+
+What runs here is :data:`GPU_METHODS`, without forces, sections, close-encounter tracking or the system-parallel
+mode; :func:`check_supported` refuses the rest in one line.
 """
 
 from __future__ import annotations
@@ -81,8 +88,8 @@ def device_problem() -> str | None:
     return f"{reason}; run on a GPU node (SLURM: --gres=gpu:1) or use device = 'cpu'"
 
 
-def check_supported(system, method: str, *, forced: bool, shadow, sections, track_encounters: bool, mode,
-                    stochastic: bool, implicit_options: dict) -> None:
+def check_supported(system, method: str, *, forced: bool, sections, track_encounters: bool, mode,
+                    stochastic: bool) -> None:
     """Refuse, in one line naming the option, what the GPU does not run yet."""
     space = system.space.name
     if method not in GPU_METHODS or stochastic:
@@ -95,8 +102,7 @@ def check_supported(system, method: str, *, forced: bool, shadow, sections, trac
     for name, what, present in (
             ("sections", "surfaces of section", bool(sections)), ("forcing", f"forces ({system.name} is forced)", forced),
             ("outputs", "close-encounter tracking (min_separation)", track_encounters),
-            ("mode", "the system-parallel mode (one large member)", mode == "system"),
-            ("adaptive", "adaptive steps", bool(implicit_options.get("adaptive")))):
+            ("mode", "the system-parallel mode (one large member)", mode == "system")):
         if present:
             raise InvalidInput(name, f"device 'cuda' does not run {what} yet; use device = 'cpu' for it")
 
@@ -365,9 +371,13 @@ def _launchable(function):
 #: benchmarks/gpu.py's share of transfers
 last_run_seconds = {}
 
-#: :func:`ptx_of`'s state: the PTX compiled by the runs inside it (None outside)
-_ptx_only = threading.local()
-_ptx_only.compiled = None
+class _PtxOnly(threading.local):
+    """:func:`ptx_of`'s state, per thread: the PTX compiled by the runs inside it (None outside)."""
+
+    compiled = None
+
+
+_ptx_only = _PtxOnly()
 
 
 def ptx_of(run, compute_capability: tuple = DEFAULT_COMPUTE_CAPABILITY) -> list[str]:

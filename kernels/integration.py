@@ -353,7 +353,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         _check_headings(state, restart)
     section_plan = plan_sections(sections, space, space.body_count(state),
                                  parameter_shapes(system, space.body_count(state)) if sections else None)
-    on_gpu = check_device(device, system, runs, options, shadow, sections, "min_separation" in outputs, mode, fma=fma)
+    on_gpu = check_device(device, system, runs, sections, "min_separation" in outputs, mode, fma=fma)
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)
@@ -374,8 +374,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
 DEVICES = ("cpu", "cuda")
 
 
-def check_device(device, system: System, runs: Method, options: dict, shadow, sections, track_encounters: bool,
-                 mode, here: bool = True, fma: bool = True) -> dict:
+def check_device(device, system: System, runs: Method, sections, track_encounters: bool, mode, here: bool = True,
+                 fma: bool = True) -> dict:
     """The runner's keyword for ``device``: {} on the CPU, {"device": "cuda"} for a run the GPU can take (checked
     before any compute: what the GPU does not run yet, and with ``here`` a machine without one, are refused naming
     what is missing).  Also the plan's check of ``[execution] device`` (not ``here``: a spec is checked and
@@ -390,9 +390,8 @@ def check_device(device, system: System, runs: Method, options: dict, shadow, se
         return {}
     from . import gpu  # numba-cuda: imported only where a run asks for the GPU
 
-    gpu.check_supported(system, runs.name, forced=system.forced, shadow=shadow, sections=sections,
-                        track_encounters=track_encounters, mode=mode, stochastic=runs.stochastic,
-                        implicit_options=options)
+    gpu.check_supported(system, runs.name, forced=system.forced, sections=sections, track_encounters=track_encounters,
+                        mode=mode, stochastic=runs.stochastic)
     problem = device_missing(device) if here else None
     if problem is not None:
         raise InvalidInput("device", problem)

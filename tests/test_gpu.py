@@ -16,6 +16,7 @@ from armillary.kernels import InvalidInput, get_system, gpu, integrate
 from armillary.kernels.sections import Section
 
 import gpu_cases
+from ensemble_cases import arrays, assert_bitwise_equal, runner_spec
 
 HERE = os.path.dirname(__file__)
 
@@ -71,6 +72,30 @@ def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_conti
         np.testing.assert_array_equal(simulated[f"restarted_final_{variable}"], simulated[f"{whole}_final_{variable}"])
         middle = simulated[f"{whole}_{variable}"].shape[1] // 2
         np.testing.assert_array_equal(simulated[f"restarted_{variable}"], simulated[f"{whole}_{variable}"][:, middle:])
+
+
+def test_a_store_run_on_the_simulated_gpu_holds_the_cpu_stores_bits_and_verifies(tmp_path, capsys):
+    """The same spec run into a store on the CPU and, with --device cuda, through the simulator (a Dask local
+    cluster, 2 chunks × 2 segments, each segment a kernel call restarting from the last): the same bits in every
+    variable, and `armillary verify` passes on the GPU's store.  The members start from a file: the simulator's
+    NUMBA_DISABLE_JIT would also run the CPU's perturbation in Python, whose last bits differ from its kernel's."""
+    system, method, options, state, shadow = gpu_cases.case_state("explicit_vi", members=6)
+    np.savez(tmp_path / "members.npz", q0=state["q"], omega0=state["omega"])
+    cpu, on_gpu = (runner_spec(tmp_path, name, 'name = "sphere_nbody"\npreset = "paper"', ["q", "energy"],
+                               method="vi", segment=50, chunk=3, members=6) for name in ("cpu.toml", "gpu.toml"))
+    for path in (cpu, on_gpu):
+        with open(path) as spec:
+            text = spec.read().replace('initial = "perturb"', f'initial = "file"\npath = "{tmp_path / "members.npz"}"')
+        with open(path, "w") as spec:
+            spec.write(text.replace("scale = 0.001\n", ""))
+    assert main(["run", cpu]) == 0
+    environment = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBA_DISABLE_JIT="1")
+    subprocess.run([sys.executable, "-c", "import sys; from armillary.jobs.cli import main; sys.exit(main())", "run",
+                    on_gpu, "--device", "cuda"], env=environment, check=True, capture_output=True, timeout=300)
+    stores = [path.replace(".toml", ".zarr") for path in (cpu, on_gpu)]
+    assert_bitwise_equal(arrays(stores[0]), arrays(stores[1]))
+    capsys.readouterr()
+    assert main(["verify", stores[1]]) == 0
 
 
 def test_what_the_gpu_does_not_run_is_refused_naming_it():
