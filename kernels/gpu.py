@@ -129,10 +129,19 @@ def _view_expression(item, path: str) -> str:
     return f"{path}[..., m::lanes]"
 
 
-def member_views_source(workspace: tuple) -> str:
-    """A function returning member m's views of a workspace of ``lanes`` members (:func:`gpu_workspace`), written out
-    for the workspace's shape: Numba indexes a tuple of mixed arrays only by constants."""
+def member_views_source(workspace: tuple, members: int) -> str:
+    """A function returning member m's views of a workspace of ``members`` lanes (:func:`gpu_workspace`), written
+    out for the workspace's shape: Numba indexes a tuple of mixed arrays only by constants.  Every array must have
+    its lanes last, a whole number of lanes per member (a method's or system's scratch shared by the lanes of a
+    block, which the threads would share, is refused: AssertionError naming its shape)."""
+    for array in _arrays(workspace):
+        assert array.ndim and array.shape[-1] % members == 0, f"GPU workspace array {array.shape} has no lanes last"
     return f"def member_views(workspace, m, lanes):\n    return {_view_expression(workspace, 'workspace')}\n"
+
+
+def _arrays(item):
+    """The arrays of a workspace (tuples of arrays, nested)."""
+    return [array for part in item for array in _arrays(part)] if isinstance(item, tuple) else [item]
 
 
 def gpu_workspace(allocate, blocks: dict, members: int) -> tuple:
@@ -332,7 +341,7 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, layou
     (compiled with ``fma``, see :func:`nvvm_options`) launched with one thread per member, the outputs copied back."""
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
     workspace = TEMPLATES[layout][1](bindings["integrator_allocate"], blocks, members, **workspace_options)
-    function = gpu_kernel(method, system, inertia_kind, shadows, layout, member_views_source(workspace), fma)
+    function = gpu_kernel(method, system, inertia_kind, shadows, layout, member_views_source(workspace, members), fma)
     arguments = (workspace, *blocks.values(), *shared, members, keep_state, *outputs)
     if _ptx_only.compiled is not None:  # ptx_of: compile for a device this machine lacks, step nothing
         with nvvm_options(fma):
