@@ -2,6 +2,7 @@
 device, numba-cuda's simulator stepping each case equal to the CPU bit for bit (and a restart equal to the run
 it continues), and what needs a GPU or does not run there yet refused in one line."""
 
+import functools
 import os
 import re
 import subprocess
@@ -27,29 +28,39 @@ PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotatio
              "rk4_rigid_motion"]
 
 
+@functools.cache
+def ptx(case: str, fma: bool = True) -> str:
+    """The PTX of the kernel case ``case`` would launch (compute capability 8.0), compiled once per test worker."""
+    system, method, options, state, shadow = gpu_cases.case_state(case)
+    kernels = gpu.ptx_of(lambda: integrate(system, method, state, gpu_cases.DT, 2, 1, shadow=shadow, device="cuda",
+                                           fma=fma, **options))
+    assert len(kernels) == 1
+    return kernels[0]
+
+
+#: the PTX tests share a worker, and with it :func:`ptx`'s compiles
+PTX_GROUP = pytest.mark.xdist_group("gpu_ptx")
+
+
+@PTX_GROUP
 @pytest.mark.parametrize("case", PTX_CASES)
 def test_each_gpu_kernel_compiles_to_ptx_with_ieee_division_and_square_root(case):
     """The kernel the run would launch, compiled for compute capability 8.0 by NVVM from NVIDIA's wheels: one entry
     point, and only correctly rounded division and square root (``div.rn``, ``sqrt.rn``: the CPU's IEEE operations,
     not the approximate ones fast-math would give; libdevice's logarithm, in Benettin's sums, refines an approximate
     reciprocal itself)."""
-    system, method, options, state, shadow = gpu_cases.case_state(case)
-    ptx = gpu.ptx_of(lambda: integrate(system, method, state, gpu_cases.DT, 2, 1, shadow=shadow, device="cuda",
-                                       **options))
-    assert len(ptx) == 1
-    assert ptx[0].count(".entry ") == 1 and ".target sm_80" in ptx[0]
-    assert set(re.findall(r"\b(?:div|sqrt)\.[\w.]+\.f64", ptx[0])) <= {"div.rn.f64", "sqrt.rn.f64"}
+    assert ptx(case).count(".entry ") == 1 and ".target sm_80" in ptx(case)
+    assert set(re.findall(r"\b(?:div|sqrt)\.[\w.]+\.f64", ptx(case))) <= {"div.rn.f64", "sqrt.rn.f64"}
 
 
+@PTX_GROUP
 def test_without_fused_multiply_adds_the_kernel_rounds_as_the_cpu():
     """fma=False: NVVM compiles with -fma=0, so the explicit vi's products and sums round one by one as on the CPU:
     of its 100-odd fused multiply-adds only those inside libdevice's logarithm (Benettin's sums) are left."""
+    assert ptx("explicit_vi").count("fma.rn.f64") > 80
+    assert ptx("explicit_vi", fma=False).count("fma.rn.f64") <= 20
+    assert ptx("explicit_vi", fma=False).count(".entry ") == 1
     system, method, options, state, shadow = gpu_cases.case_state("explicit_vi")
-    fused, plain = (gpu.ptx_of(lambda: integrate(system, method, state, gpu_cases.DT, 2, 1, device="cuda", fma=fma))[0]
-                    for fma in (True, False))
-    assert fused.count("fma.rn.f64") > 80
-    assert plain.count("fma.rn.f64") <= 20
-    assert plain.count(".entry ") == 1
     with pytest.raises(InvalidInput, match="fma: false applies to device 'cuda'"):
         integrate(system, method, state, gpu_cases.DT, 2, fma=False)
 
