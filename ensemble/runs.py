@@ -9,7 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from armillary.kernels import InvalidInput, device_missing, get_system
+from armillary.kernels import InvalidInput, get_system
 from armillary.kernels.caches import kernel_cache_directory
 from armillary.kernels.systems import system_definition
 
@@ -61,6 +61,8 @@ def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
 def require_device(spec: Spec) -> None:
     """Refuse, before anything is written, a run whose ``[execution] device`` this machine lacks (a spec is checked
     and submitted anywhere; it runs where its device is)."""
+    from armillary.kernels import device_missing  # here: importing it loads the kernels' Numba
+
     missing = device_missing(spec.device or "cpu")
     if missing is not None:
         raise InvalidInput("execution.device", missing)

@@ -15,7 +15,7 @@ from armillary import ensemble
 from armillary.ensemble.errors import DamagedStore, RunFailed
 from armillary.jobs.slurm import load_site, queue_states
 from armillary.jobs.slurm import submit as submit_jobs
-from armillary.kernels import InvalidInput, device_missing
+from armillary.kernels import InvalidInput
 
 #: random admissible states ``armillary check`` differences a model's potential at
 MODEL_CHECK_STATES = 16
@@ -72,6 +72,8 @@ def check(args) -> int:
     print(f"armillary: {args.spec}: valid; {spec.system} / {spec.method}, {spec.members} members × {spec.n_steps} "
           f"steps in {len(plan.chunks)} chunks × {len(plan.segments)} segments ({plan.mode} mode); "
           f"{spec.store} {state}")
+    from armillary.kernels import device_missing  # here: Numba is not for `--help` (tests/test_startup.py)
+
     missing = device_missing(spec.device or "cpu")
     if missing is not None:  # checked anywhere, run where the device is (a login node submits to GPU nodes)
         print(f"armillary: execution.device: not here: {missing}")
