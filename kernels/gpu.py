@@ -324,11 +324,8 @@ def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, layou
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
     namespace = {}
     exec(views_source, namespace)  # noqa: S102 (our own text: the views of the workspace's arrays)
-    stages = dict(bindings, cuda=cuda, member_views=numba.njit(**KERNEL_FLAGS)(namespace["member_views"]),
-                  check_lanes=check_lanes, write_final_state=write_final_state, check_flat_lanes=check_flat_lanes,
-                  write_flat_final=write_flat_final, record_sphere_indicators=record_sphere_indicators,
-                  write_final_shadows=write_final_shadows, flat_shadow_factor=flat_shadow_factor,
-                  record_indicators=record_indicators)
+    # the drivers' own helpers (check_lanes, write_final_state, …) are this module's globals already
+    stages = dict(bindings, cuda=cuda, member_views=numba.njit(**KERNEL_FLAGS)(namespace["member_views"]))
     template = TEMPLATES[layout][0]
     return bind_template(template, f"{template.__name__}__{tag}", stages)
 
