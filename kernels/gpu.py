@@ -66,6 +66,8 @@ NUMPY_MATH = {"sqrt": math.sqrt, "absolute": math.fabs, "exp": math.exp, "log": 
 
 def cuda_module():
     """numba-cuda's ``numba.cuda``, or InvalidInput naming ``device`` when it is not installed."""
+    if not hasattr(np, "row_stack"):  # numba-cuda 0.30 registers an overload of np.row_stack, gone from NumPy 2.5
+        np.row_stack = np.vstack
     try:
         from numba import cuda
     except ImportError as error:  # pragma: no cover (the test extras install it)

@@ -127,6 +127,15 @@ def test_what_the_gpu_does_not_run_is_refused_naming_it():
         integrate(system, "vi", state, 0.01, 2, device="gpu")
 
 
+def test_numba_cuda_compiles_beside_a_numpy_without_row_stack():
+    """numba-cuda 0.30 overloads np.row_stack when it first compiles, and NumPy 2.5 removed it: on an H100 node with
+    NumPy 2.5.2 every kernel failed to compile (AttributeError) until cuda_module stood np.vstack in for it."""
+    script = ("import numpy as np; del np.row_stack; from armillary.kernels.gpu import cuda_module; cuda_module(); "
+              "from numba.cuda.np import arrayobj")
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+
+
 #: the demo's spec (any spec the GPU runs: the refusal comes first)
 DEMO = os.path.join(HERE, os.pardir, "examples", "demo.toml")
 
