@@ -61,7 +61,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     if device == "cuda":
         from . import gpu  # numba-cuda: imported only where a run asks for the GPU
 
-        gpu.run_blocks(method, system.name, FLAT, shadow is not None, "flat", blocks, shared, keep_state, outputs,
+        gpu.run_blocks(method, system.name, FLAT, shadow is not None, blocks, shared, keep_state, outputs,
                        members, fma, n=n, diagnostics=len(space.diagnostics))
     else:
         kernel = compiled_kernel(method, system.name, FLAT, shadow is not None, False,

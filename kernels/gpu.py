@@ -43,12 +43,17 @@ import numba
 import numpy as np
 
 from .compile import KERNEL_FLAGS, specialised_stages
-from .driver import check_lanes, lane_bookkeeping, write_final_state
-from .flat_driver import check_flat_lanes, flat_shadow_factor, write_flat_final
+from .driver import check_lanes, drive_fixed_step, lane_bookkeeping, write_final_state
 from .errors import InvalidInput
-from .lanes import bind_template
+from .flat_driver import check_flat_lanes, drive_flat_fixed, flat_shadow_factor, write_flat_final
+from .integrators.flat_rk import (add_scaled_rows, copy_rows, drive_flat_adaptive, flat_dense_into,
+                                  flat_error_norm)
+from .integrators.runge_kutta import (ATOL, DOPRI_A, DOPRI_B, MAX_STEPS, RTOL, dopri_dense_into, dopri_error_norm,
+                                      dopri_gave_up, dopri_next_step, drive_adaptive)
+from .lanes import add_scaled, bind_template, copy_block
 from .lyapunov import (record_indicators, record_sphere_indicators, tile_lanes_2d, tile_lanes_3d,
                        write_final_shadows)
+from .status import STEP_SIZE_UNDERFLOW
 
 #: threads per block of the GPU kernels: members are independent, so any multiple of the warp (32) works; 128
 #: leaves the scheduler room to hide memory latency with several blocks per multiprocessor
@@ -57,7 +62,8 @@ THREADS_PER_BLOCK = 128
 #: PTX for 8.0 runs on every later GPU (H100 9.0, H200), which compiles it for itself when it loads it
 DEFAULT_COMPUTE_CAPABILITY = (8, 0)
 #: the methods the GPU steps (the first tranche), each with the spaces it runs there
-GPU_METHODS = {"vi": ("sphere_product",), "lgvi": ("rotation",), "rk4": ("sphere_product", "rotation", "rigid_motion")}
+GPU_METHODS = {"vi": ("sphere_product",), "lgvi": ("rotation",), "rk4": ("sphere_product", "rotation", "rigid_motion"),
+               "rk45": ("sphere_product", "rotation", "rigid_motion")}
 #: NumPy functions the stages call on scalars, and the math function numba-cuda lowers each to (see
 #: :func:`_register_numpy_math`)
 NUMPY_MATH = {"sqrt": math.sqrt, "absolute": math.fabs, "exp": math.exp, "log": math.log, "expm1": math.expm1,
@@ -96,7 +102,7 @@ def check_supported(system, method: str, *, forced: bool, sections, track_encoun
     space = system.space.name
     if method not in GPU_METHODS or stochastic:
         raise InvalidInput("method", f"{method!r} does not run on device 'cuda' yet; there: {', '.join(GPU_METHODS)} "
-                           "(vi explicit and implicit, rk4 in its default formulation)")
+                           "(vi explicit and implicit, rk4 and rk45 in their default formulations)")
     spaces = GPU_METHODS[method]
     if space not in spaces:
         raise InvalidInput("device", f"{method} runs on device 'cuda' for {', '.join(spaces)} systems so far; "
@@ -146,11 +152,12 @@ def _arrays(item):
     return [array for part in item for array in _arrays(part)] if isinstance(item, tuple) else [item]
 
 
-def gpu_workspace(allocate, blocks: dict, members: int) -> tuple:
+def gpu_workspace(bindings: dict, blocks: dict, members: int) -> tuple:
     """The arrays :func:`kernels.driver.drive_fixed_step` allocates per block, for one block of every member (lanes
     last; shadow j of member m in lane j·members + m), made on the host: the method's work (``allocate``, its
     ``integrator_allocate``) for the members and for their shadows, the bookkeeping, the scratch, and the shadows'
     coefficients and scratch.  Member m's lanes of every one are ``[..., m::members]``."""
+    allocate = bindings["integrator_allocate"]
     n, count = blocks["q"].shape[1], blocks["shadow_q"].shape[-1] // members
     shadows = count * members
     return (allocate(n, members), np.empty((4, members)), lane_bookkeeping(0, members, members), allocate(n, shadows),
@@ -221,11 +228,12 @@ def march_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_fu
                                 reference_end, indicators_end)
 
 
-def flat_gpu_workspace(allocate, blocks: dict, members: int, n: int, diagnostics: int) -> tuple:
+def flat_gpu_workspace(bindings: dict, blocks: dict, members: int, n: int, diagnostics: int) -> tuple:
     """:func:`gpu_workspace` of :func:`kernels.flat_driver.drive_flat_fixed` (state rows (rows, members), n bodies):
     the method's work (``allocate``, its ``integrator_allocate(rows, n, lanes)``) for the members and their shadows,
     the scratch, the bookkeeping, the constraints' record of moved lanes, the shadows' flags, scratch and
     coefficients."""
+    allocate = bindings["integrator_allocate"]
     rows, count = blocks["x"].shape[1], blocks["shadow"].shape[-1] // members
     shadows = count * members
     return (allocate(rows, n, members), np.empty((diagnostics + 2, members)), lane_bookkeeping(0, members, members),
@@ -289,8 +297,225 @@ def march_flat_members_template(workspace, x_blocks, coef, shadow_blocks, log_gr
                             reference_end, indicators_end)
 
 
-#: per state layout (a runner's): the GPU's driver template and the host function making its workspace
-TEMPLATES = {"sphere": (march_members_template, gpu_workspace), "flat": (march_flat_members_template, flat_gpu_workspace)}
+def adaptive_gpu_workspace(bindings: dict, blocks: dict, members: int) -> tuple:
+    """The arrays :func:`kernels.integrators.runge_kutta.drive_adaptive` allocates per member, for every member
+    (lanes last): the stages kq, kw; the stage, step and sample states yq, yw, q_new, ω_new, ω and the formulation's
+    velocity; the equations' work (``equations_allocate``); the sample scratch; and status, failing step and
+    accepted steps."""
+    n = blocks["q"].shape[1]
+    return ((np.empty((7, n, 3, members)), np.empty((7, n, 3, members))),
+            tuple(np.empty((n, 3, members)) for _ in range(6)), bindings["equations_allocate"](n, members),
+            np.empty((4, members)), (np.zeros(members, np.int64), np.full(members, -1, np.int64),
+                                     np.zeros(members, np.int64)))
+
+
+def march_adaptive_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks,
+                                    shadow_omega_blocks, log_growth_blocks, reference_blocks, indicator_blocks,
+                                    topology, dt, n_steps, save_every, options, d0, renormalise_every, step_offset,
+                                    track_encounters, section_modes, members, save_state, q_out, omega_out, energy,
+                                    unit_error, tangency_error, work_out, status, failed_step, iterations, q_end,
+                                    omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
+                                    shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
+                                    section_time, section_state, section_count):
+    """Thread m's member of :func:`kernels.integrators.runge_kutta.drive_adaptive` (Dormand–Prince 5(4), a step
+    size per member, dense output at the save times, the last step clipped onto n_steps·dt, the next step in
+    ``carried[m, 0]``), with the ``workspace`` of :func:`adaptive_gpu_workspace`; what the GPU refuses (forces,
+    sections, encounters; shadows, which rk45 never takes) is left out.  Free names as
+    :func:`march_members_template`'s."""
+    m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
+    if m >= members:
+        return
+    mine = slice(m, None, members)
+    q, omega = q_blocks[0][:, :, mine], omega_blocks[0][:, :, mine]
+    md, mf, c = mass_diag[0][:, mine], mass_full[0][:, :, mine], coef[0][:, mine]
+    stages, states, eq_work, scratch, bookkeeping = member_views(workspace, m, members)  # noqa: F821
+    kq, kw = stages
+    yq, yw, q_new, omega_new, yomega, velocity = states
+    lane_status, lane_failed, accepted = bookkeeping
+    v = velocity if CONVERTS else omega  # noqa: F821 (a formulation's own velocity variable)
+    if CONVERTS:  # noqa: F821
+        velocity_from_stored(q, omega, mf, c, topology, v, eq_work)  # noqa: F821
+    t_end = n_steps * dt
+    n_samples = n_steps // save_every + 1
+    rtol, atol, max_steps = options[RTOL], options[ATOL], int(options[MAX_STEPS])
+    h = carried[m, 0]
+    record_sample(0, q, omega, md, mf, c, topology, m, members, lane_status, save_state, q_out,  # noqa: F821
+                  omega_out, energy, unit_error, tangency_error, scratch)
+    t_start = step_offset * dt
+    equations_of_motion(t_start, q, v, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
+    t = 0.0
+    next_sample = 1
+    attempts = 0
+    while t < t_end:
+        attempts += 1
+        last = h >= t_end - t
+        h_step = t_end - t if last else h
+        for s in range(1, 7):
+            copy_block(q, yq)
+            copy_block(v, yw)
+            node = 0.0
+            for r in range(s):
+                a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
+                node += a
+                if a != 0.0:
+                    add_scaled(yq, kq[r], h_step * a)
+                    add_scaled(yw, kw[r], h_step * a)
+            if s == 6:
+                copy_block(yq, q_new)
+                copy_block(yw, omega_new)
+                node = 1.0
+            equations_of_motion(t_start + t + node * h_step, yq, yw, md, mf, c, topology, kq[s], kw[s],  # noqa: F821
+                                eq_work)
+        error = dopri_error_norm(q, v, q_new, omega_new, kq, kw, h_step, rtol, atol)
+        if error <= 1.0:
+            t_new = t_end if last else t + h_step
+            while next_sample < n_samples and next_sample * save_every * dt <= t_new:
+                t_sample = next_sample * save_every * dt
+                if t_sample == t_new:
+                    copy_block(q_new, yq)
+                    copy_block(omega_new, yw)
+                else:
+                    dopri_dense_into(q, v, kq, kw, h_step, (t_sample - t) / h_step, yq, yw)
+                if CONVERTS:  # noqa: F821
+                    velocity_to_stored(yq, yw, mf, c, topology, yomega, eq_work)  # noqa: F821
+                else:
+                    copy_block(yw, yomega)
+                record_sample(next_sample, yq, yomega, md, mf, c, topology, m, members, lane_status,  # noqa: F821
+                              save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+                next_sample += 1
+            copy_block(q_new, q)
+            copy_block(omega_new, v)
+            t = t_new
+            if CONVERTS:  # the step ends in the stored (q, ω), so a restart from them continues bitwise
+                velocity_to_stored(q, v, mf, c, topology, omega, eq_work)  # noqa: F821
+                velocity_from_stored(q, omega, mf, c, topology, v, eq_work)  # noqa: F821
+                equations_of_motion(t_start + t, q, v, md, mf, c, topology, kq[0], kw[0], eq_work)  # noqa: F821
+            else:
+                copy_block(kq[6], kq[0])
+                copy_block(kw[6], kw[0])
+            accepted[0] += 1
+        h = dopri_next_step(h, h_step, error, last)
+        if dopri_gave_up(h, t_end, attempts, max_steps):
+            lane_status[0] = STEP_SIZE_UNDERFLOW
+            lane_failed[0] = int(t / dt) + 1
+            break
+    write_final_state(q, omega, min_separation[m:m + 1], m, members, lane_status, lane_failed, accepted, status,
+                      failed_step, iterations, q_end, omega_end, min_separation)
+    carried[m, 0] = h
+
+
+def flat_adaptive_gpu_workspace(bindings: dict, blocks: dict, members: int, n: int, diagnostics: int) -> tuple:
+    """The arrays :func:`kernels.integrators.flat_rk.drive_flat_adaptive` allocates per member, for every member
+    (lanes last): the stages k; the stage, step, scratch and formulation states y, x_new, scratch_field, u; the
+    vector field's work (``vector_field_work``); the sample scratch; the constraints' record of moved lanes; and
+    status, failing step, accepted steps and the step's code."""
+    rows = blocks["x"].shape[1]
+    return (np.empty((7, rows, members)), tuple(np.empty((rows, members)) for _ in range(4)),
+            bindings["vector_field_work"](rows, n, members), np.empty((diagnostics + 2, members)), np.zeros(members),
+            (np.zeros(members, np.int64), np.full(members, -1, np.int64), np.zeros(members, np.int64),
+             np.zeros(members, np.int64)))
+
+
+def march_flat_adaptive_members_template(workspace, x_blocks, coef, shadow_blocks, log_growth_blocks,
+                                         reference_blocks, indicator_blocks, topology, n, dt, n_steps, save_every,
+                                         options, d0, renormalise_every, step_offset, section_modes, members,
+                                         save_state, state_out, energy, diagnostics, status, failed_step, iterations,
+                                         x_end, carried, log_growth_out, indicator_out, shadow_end, log_growth_end,
+                                         reference_end, indicators_end, section_time, section_state, section_count):
+    """Thread m's member of :func:`kernels.integrators.flat_rk.drive_flat_adaptive` (the flat spaces' rk45, kept on
+    the system's constraints after every accepted step), with the ``workspace`` of
+    :func:`flat_adaptive_gpu_workspace`; sections are refused on the GPU so far.  Free names as
+    :func:`march_members_template`'s."""
+    m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
+    if m >= members:
+        return
+    mine = slice(m, None, members)
+    x, c = x_blocks[0][:, mine], coef[0][:, mine]
+    k, states, field_work, scratch, moved, bookkeeping = member_views(workspace, m, members)  # noqa: F821
+    y, x_new, scratch_field, formulated = states
+    lane_status, lane_failed, accepted, code = bookkeeping
+    t_end = n_steps * dt
+    n_samples = n_steps // save_every + 1
+    rtol, atol, max_steps = options[RTOL], options[ATOL], int(options[MAX_STEPS])
+    h = carried[m, 0]
+    system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
+    record_flat_sample(0, x, n, c, topology, m, members, lane_status, save_state, state_out, energy,  # noqa: F821
+                       diagnostics, scratch)
+    u = formulated if CONVERTS else x  # noqa: F821 (the formulation's variables: the stored state unless CONVERTS)
+    if CONVERTS:  # noqa: F821
+        to_formulation(x, n, c, u, code)  # noqa: F821
+    t_start = step_offset * dt
+    vector_field(u, n, c, topology, t_start, k[0], field_work)  # noqa: F821
+    t = 0.0
+    next_sample = 1
+    attempts = 0
+    while t < t_end and code[0] == 0:
+        attempts += 1
+        last = h >= t_end - t
+        h_step = t_end - t if last else h
+        for s in range(1, 7):
+            copy_rows(u, y)
+            node = 0.0
+            for r in range(s):
+                a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
+                node += a
+                if a != 0.0:
+                    add_scaled_rows(y, k[r], h_step * a)
+            if s == 6:
+                copy_rows(y, x_new)
+                node = 1.0
+            vector_field(y, n, c, topology, t_start + t + node * h_step, k[s], field_work)  # noqa: F821
+        error = flat_error_norm(u, x_new, k, h_step, rtol, atol)
+        if error <= 1.0:
+            moved[0] = 0.0
+            system_constrain(x_new, n, c, topology, moved)  # noqa: F821
+            system_admissible(x_new, n, c, topology, code)  # noqa: F821
+            if code[0] != 0:  # the accepted step left the system's model: the member stops here
+                break
+            t_new = t_end if last else t + h_step
+            while next_sample < n_samples and next_sample * save_every * dt <= t_new:
+                t_sample = next_sample * save_every * dt
+                if t_sample == t_new:
+                    copy_rows(x_new, y)
+                else:
+                    flat_dense_into(u, k, h_step, (t_sample - t) / h_step, y)
+                if CONVERTS:  # noqa: F821
+                    from_formulation(y, n, c, scratch_field, code)  # noqa: F821
+                    copy_rows(scratch_field, y)
+                record_flat_sample(next_sample, y, n, c, topology, m, members, lane_status,  # noqa: F821
+                                   save_state, state_out, energy, diagnostics, scratch)
+                next_sample += 1
+            copy_rows(x_new, u)
+            if CONVERTS:  # noqa: F821
+                from_formulation(u, n, c, x, code)  # noqa: F821
+                to_formulation(x, n, c, u, code)  # noqa: F821
+                vector_field(u, n, c, topology, t_start + t_new, k[0], field_work)  # noqa: F821
+            elif moved[0] != 0.0:  # the projected step ends elsewhere than the last stage's point
+                vector_field(u, n, c, topology, t_start + t_new, k[0], field_work)  # noqa: F821
+            else:
+                copy_rows(k[6], k[0])
+            t = t_new
+            accepted[0] += 1
+        h = dopri_next_step(h, h_step, error, last)
+        if dopri_gave_up(h, t_end, attempts, max_steps):
+            lane_status[0] = STEP_SIZE_UNDERFLOW
+            lane_failed[0] = int(t / dt) + 1
+            break
+    if code[0] != 0:
+        lane_status[0] = code[0]
+        lane_failed[0] = int(t / dt) + 1
+    step = scratch[-1]
+    step[0] = h  # the step the next segment starts with
+    write_flat_final(x, step, m, members, lane_status, lane_failed, accepted, status, failed_step, iterations, x_end,
+                     carried)
+
+
+#: per CPU driver (a recipe's): the GPU's driver template and the host function making its workspace from the
+#: kernel's bindings (:func:`kernels.compile.specialised_stages`)
+TEMPLATES = {drive_fixed_step: (march_members_template, gpu_workspace),
+             drive_flat_fixed: (march_flat_members_template, flat_gpu_workspace),
+             drive_adaptive: (march_adaptive_members_template, adaptive_gpu_workspace),
+             drive_flat_adaptive: (march_flat_adaptive_members_template, flat_adaptive_gpu_workspace)}
 
 
 @contextlib.contextmanager
@@ -316,9 +541,9 @@ def nvvm_options(fma: bool):
 
 
 @functools.cache
-def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, layout: str, views_source: str,
-               fma: bool = True):
-    """The CUDA kernel of ``method`` for ``system``: the layout's driver template (:data:`TEMPLATES`) with the CPU's
+def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, views_source: str, fma: bool = True):
+    """The CUDA kernel of ``method`` for ``system``: the GPU's twin (:data:`TEMPLATES`) of the method's CPU driver, with
+    the CPU's
     stages bound (:func:`kernels.compile.specialised_stages`), as a Python function for numba-cuda (``cuda.jit``
     launches it, ``compile_ptx`` checks it); one per ``fma`` (:func:`nvvm_options`), whose dispatchers differ."""
     cuda = cuda_module()
@@ -328,19 +553,18 @@ def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, layou
     exec(views_source, namespace)  # noqa: S102 (our own text: the views of the workspace's arrays)
     # the drivers' own helpers (check_lanes, write_final_state, …) are this module's globals already
     stages = dict(bindings, cuda=cuda, member_views=numba.njit(**KERNEL_FLAGS)(namespace["member_views"]))
-    template = TEMPLATES[layout][0]
+    template = TEMPLATES[recipe.driver][0]
     return bind_template(template, f"{template.__name__}__{tag}", stages)
 
 
-def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, layout: str, blocks: dict, shared: tuple,
+def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, blocks: dict, shared: tuple,
                keep_state: bool, outputs: list, members: int, fma: bool = True, **workspace_options) -> None:
-    """The GPU's :func:`kernels.blocks.run_in_threads` for a runner of ``layout`` ("sphere" or "flat"): the same
-    driver arguments, every member in one block (``blocks`` (1, ..., members)); the workspace is made on the host
+    """The GPU's :func:`kernels.blocks.run_in_threads`: the same driver arguments, every member in one block (``blocks`` (1, ..., members)); the workspace is made on the host
     (:data:`TEMPLATES`, with ``workspace_options``) and moved to the device with the inputs and outputs, the kernel
     (compiled with ``fma``, see :func:`nvvm_options`) launched with one thread per member, the outputs copied back."""
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
-    workspace = TEMPLATES[layout][1](bindings["integrator_allocate"], blocks, members, **workspace_options)
-    function = gpu_kernel(method, system, inertia_kind, shadows, layout, member_views_source(workspace, members), fma)
+    workspace = TEMPLATES[recipe.driver][1](bindings, blocks, members, **workspace_options)
+    function = gpu_kernel(method, system, inertia_kind, shadows, member_views_source(workspace, members), fma)
     arguments = (workspace, *blocks.values(), *shared, members, keep_state, *outputs)
     if _ptx_only.compiled is not None:  # ptx_of: compile for a device this machine lacks, step nothing
         with nvvm_options(fma):

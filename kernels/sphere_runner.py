@@ -117,7 +117,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         if device == "cuda":
             from . import gpu  # numba-cuda: imported only where a run asks for the GPU
 
-            gpu.run_blocks(method, system.name, inertia_kind, shadow is not None, "sphere", blocks, shared, keep_state,
+            gpu.run_blocks(method, system.name, inertia_kind, shadow is not None, blocks, shared, keep_state,
                            outputs, members, fma)
         else:
             kernel = compiled_kernel(method, system.name, inertia_kind, shadow is not None, forced,

@@ -20,8 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: (system, preset, method, options, shadows): a member of each method, space and kind of kernel the GPU runs so
 #: far — on (S²)ⁿ the explicit vi (diagonal M), the implicit vi (full M), rk4 on both, and the implicit vi with
 #: Benettin shadows; lgvi (with and without shadows) and rk4 on SO(3) (the heavy top), rk4 on SE(3) (Kirchhoff's
-#: body); and a model file
-#: (a path: Example 2 restated, its functions generated from sympy)
+#: body); a model file (a path: Example 2 restated, its functions generated from sympy); and rk45 on (S²)ⁿ (full M)
+#: and on SO(3), a step size per member
 CASES = {
     "explicit_vi": ("sphere_nbody", "paper", "vi", {}, 0),
     "implicit_vi": ("spherical_chain", "paper", "vi", {}, 0),
@@ -33,9 +33,14 @@ CASES = {
     "rk4_rotation": ("heavy_top", "chaotic", "rk4", {}, 0),
     "rk4_rigid_motion": ("kirchhoff_body", "ellipsoid", "rk4", {}, 0),
     "model_explicit_vi": ("examples/models/sphere_nbody.py", "initial", "vi", {}, 0),
+    "rk45_full": ("spherical_chain", "paper", "rk45", {}, 0),
+    "rk45_rotation": ("heavy_top", "chaotic", "rk45", {}, 0),
 }
 MEMBERS, STEPS, SAVE_EVERY, DT = 5, 12, 3, 0.01
-#: the restart case: explicit vi in two segments of STEPS / 2 steps
+#: the cases also run in two segments of STEPS / 2 steps, the second restarting from the first's end and carry
+#: (rk45: its next step size)
+SEGMENTED = ("explicit_vi", "rk45_full")
+#: the segmented case whose two segments equal its run in one (a fixed-step method's)
 RESTARTED = "explicit_vi"
 
 
@@ -67,15 +72,16 @@ def results(trajectory, prefix: str) -> dict:
 
 
 def run_case(name: str, device: str) -> dict:
-    """Case ``name`` on ``device``: its results (and for :data:`RESTARTED` also in two segments, "restarted_")."""
+    """Case ``name`` on ``device``: its results (and for :data:`SEGMENTED` also in two segments,
+    "restarted_{name}")."""
     system, method, options, state, shadow = case_state(name)
     run = integrate(system, method, state, DT, STEPS, SAVE_EVERY, shadow=shadow, device=device, **options)
     out = results(run, name)
-    if name == RESTARTED:
+    if name in SEGMENTED:
         first = integrate(system, method, state, DT, STEPS // 2, SAVE_EVERY, device=device, **options)
         second = integrate(system, method, first.final, DT, STEPS // 2, SAVE_EVERY, restart=True, carry=first.carry,
                            start_step=STEPS // 2, device=device, **options)
-        out.update(results(second, "restarted"))
+        out.update(results(second, f"restarted_{name}"))
     return out
 
 

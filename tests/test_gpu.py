@@ -25,7 +25,7 @@ HERE = os.path.dirname(__file__)
 #: the kernels compiled to PTX: each (method, space) of the GPU and each kind of its (S²)ⁿ kernels (the rk4 of full
 #: M compiles the same driver and stages as the others, and a kernel with shadows the stages of one without)
 PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotation_shadows", "rk4_rotation",
-             "rk4_rigid_motion"]
+             "rk4_rigid_motion", "rk45_full", "rk45_rotation"]
 
 
 @functools.cache
@@ -80,9 +80,11 @@ def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_conti
             np.testing.assert_array_equal(simulated[key], value, err_msg=key, strict=True)
     whole = gpu_cases.RESTARTED
     for variable in ("q", "omega"):  # the second half's samples are the whole run's from its middle on
-        np.testing.assert_array_equal(simulated[f"restarted_final_{variable}"], simulated[f"{whole}_final_{variable}"])
+        np.testing.assert_array_equal(simulated[f"restarted_{whole}_final_{variable}"],
+                                      simulated[f"{whole}_final_{variable}"])
         middle = simulated[f"{whole}_{variable}"].shape[1] // 2
-        np.testing.assert_array_equal(simulated[f"restarted_{variable}"], simulated[f"{whole}_{variable}"][:, middle:])
+        np.testing.assert_array_equal(simulated[f"restarted_{whole}_{variable}"],
+                                      simulated[f"{whole}_{variable}"][:, middle:])
 
 
 def test_a_store_run_on_the_simulated_gpu_holds_the_cpu_stores_bits_and_verifies(tmp_path, capsys):
@@ -119,8 +121,8 @@ def test_what_the_gpu_does_not_run_is_refused_naming_it():
     system, method, options, state, shadow = gpu_cases.case_state("explicit_vi")
     with pytest.raises(InvalidInput, match="sections: device 'cuda' does not run surfaces of section yet"):
         integrate(system, method, state, 0.01, 2, sections=Section("equator", "q[0][2]"), device="cuda")
-    with pytest.raises(InvalidInput, match="method: 'rk45' does not run on device 'cuda' yet; there: vi, lgvi, rk4"):
-        integrate(system, "rk45", state, 0.01, 2, device="cuda")
+    with pytest.raises(InvalidInput, match="method: 'rk2' does not run on device 'cuda' yet; there: vi, lgvi, rk4, rk45"):
+        integrate(system, "rk2", state, 0.01, 2, device="cuda")
     with pytest.raises(InvalidInput, match="outputs: device 'cuda' does not run close-encounter tracking"):
         integrate(system, "vi", state, 0.01, 2, outputs=("q", "min_separation"), device="cuda")
     with pytest.raises(InvalidInput, match="device: unknown device 'gpu'; allowed: cpu, cuda"):

@@ -18,7 +18,8 @@ from ..flat_driver import write_flat_final
 from ..lanes import lane_function
 from ..sections import any_crossing
 from ..status import OK, STEP_SIZE_UNDERFLOW
-from .runge_kutta import ATOL, DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P, MAX_STEPS, RTOL, dopri_gave_up, dopri_next_step
+from .runge_kutta import (ATOL, DOPRI_A, DOPRI_B, DOPRI_E, MAX_STEPS, RTOL, dense_weight, dopri_gave_up,
+                          dopri_next_step)
 
 
 @lane_function
@@ -95,17 +96,10 @@ def flat_error_norm(x, x_new, k, h, rtol, atol):
 @lane_function
 def flat_dense_into(x, k, h, theta, out):
     """x(t + θh) = x + h Σ_r k_r Σ_c P[r, c] θ^{c+1} (lane 0): Shampine's 4th-order dense output."""
-    powers = np.empty(4)
-    powers[0] = theta
-    for c in range(1, 4):
-        powers[c] = powers[c - 1] * theta
     for row in range(x.shape[0]):
         total = 0.0
         for r in range(7):
-            weight = 0.0
-            for c in range(4):
-                weight += DOPRI_P[r, c] * powers[c]
-            total += weight * k[r, row, 0]
+            total += dense_weight(r, theta) * k[r, row, 0]
         out[row, 0] = x[row, 0] + h * total
 
 

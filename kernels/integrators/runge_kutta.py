@@ -33,6 +33,8 @@ DOPRI_A = np.array([
 ])
 DOPRI_B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
 DOPRI_E = np.array([-71 / 57600, 0, 71 / 16695, -71 / 1920, 17253 / 339200, -22 / 525, 1 / 40])
+#: float64's machine epsilon, a constant the GPU's threads read (np.finfo does not run there)
+ROUNDOFF = float(np.finfo(np.float64).eps)
 DOPRI_P = np.array([
     [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
     [0, 0, 0, 0],
@@ -206,20 +208,26 @@ def dopri_error_norm(q, omega, q_new, omega_new, kq, kw, h, rtol, atol):
 
 
 @lane_function
+def dense_weight(r, theta):
+    """Σ_c P[r, c] θ^{c+1}: stage r's weight in the dense output at θ, the powers as running products (no array:
+    the GPU's threads allocate nothing)."""
+    power = theta
+    weight = 0.0
+    for c in range(4):
+        weight += DOPRI_P[r, c] * power
+        power *= theta
+    return weight
+
+
+@lane_function
 def dopri_dense_into(q, omega, kq, kw, h, theta, out_q, out_w):
     """y(t + θh) = y + h Σ_r k_r Σ_c P[r, c] θ^{c+1} (lane 0)."""
-    powers = np.empty(4)
-    powers[0] = theta
-    for c in range(1, 4):
-        powers[c] = powers[c - 1] * theta
     for i in range(q.shape[0]):
         for k in range(3):
             sq = 0.0
             sw = 0.0
             for r in range(7):
-                weight = 0.0
-                for c in range(4):
-                    weight += DOPRI_P[r, c] * powers[c]
+                weight = dense_weight(r, theta)
                 sq += weight * kq[r, i, k, 0]
                 sw += weight * kw[r, i, k, 0]
             out_q[i, k, 0] = q[i, k, 0] + h * sq
@@ -263,7 +271,7 @@ def simpson_power_template(t_start, t, t_end, q, v, kq, kw, h, mass_full, coef, 
 def dopri_gave_up(h, t_end, attempts, max_steps):
     """A member fails (STEP_SIZE_UNDERFLOW) once its step is below round-off of t_end or it has made
     ``max_steps`` attempts."""
-    return h < 16.0 * np.finfo(np.float64).eps * t_end or attempts >= max_steps
+    return h < 16.0 * ROUNDOFF * t_end or attempts >= max_steps
 
 
 def sphere_dense_values_template(theta, dense, values, lane_state):
