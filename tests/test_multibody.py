@@ -138,7 +138,7 @@ def test_articulated_body_accelerations_of_the_cart_chain_equal_pinocchios(n):
         assert np.abs(kane - reference).max() <= 1e-12 * np.abs(reference).max()
 
 
-def test_rk4_steps_trees_of_eight_or_more_joints_by_the_articulated_body_algorithm_bitwise_across_layouts():
+def test_rk4_steps_trees_of_six_or_more_joints_by_the_articulated_body_algorithm_bitwise_across_layouts():
     """A cart with 10 links (11 joints: the articulated-body path), 130 random members, 20 rk4 steps of 1 ms:
     member 77 ends bit for bit where it ends stepped alone (64-lane blocks against one lane), and member 0
     within 1e-13 of classical RK4 written out here on the articulated-body u̇ (measured 5.2e-16)."""
@@ -298,23 +298,29 @@ def test_canonical_force_is_the_rate_of_the_momentum():
 
 
 FIVE_LINKS = dict(m=(1.0,) * 5, l=(1.0,) * 5)
-#: the five-link chain hanging from its cart, links swung by up to 0.5 rad and released
-SWUNG = {"q": np.array([[0.0, np.pi + 0.5, np.pi - 0.3, np.pi + 0.4, np.pi - 0.2, np.pi + 0.1]]), "u": np.zeros((1, 6))}
+#: the five-link chain hanging from its cart, links swung by up to 0.5 rad and released, and 7 more members with
+#: each link's swing moved by up to ±0.2 rad (seed 0)
+SWUNG_LINKS = np.array([0.0, np.pi + 0.5, np.pi - 0.3, np.pi + 0.4, np.pi - 0.2, np.pi + 0.1])
+SWUNG_Q = SWUNG_LINKS + np.vstack([np.zeros(6), np.c_[np.zeros(7), np.random.default_rng(0).uniform(-0.2, 0.2, (7, 5))]])
+SWUNG = {"q": SWUNG_Q, "u": np.zeros_like(SWUNG_Q)}
 
 
 def test_midpoint_keeps_the_energy_of_the_five_link_chain_where_rk4_drifts():
-    """n_link_pendulum_on_cart with 5 links, 2×10⁴ steps of h = 0.02 s (400 s; benchmarks/midpoint_energy.py runs 10⁶): the
-    midpoint's largest energy error in the last tenth is within 2× the first's (measured 0.27×: bounded),
-    rk4's grows more than 5× (measured 7.5×: 0.13 → 0.99 J); Newton takes at most 8 iterations."""
+    """n_link_pendulum_on_cart with 5 links, 8 chaotic members, 2×10⁴ steps of h = 0.02 s (400 s;
+    benchmarks/midpoint_energy.py runs 10⁶): the members' mean largest energy error in the last tenth over their
+    mean in the first, within 2 for the midpoint (measured 0.93: bounded) and over 5 for rk4 (measured 6.96, and
+    7.93 by Kane's sums before the articulated-body algorithm took 6 joints).  One member's ratio hangs on its
+    trajectory: 0.18–2.05 for the midpoint, 4.4–14 for rk4.  Newton takes at most 10 iterations on the first member
+    (the swing of the original test) and 8–11 on the others."""
     system = get_system("multibody", "n_link_pendulum_on_cart", **FIVE_LINKS)
     ratios = {}
     for method in ("midpoint", "rk4"):
         result = integrate(system, method, SWUNG, 0.02, 20_000, 10)
-        assert result.status[0] == 0
-        error = np.abs(result.energy[0] - result.energy[0, 0])[1:].reshape(10, -1).max(axis=1)
-        ratios[method] = error[-1] / error[0]
+        assert np.all(result.status == 0)
+        error = np.abs(result.energy - result.energy[:, :1])[:, 1:].reshape(len(SWUNG_Q), 10, -1).max(axis=2)
+        ratios[method] = error[:, -1].mean() / error[:, 0].mean()
         if method == "midpoint":
-            assert result.solver_iterations[0] <= 10
+            assert result.solver_iterations[0] <= 10 and result.solver_iterations.max() <= 12
     assert ratios["midpoint"] <= 2.0 and ratios["rk4"] > 5.0, ratios
 
 

@@ -37,10 +37,12 @@ from .tree_kinematics import (AXIS, COM, INERTIA, MASS, ORIGIN, PRISMATIC, REVOL
                               joint_entries, joint_row, rotation_about, tree_header)
 
 #: the fewest joints for which the vector field takes the articulated-body algorithm: Kane's sums run with
-#: lanes innermost, as SIMD, and on smaller trees beat its scalar passes (rk4 on the cart chains, 2 cores,
-#: issue 34: Kane's 1.5× faster with 3 joints, even with 6 and 7, the articulated-body algorithm 1.2× faster
-#: with 11 and 2× with 21)
-ARTICULATED_JOINTS = 8
+#: lanes innermost, as SIMD, and on smaller trees beat its scalar passes (rk4 on the cart chains, 2 cores:
+#: issue 34 found Kane's 1.5× faster with 3 joints, the articulated-body algorithm 1.2× faster with 11 and 2× with
+#: 21; issue 50 measured 6 joints (5 links) at 2.78×10⁵ member-steps/s by it against 2.32–2.51×10⁵ by Kane's sums,
+#: and 5 joints even, 3.83 against 3.99×10⁵).  One value on every machine: a choice per machine would make a
+#: store's bits depend on where it ran.
+ARTICULATED_JOINTS = 6
 #: lanes whose coefficients and state are copied together (one cache line of float64)
 CHUNK = 8
 #: rows of one joint in a member's local array: rotation R (9, body → base), frame origin (3), velocity v

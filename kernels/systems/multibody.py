@@ -450,9 +450,10 @@ def _every_joint(name, shape, unit, doc, default, check="finite"):
 
 DEFINITION = MultibodyDefinition(
     name="multibody",
-    revision=2,  # 2: the vector field of trees of ≥ 8 one-degree-of-freedom joints by the articulated-body algorithm
+    revision=3,  # 2: the vector field of trees of ≥ 8 one-degree-of-freedom joints by the articulated-body algorithm;
+    # 3: from 6 such joints
     summary="a tree of rigid bodies on revolute, prismatic, spherical and free joints, by Kane's equations in joint "
-            "coordinates (the explicit methods: by the articulated-body algorithm from 8 revolute and prismatic joints)",
+            "coordinates (the explicit methods: by the articulated-body algorithm from 6 revolute and prismatic joints)",
     parameters=(
         Parameter("model", SCALAR, "1", f"how the tree is described: {', '.join(MODELS)}", default="tree",
                   check="structural", parse=_model),
