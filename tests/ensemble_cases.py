@@ -127,26 +127,31 @@ def wait_for_records(store, at_least, timeout=300.0):
     raise TimeoutError(f"fewer than {at_least} segments finished in {timeout} s")
 
 
-def kill_9_and_resume_match(spec, directory, names, killed_after=8):
-    """Run ``spec`` once to the end, then again into a second store killed (kill -9, workers with it) after
-    ``killed_after`` segment records and resumed: the resumed store's ``names`` are bitwise the first's."""
+def kill_9_and_resume_match(spec, directory, names, paused_segment=2):
+    """Run ``spec`` once to the end, then again into a second store killed (kill -9, workers with it) while the
+    first task of segment ``paused_segment`` is held between writing its data and its completion record
+    (ARMILLARY_PAUSE_BEFORE_RECORD), so that the kill always lands mid-run however fast the segments go, and
+    resumed: the resumed store's ``names`` are bitwise the first's."""
     import io
 
     import psutil
 
     from armillary import ensemble
+    from armillary.ensemble.segment import PAUSE_BEFORE_RECORD, PAUSE_SEGMENT
 
     reference_store, store = os.path.join(directory, "reference.zarr"), os.path.join(directory, "killed.zarr")
     ensemble.run(spec, store=reference_store, stream=io.StringIO())
     expected = arrays(reference_store, names)
-    process = armillary("run", spec, "--store", store)
-    wait_for_records(store, killed_after)
+    marker = os.path.join(directory, "paused.json")
+    process = armillary("run", spec, "--store", store, env={**os.environ, PAUSE_BEFORE_RECORD: f"{marker}:300",
+                                                            PAUSE_SEGMENT: str(paused_segment)})
+    wait_for_marker(marker)
     workers = psutil.Process(process.pid).children(recursive=True)
     process.send_signal(signal.SIGKILL)
     process.wait()
     psutil.wait_procs(workers, timeout=15)
     done = wait_for_records(store, 0)
-    assert killed_after <= np.isfinite(done).sum() < done.size, "the kill came after the run had finished"
+    assert paused_segment <= np.isfinite(done).sum() < done.size, "the kill did not land mid-run"
     process = armillary("run", spec, "--store", store)
     out, err = process.communicate(timeout=600)
     assert process.returncode == 0, err

@@ -193,7 +193,7 @@ def test_indicators_in_the_store_are_one_kernel_call_for_any_layout(tmp_path):
 
 def test_indicators_resume_bitwise_after_kill_9(tmp_path):
     kill_9_and_resume_match(indicator_spec(tmp_path, "spec.toml", chunk=2, segment=10, t_end=1.0), str(tmp_path),
-                            STORED, killed_after=6)
+                            STORED)
 
 
 def until_spec(directory, name, until="{ statistic = \"median_lyapunov\", half_width = 0.01, batch = 8, "
