@@ -84,6 +84,26 @@ def measure(name: str, args) -> dict:
     return result
 
 
+def parsed_where_a_gpu_runs(parser: argparse.ArgumentParser, cases, script: str):
+    """``parser``'s arguments, with ``--cases`` (of ``cases``) and ``--out`` added; None, having said why on stderr,
+    where no GPU runs (the script then exits 2)."""
+    parser.add_argument("--cases", nargs="+", default=list(cases), choices=list(cases))
+    parser.add_argument("--out", help="also write the figures to this JSON file")
+    args = parser.parse_args()
+    problem = gpu.device_problem()
+    if problem is not None:
+        print(f"{script}: no GPU here: {problem}", file=sys.stderr)
+        return None
+    return args
+
+
+def write_figures(results: list, path: str | None) -> None:
+    """The figures as JSON to ``path`` (``--out``), if given."""
+    if path:
+        with open(path, "w") as out:
+            json.dump(results, out, indent=1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=1_000_000)
@@ -91,21 +111,15 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--save-every", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    parser.add_argument("--out", help="also write the figures to this JSON file")
-    args = parser.parse_args()
-    problem = gpu.device_problem()
-    if problem is not None:
-        print(f"gpu.py: no GPU to measure: {problem}", file=sys.stderr)
+    args = parsed_where_a_gpu_runs(parser, CASES, "gpu.py")
+    if args is None:
         return 2
     start = run_start()
     print(f"{args.members} members on the GPU, {args.cpu_members} on the CPU, {args.steps} steps, a sample every "
           f"{args.save_every}, fastest of {args.repeats}", flush=True)
     results = [measure(name, args) for name in args.cases]
     print(run_conditions(start))
-    if args.out:
-        with open(args.out, "w") as out:
-            json.dump(results, out, indent=1)
+    write_figures(results, args.out)
     return 0
 
 

@@ -20,19 +20,17 @@ It exits 2, saying why, on a machine without a GPU. Not in ``make bench``: devel
 """
 
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# This script's folder holds benchmarks/kernels.py, named like the package it measures: keep it off the path.
-sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+from gpu import parsed_where_a_gpu_runs, write_figures  # benchmarks/gpu.py, which takes its folder off the path
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 from gpu_cases import CASES, DT, case_state  # noqa: E402
 
-from armillary.kernels import gpu, integrate  # noqa: E402
+from armillary.kernels import integrate  # noqa: E402
 
 #: the steps whose samples the relative differences are reported at
 REPORTED_STEPS = (1, 10, 100, 1000)
@@ -98,17 +96,10 @@ def main() -> int:
     parser.add_argument("--members", type=int, default=256)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--save-every", type=int, default=1)
-    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    parser.add_argument("--out", help="also write the figures to this JSON file")
-    args = parser.parse_args()
-    problem = gpu.device_problem()
-    if problem is not None:
-        print(f"gpu_agreement.py: no GPU to compare: {problem}", file=sys.stderr)
+    args = parsed_where_a_gpu_runs(parser, CASES, "gpu_agreement.py")
+    if args is None:
         return 2
-    results = [agreement(name, args.members, args.steps, args.save_every) for name in args.cases]
-    if args.out:
-        with open(args.out, "w") as out:
-            json.dump(results, out, indent=1)
+    write_figures([agreement(name, args.members, args.steps, args.save_every) for name in args.cases], args.out)
     return 0
 
 
