@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test bench docs clean
+.PHONY: run test bench bench-gpu docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,12 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/chaos.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/sections.py
+
+# on a machine with a CUDA GPU (both exit 2 without one): the GPU's agreement with the CPU per case, then its rates;
+# each bounded in time (on one GPU node, processes whose first kernel failed to compile did not exit)
+bench-gpu: $(VENV)/.installed-test
+	timeout 1800 $(BIN)/python benchmarks/gpu_agreement.py
+	timeout 1800 $(BIN)/python benchmarks/gpu.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs
