@@ -11,8 +11,10 @@ touch neighbouring addresses (coalesced loads), and numba-cuda compiles the stag
 from its first step to its last; the samples, the outcome and the end state cross to the host once, at its end,
 and the next segment starts from ``final`` as on the CPU (the store's restarts).
 
-The two templates are the CPU drivers' loops without their allocations: the arrays a driver allocates per block are
-made on the host, for the whole ensemble (:func:`gpu_workspace`, :func:`flat_gpu_workspace`).  One body shared by
+The GPU's templates (:data:`TEMPLATES`: the fixed-step drivers' and rk45's adaptive ones, for (S²)ⁿ and the flat
+spaces) are the CPU drivers' loops without their allocations: the arrays a driver allocates per block are made on
+the host, for the whole ensemble (:func:`gpu_workspace` and its kin); what a step does is the stages' (rk45's
+attempt is ``dopri_attempt``, the CPU's own).  One body shared by
 CPU and GPU, taking those arrays as a tuple, cost 2.1–4.5 s more to compile per CPU kernel at -O1 (Example 2's
 explicit vi 7.2 → 9.3 s, Example 1's implicit vi 11.3 → 15.8 s, measured), Numba taking the tuples apart again
 in its IR, so the CPU keeps its drivers and the GPU its templates, which leave out what it refuses.
@@ -46,11 +48,10 @@ from .compile import KERNEL_FLAGS, specialised_stages
 from .driver import check_lanes, drive_fixed_step, lane_bookkeeping, write_final_state
 from .errors import InvalidInput
 from .flat_driver import check_flat_lanes, drive_flat_fixed, flat_shadow_factor, write_flat_final
-from .integrators.flat_rk import (add_scaled_rows, copy_rows, drive_flat_adaptive, flat_dense_into,
-                                  flat_error_norm)
-from .integrators.runge_kutta import (ATOL, DOPRI_A, DOPRI_B, MAX_STEPS, RTOL, dopri_dense_into, dopri_error_norm,
-                                      dopri_gave_up, dopri_next_step, drive_adaptive)
-from .lanes import add_scaled, bind_template, copy_block
+from .integrators.flat_rk import copy_rows, drive_flat_adaptive, flat_dense_into, flat_error_norm
+from .integrators.runge_kutta import (ATOL, MAX_STEPS, RTOL, dopri_dense_into, dopri_error_norm, dopri_gave_up,
+                                      dopri_next_step, drive_adaptive)
+from .lanes import bind_template, copy_block
 from .lyapunov import (record_indicators, record_sphere_indicators, tile_lanes_2d, tile_lanes_3d,
                        write_final_shadows)
 from .status import STEP_SIZE_UNDERFLOW
@@ -350,22 +351,8 @@ def march_adaptive_members_template(workspace, q_blocks, omega_blocks, mass_diag
         attempts += 1
         last = h >= t_end - t
         h_step = t_end - t if last else h
-        for s in range(1, 7):
-            copy_block(q, yq)
-            copy_block(v, yw)
-            node = 0.0
-            for r in range(s):
-                a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
-                node += a
-                if a != 0.0:
-                    add_scaled(yq, kq[r], h_step * a)
-                    add_scaled(yw, kw[r], h_step * a)
-            if s == 6:
-                copy_block(yq, q_new)
-                copy_block(yw, omega_new)
-                node = 1.0
-            equations_of_motion(t_start + t + node * h_step, yq, yw, md, mf, c, topology, kq[s], kw[s],  # noqa: F821
-                                eq_work)
+        dopri_attempt(t_start + t, h_step, q, v, md, mf, c, topology, kq, kw, yq, yw, q_new, omega_new,  # noqa: F821
+                      eq_work)
         error = dopri_error_norm(q, v, q_new, omega_new, kq, kw, h_step, rtol, atol)
         if error <= 1.0:
             t_new = t_end if last else t + h_step
@@ -453,18 +440,7 @@ def march_flat_adaptive_members_template(workspace, x_blocks, coef, shadow_block
         attempts += 1
         last = h >= t_end - t
         h_step = t_end - t if last else h
-        for s in range(1, 7):
-            copy_rows(u, y)
-            node = 0.0
-            for r in range(s):
-                a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
-                node += a
-                if a != 0.0:
-                    add_scaled_rows(y, k[r], h_step * a)
-            if s == 6:
-                copy_rows(y, x_new)
-                node = 1.0
-            vector_field(y, n, c, topology, t_start + t + node * h_step, k[s], field_work)  # noqa: F821
+        flat_dopri_attempt(t_start + t, h_step, u, n, c, topology, k, y, x_new, field_work)  # noqa: F821
         error = flat_error_norm(u, x_new, k, h_step, rtol, atol)
         if error <= 1.0:
             moved[0] = 0.0

@@ -170,7 +170,8 @@ def _explicit_rk_recipe(tableau_a, tableau_b, project, formulation):
 def _rk45_recipe_of(formulation):
     def recipe(kind):
         return Recipe(rk.drive_adaptive, (("record_sample", record_sample_template),) + _equations(kind, formulation)
-                      + (("dense_power", rk.dense_power_template), ("simpson_power", rk.simpson_power_template),
+                      + (("dopri_attempt", rk.dopri_attempt_template),
+                         ("dense_power", rk.dense_power_template), ("simpson_power", rk.simpson_power_template),
                          ("dense_values", rk.sphere_dense_values_template),
                          ("locate_dense_crossings", dense_locate_template)),
                       {"CONVERTS": formulation != formulations.DEFAULT_FORMULATION})
@@ -226,6 +227,8 @@ def _flat_rk_recipe(tableau_a, tableau_b, formulation=None):
 def _flat_rk45_recipe_of(formulation=None):
     helpers, constants = _conversions(formulation)
     return lambda kind: Recipe(flat_rk.drive_flat_adaptive, helpers + (("record_flat_sample", record_flat_sample),
+                                                                  ("flat_dopri_attempt",
+                                                                   flat_rk.flat_dopri_attempt_template),
                                                                   ("dense_values", flat_rk.flat_dense_values_template),
                                                                   ("locate_dense_crossings", dense_locate_template)),
                                constants)

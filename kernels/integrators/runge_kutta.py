@@ -245,6 +245,29 @@ def dopri_next_step(h, h_step, error, last):
     return h_step * (max(0.2, 0.9 * error ** -0.2) if error == error else 0.2)
 
 
+def dopri_attempt_template(t, h_step, q, v, mass_diag, mass_full, coef, topology, kq, kw, yq, yw, q_new, v_new,
+                           eq_work):
+    """One Dormand–Prince 5(4) attempt of step h_step (s) from (q, v) at time t (s), k_0 given in kq[0], kw[0]: the
+    stages k_1 … k_6 (k_6 at the new point, the next step's k_0 when it is accepted) and the fifth-order solution
+    (q_new, v_new); the stage states pass through (yq, yw).  Shared by the CPU's and the GPU's rk45 drivers."""
+    for s in range(1, 7):
+        copy_block(q, yq)
+        copy_block(v, yw)
+        node = 0.0  # c_s = Σ_r a_sr, the stage's time within the step
+        for r in range(s):
+            a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
+            node += a
+            if a != 0.0:
+                add_scaled(yq, kq[r], h_step * a)
+                add_scaled(yw, kw[r], h_step * a)
+        if s == 6:
+            copy_block(yq, q_new)
+            copy_block(yw, v_new)
+            node = 1.0
+        equations_of_motion(t + node * h_step, yq, yw, mass_diag, mass_full, coef, topology, kq[s], kw[s],  # noqa: F821
+                            eq_work)
+
+
 def dense_power_template(time, theta, q, v, kq, kw, h, mass_full, coef, topology, moments, yq, yw, yomega, eq_work,
                          out):
     """The forces' power at ``time`` (s), the state θ into the step of size h from (q, v) by the dense
@@ -369,22 +392,8 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
             attempts += 1
             last = h >= t_end - t
             h_step = t_end - t if last else h
-            for s in range(1, 7):
-                yq[:] = q
-                yw[:] = v
-                node = 0.0
-                for r in range(s):
-                    a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
-                    node += a
-                    if a != 0.0:
-                        add_scaled(yq, kq[r], h_step * a)
-                        add_scaled(yw, kw[r], h_step * a)
-                if s == 6:
-                    q_new[:] = yq
-                    omega_new[:] = yw
-                    node = 1.0
-                equations_of_motion(t_start + t + node * h_step, yq, yw, md, mf, c, topology, kq[s], kw[s],  # noqa: F821
-                                    eq_work)
+            dopri_attempt(t_start + t, h_step, q, v, md, mf, c, topology, kq, kw, yq, yw, q_new,  # noqa: F821
+                          omega_new, eq_work)
             error = dopri_error_norm(q, v, q_new, omega_new, kq, kw, h_step, rtol, atol)
             if error <= 1.0:
                 t_new = t_end if last else t + h_step
