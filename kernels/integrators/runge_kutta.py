@@ -10,7 +10,8 @@ Free names bound at specialisation: ``system_gradient``, ``equations_of_motion``
 import numpy as np
 
 from ..driver import record_work, write_final_state
-from ..lanes import add_power, add_scaled, copy_block, lane_function, solve_in_lanes, velocities_into
+from ..lanes import (add_power, add_scaled, copy_block, inline_lane_function, lane_function, solve_in_lanes,
+                     velocities_into)
 from ..sections import any_crossing, sphere_lane_state
 from ..status import OK, STEP_SIZE_UNDERFLOW
 from .formulations import add_configuration_force
@@ -207,7 +208,7 @@ def dopri_error_norm(q, omega, q_new, omega_new, kq, kw, h, rtol, atol):
     return np.sqrt(total / (6 * q.shape[0]))
 
 
-@lane_function
+@inline_lane_function
 def dense_weight(r, theta):
     """Σ_c P[r, c] θ^{c+1}: stage r's weight in the dense output at θ, the powers as running products (no array:
     the GPU's threads allocate nothing)."""
@@ -249,7 +250,8 @@ def dopri_attempt_template(t, h_step, q, v, mass_diag, mass_full, coef, topology
                            eq_work):
     """One Dormand–Prince 5(4) attempt of step h_step (s) from (q, v) at time t (s), k_0 given in kq[0], kw[0]: the
     stages k_1 … k_6 (k_6 at the new point, the next step's k_0 when it is accepted) and the fifth-order solution
-    (q_new, v_new); the stage states pass through (yq, yw).  Shared by the CPU's and the GPU's rk45 drivers."""
+    (q_new, v_new); the stage states pass through (yq, yw).  The GPU's rk45 template calls it; drive_adaptive writes
+    the same loop out (see there)."""
     for s in range(1, 7):
         copy_block(q, yq)
         copy_block(v, yw)
@@ -392,8 +394,24 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
             attempts += 1
             last = h >= t_end - t
             h_step = t_end - t if last else h
-            dopri_attempt(t_start + t, h_step, q, v, md, mf, c, topology, kq, kw, yq, yw, q_new,  # noqa: F821
-                          omega_new, eq_work)
+            # dopri_attempt's stages written out here: the call is not inlined at -O3 (A/B against ed26bc9 was slower
+            # with it, though within this machine's drift); the GPU's template calls dopri_attempt
+            for s in range(1, 7):
+                copy_block(q, yq)
+                copy_block(v, yw)
+                node = 0.0
+                for r in range(s):
+                    a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
+                    node += a
+                    if a != 0.0:
+                        add_scaled(yq, kq[r], h_step * a)
+                        add_scaled(yw, kw[r], h_step * a)
+                if s == 6:
+                    copy_block(yq, q_new)
+                    copy_block(yw, omega_new)
+                    node = 1.0
+                equations_of_motion(t_start + t + node * h_step, yq, yw, md, mf, c, topology, kq[s], kw[s],  # noqa: F821
+                                    eq_work)
             error = dopri_error_norm(q, v, q_new, omega_new, kq, kw, h_step, rtol, atol)
             if error <= 1.0:
                 t_new = t_end if last else t + h_step
