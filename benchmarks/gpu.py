@@ -3,19 +3,21 @@ the share of a GPU run's wall time that transfers take; and the GPU's largest re
 per case (round-off: NVVM fuses multiply–adds).
 
     .venv/bin/python benchmarks/gpu.py [--members 1000000] [--cpu-members 20000] [--steps 1000] [--save-every 100]
-        [--repeats 3] [--cases explicit_vi lgvi_top rk4_chain] [--out FILE.json]
+        [--repeats 3] [--cases explicit_vi lgvi_top rk4_cart rk45_chain] [--out FILE.json]
 
-Cases (issue 50's, as far as the GPU runs them so far):
+Cases (issue 50's):
 
 - ``explicit_vi``: Example 2, 3 bodies (``sphere_nbody`` paper, diagonal M). Target ≥ 2×10¹⁰ member-steps/s on
   an H100-class GPU and ≥ 20× the same machine's 16 cores.
 - ``lgvi_top``: the chaotic heavy top on SO(3). Target ≥ 5×10⁹.
-- ``rk4_chain``: rk4 on Example 1 (``spherical_chain`` paper, full M). The issue's rk4 case is the 5-link cart,
-  whose multibody space the GPU does not run yet.
+- ``rk4_cart``: rk4 on sympy's cart with 5 unit links and masses (``multibody``, the articulated-body algorithm),
+  released at rest from q = (0, 1.0, 1.2, 1.4, 1.6, 1.8). Target ≥ 10⁹. Its work is some 24 kB per member (the
+  method's and the system's, Kane's and the closures' scratch included): 10⁶ members take 24 GB of the GPU's
+  memory, and their moves to and from it count in the transfer share.
 - ``rk45_chain``: rk45 on Example 1 (default tolerances), in accepted member-steps/s: the rates of ``--steps``
   units of time scaled by the CPU run's mean accepted steps per member. Target ≥ 10⁹.
 
-Members are the preset's state perturbed by 1e-3 (seed 0). The GPU steps ``--members``, the CPU ``--cpu-members``
+Members are the preset's (or the case's) state perturbed by 1e-3 (seed 0). The GPU steps ``--members``, the CPU ``--cpu-members``
 on all its cores (the rates are per member-step, so the sizes may differ). Each case is timed ``--repeats``
 times after a compiling call, and the fastest counts. The transfer share is that of the fastest GPU run, from
 :data:`kernels.gpu.last_run_seconds`, at one saved sample per ``--save-every`` steps. The difference from the CPU
@@ -39,25 +41,29 @@ sys.path = [p for p in sys.path if not p.endswith("benchmarks")]
 from armillary.kernels import get_system, gpu, integrate  # noqa: E402
 from armillary.kernels.integration import default_threads  # noqa: E402
 
-#: case → (system, preset, method, dt (s), target member-steps/s on the GPU or None)
-CASES = {"explicit_vi": ("sphere_nbody", "paper", "vi", 1e-3, 2e10),
-         "lgvi_top": ("heavy_top", "chaotic", "lgvi", 2e-3, 5e9),
-         "rk4_chain": ("spherical_chain", "paper", "rk4", 1e-2, None),
-         "rk45_chain": ("spherical_chain", "paper", "rk45", 1e-2, 1e9)}
+#: sympy's n_link_pendulum_on_cart with 5 links (parameters, and the state its members are perturbed from)
+CART = ({"m": (1.0,) * 5, "l": (1.0,) * 5}, {"q": np.array([0.0, 1.0, 1.2, 1.4, 1.6, 1.8]), "u": np.zeros(6)})
+#: case → (system, preset, (parameters, state) or None for the preset's, method, dt (s), target member-steps/s on
+#: the GPU)
+CASES = {"explicit_vi": ("sphere_nbody", "paper", None, "vi", 1e-3, 2e10),
+         "lgvi_top": ("heavy_top", "chaotic", None, "lgvi", 2e-3, 5e9),
+         "rk4_cart": ("multibody", "n_link_pendulum_on_cart", CART, "rk4", 1e-3, 1e9),
+         "rk45_chain": ("spherical_chain", "paper", None, "rk45", 1e-2, 1e9)}
 
 
-def members_of(system, count: int) -> dict:
-    """``count`` members: the preset's state perturbed by 1e-3 (seed 0)."""
+def members_of(system, base: dict, count: int) -> dict:
+    """``count`` members: ``base`` perturbed by 1e-3 (seed 0)."""
     rng = np.random.default_rng(0)
     normals = rng.normal(size=(count, system.space.normal_count(system.n_bodies)))
-    return system.space.perturb(system.initial_state(), normals, 1e-3)
+    return system.space.perturb(base, normals, 1e-3)
 
 
 def measure(name: str, args) -> dict:
     """One case: GPU and CPU rates, the GPU run's transfer share and its difference from the CPU."""
-    system_name, preset, method, dt, target = CASES[name]
-    system = get_system(system_name, preset)
-    state = members_of(system, args.members)
+    system_name, preset, given, method, dt, target = CASES[name]
+    params, base = given or ({}, None)
+    system = get_system(system_name, preset, **params)
+    state = members_of(system, base or system.initial_state(), args.members)
     gpu_rates = armillary_rates(system, method, state, dt, args.steps, args.repeats, save_every=args.save_every,
                                 device="cuda")
     parts = dict(gpu.last_run_seconds)

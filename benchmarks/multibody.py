@@ -1,5 +1,5 @@
 """Multibody trees: member-steps per second of `multibody` under rk4 on all cores (its vector field: Kane's
-equations in SIMD lanes below 8 joints, the articulated-body algorithm from 8 on), next to MuJoCo's
+equations in SIMD lanes below 6 joints, the articulated-body algorithm from 6 on), next to MuJoCo's
 multithreaded rollout of the same chains (RK4, contacts off), Pinocchio's `aba` called per member-step from
 a Python loop, and sympy's KanesMethod right-hand side (lambdified) under scipy.integrate.solve_ivp; and the
 time sympy takes to form the equations.  All measured in one run.

@@ -4,12 +4,13 @@ A member's state is the concatenation of its space's variables, flattened (``Sta
 a block of L members is an array (rows, L), lanes innermost.  Free names bound at specialisation by
 :mod:`kernels.compile`: ``integrator_allocate(rows, n, lanes)``, ``integrator_begin(x, n, coef,
 topology, h, options, work)``, ``integrator_step(x, n, coef, topology, t, h, options, work, active,
-code, iterations)`` (the method; t (s) from the global step index), ``system_energy(x, n, coef, topology, out)`` (the system through
-its space), ``space_diagnostics(x, n, coef, topology, out)`` and ``space_pull_back(x, shadow, n, topology,
+code, iterations)`` (the method; t (s) from the global step index), ``vector_field_work(rows, n, lanes)`` (the
+system's scratch, its ``work`` below), ``system_energy(x, n, coef, topology, work, out)`` (the system through
+its space), ``space_diagnostics(x, n, coef, topology, work, out)`` and ``space_pull_back(x, shadow, n, topology,
 factor)`` (the space's, or the system's refinement; ``topology`` is the system's, which some spaces read
-their layout from), ``system_constrain(x, n, coef, topology, moved)`` (the system's projection onto its
+their layout from), ``system_constrain(x, n, coef, topology, work, moved)`` (the system's projection onto its
 own constraints after every step, setting moved[b] = 1 for each lane it changed; a no-op for most),
-``system_admissible(x, n, coef, topology, code)`` (after it: the system's status for lanes whose state left
+``system_admissible(x, n, coef, topology, work, code)`` (after it: the system's status for lanes whose state left
 its model, a ball lifting off; a no-op for most), ``shadow_begin``/``shadow_step`` (the stages below, or
 nothing), ``section_values``/``locate_crossings`` (:mod:`kernels.sections`) and the constants ``SHADOWS`` and
 ``SECTIONS``.  Only +, −, ×, ÷, √ (and the scalar
@@ -75,13 +76,13 @@ def write_flat_final(x, h, first, members, lane_status, lane_failed, lane_iterat
 
 
 def record_flat_sample(sample, x, n, coef, topology, first, members, lane_status, save_state, state_out, energy,
-                       diagnostics, scratch):
+                       diagnostics, scratch, system_work):
     """Energy, the space's diagnostics and (optionally) the state of one saved sample; NaN for failed
-    members from their failing step on."""
+    members from their failing step on (``system_work``: the system's scratch, vector_field_work's)."""
     lanes = x.shape[1]
     n_diagnostics = diagnostics.shape[1]
-    system_energy(x, n, coef, topology, scratch[0])  # noqa: F821 (bound at specialisation)
-    space_diagnostics(x, n, coef, topology, scratch[1:1 + n_diagnostics])  # noqa: F821
+    system_energy(x, n, coef, topology, system_work, scratch[0])  # noqa: F821 (bound at specialisation)
+    space_diagnostics(x, n, coef, topology, system_work, scratch[1:1 + n_diagnostics])  # noqa: F821
     for b in range(lanes):
         m = first + b
         if m >= members:
@@ -114,6 +115,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         x = x_blocks[blk].copy()
         c = coef[blk]
         work = integrator_allocate(rows, n, lanes)  # noqa: F821
+        system_work = vector_field_work(rows, n, lanes)  # noqa: F821
         scratch = np.empty((diagnostics.shape[1] + 2, lanes))
         lane_status, lane_failed, lane_iterations, step_iterations, code, active = lane_bookkeeping(first, members,
                                                                                                   lanes)
@@ -124,6 +126,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         count = shadow.shape[1] // lanes
         shadow_c = tile_lanes_2d(c, count)
         shadow_work = integrator_allocate(rows, n, count * lanes)  # noqa: F821
+        shadow_system_work = vector_field_work(rows, n, count * lanes)  # noqa: F821
         shadow_active = np.zeros(count * lanes, np.bool_)
         shadow_code = np.zeros(count * lanes, np.int64)
         shadow_iterations = np.zeros(count * lanes, np.int64)
@@ -131,12 +134,12 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
         rmat = np.empty((count, count, lanes))
         column = np.empty(max(count, 1) * lanes)
         moved = np.zeros(lanes)
-        system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
+        system_constrain(x, n, c, topology, system_work, moved)  # noqa: F821 (put on the constraints first)
         integrator_begin(x, n, c, topology, h, options, work)  # noqa: F821
-        shadow_begin(x, shadow, n, shadow_c, topology, h, options, shadow_work, reference, moved,  # noqa: F821
-                     shadow_scratch, rmat, scratch[-1], column)
+        shadow_begin(x, shadow, n, shadow_c, topology, h, options, shadow_work, shadow_system_work,  # noqa: F821
+                     reference, moved, shadow_scratch, rmat, scratch[-1], column)
         record_flat_sample(0, x, n, c, topology, first, members, lane_status, save_state, state_out, energy,
-                           diagnostics, scratch)
+                           diagnostics, scratch, system_work)
         if tracking:
             flat_shadow_factor(x, shadow, shadow_scratch, rmat, scratch[-1])
             record_indicators(0, step_offset, renormalise_every, h, first, members, log_growth, reference, rmat,
@@ -152,11 +155,12 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
             # the step's start time from the global step index, so a resumed segment sees the same times
             integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
                             step_iterations)
-            system_constrain(x, n, c, topology, moved)  # noqa: F821
-            system_admissible(x, n, c, topology, code)  # noqa: F821
-            shadow_step(step_offset + k, x, shadow, n, shadow_c, topology, h, options, shadow_work, active,  # noqa: F821
-                        shadow_active, shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference,
-                        indicators, shadow_scratch, rmat, scratch[-1], column)
+            system_constrain(x, n, c, topology, system_work, moved)  # noqa: F821
+            system_admissible(x, n, c, topology, system_work, code)  # noqa: F821
+            shadow_step(step_offset + k, x, shadow, n, shadow_c, topology, h, options, shadow_work,  # noqa: F821
+                        shadow_system_work, active, shadow_active, shadow_code, shadow_iterations, d0,
+                        renormalise_every, log_growth, reference, indicators, shadow_scratch, rmat, scratch[-1],
+                        column)
             check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
                              scratch[-1])
             if SECTIONS:  # noqa: F821
@@ -167,7 +171,7 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
                                      section_count, section_time, section_state)
             if k % save_every == 0:
                 record_flat_sample(k // save_every, x, n, c, topology, first, members, lane_status, save_state,
-                                   state_out, energy, diagnostics, scratch)
+                                   state_out, energy, diagnostics, scratch, system_work)
                 if tracking:
                     flat_shadow_factor(x, shadow, shadow_scratch, rmat, scratch[-1])
                     record_indicators(k // save_every, step_offset + k, renormalise_every, h, first, members,
@@ -181,17 +185,17 @@ def drive_flat_fixed(x_blocks, coef, shadow_blocks, log_growth_blocks, reference
 
 # Shadow stages of the flat driver (bound as ``shadow_begin`` / ``shadow_step``).
 
-def flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, displacement, rmat, dot,
-                      shadow_moved):
+def flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, system_work, reference, moved, displacement,
+                      rmat, dot, shadow_moved):
     """Put the shadows on the system's constraints and start their integrator (its cached state at the
-    shadow).  A lane whose member or shadow the constraints moved (``moved``) takes its displacements'
+    shadow; ``system_work``: the system's scratch for the shadows' lanes).  A lane whose member or shadow the constraints moved (``moved``) takes its displacements'
     factor now as its references: the displacement's part off the constraints is gone, and is no growth.
     ``shadow_moved`` (k·L): scratch for which shadow lanes the constraints moved."""
     lanes = x.shape[1]
     k = shadow.shape[1] // lanes
     for s in range(k * lanes):
         shadow_moved[s] = moved[s % lanes]
-    system_constrain(shadow, n, coef, topology, shadow_moved)  # noqa: F821
+    system_constrain(shadow, n, coef, topology, system_work, shadow_moved)  # noqa: F821
     flat_shadow_factor(x, shadow, displacement, rmat, dot)
     for j in range(k):
         for l in range(lanes):
@@ -201,9 +205,9 @@ def flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference,
     integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
 
 
-def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, active, shadow_active, shadow_code,
-                     shadow_iterations, d0, renormalise_every, log_growth, reference, indicators, displacement, rmat,
-                     dot, column):
+def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, system_work, active, shadow_active,
+                     shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference, indicators,
+                     displacement, rmat, dot, column):
     """Step the k shadows with the members' integrator (on the tiled coefficients ``coef``), forget
     failed ones (NaN exponent for good), and at every global ``step`` divisible by ``renormalise_every``
     orthogonalise their displacements together, accumulate the indicators, and pull each shadow to
@@ -211,8 +215,8 @@ def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, activ
     tile_active(active, shadow_active)
     integrator_step(shadow, n, coef, topology, (step - 1) * h, h, options, work, shadow_active,  # noqa: F821
                     shadow_code, shadow_iterations)
-    system_constrain(shadow, n, coef, topology, column)  # noqa: F821 (which lanes moved: not needed here)
-    system_admissible(shadow, n, coef, topology, shadow_code)  # noqa: F821
+    system_constrain(shadow, n, coef, topology, system_work, column)  # noqa: F821 (which lanes moved: not needed)
+    system_admissible(shadow, n, coef, topology, system_work, shadow_code)  # noqa: F821
     forget_failed_shadows(shadow_code, log_growth)
     if step % renormalise_every == 0:
         lanes = x.shape[1]
@@ -238,14 +242,14 @@ def flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, activ
         integrator_begin(shadow, n, coef, topology, h, options, work)  # noqa: F821
 
 
-def no_flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, reference, moved, displacement, rmat, dot,
-                         shadow_moved):
+def no_flat_shadow_begin(x, shadow, n, coef, topology, h, options, work, system_work, reference, moved,
+                         displacement, rmat, dot, shadow_moved):
     """Kernels without shadows: nothing to start."""
 
 
-def no_flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, active, shadow_active, shadow_code,
-                        shadow_iterations, d0, renormalise_every, log_growth, reference, indicators, displacement,
-                        rmat, dot, column):
+def no_flat_shadow_step(step, x, shadow, n, coef, topology, h, options, work, system_work, active, shadow_active,
+                        shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference, indicators,
+                        displacement, rmat, dot, column):
     """Kernels without shadows: nothing to step."""
 
 

@@ -63,8 +63,8 @@ THREADS_PER_BLOCK = 128
 #: PTX for 8.0 runs on every later GPU (H100 9.0, H200), which compiles it for itself when it loads it
 DEFAULT_COMPUTE_CAPABILITY = (8, 0)
 #: the methods the GPU steps (the first tranche), each with the spaces it runs there
-GPU_METHODS = {"vi": ("sphere_product",), "lgvi": ("rotation",), "rk4": ("sphere_product", "rotation", "rigid_motion"),
-               "rk45": ("sphere_product", "rotation", "rigid_motion")}
+EVERY_SPACE = ("sphere_product", "rotation", "rigid_motion", "generalised", "rolling", "rolling_disk")
+GPU_METHODS = {"vi": ("sphere_product",), "lgvi": ("rotation",), "rk4": EVERY_SPACE, "rk45": EVERY_SPACE}
 #: NumPy functions the stages call on scalars, and the math function numba-cuda lowers each to (see
 #: :func:`_register_numpy_math`)
 NUMPY_MATH = {"sqrt": math.sqrt, "absolute": math.fabs, "exp": math.exp, "log": math.log, "expm1": math.expm1,
@@ -131,26 +131,63 @@ def _register_numpy_math() -> None:
         table.setdefault(getattr(np, name), {"d->d": lower})
 
 
+class PerMember:
+    """A workspace array that a block's lanes share on the CPU, using it one after another (one member's scratch:
+    the articulated-body algorithm's joint rows), given every GPU thread its own: ``array`` has the CPU's shape
+    and a last axis of members, and thread m's view is ``array[..., m]``."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+
+def for_members(make, per_member: int, members: int):
+    """The work ``make(lanes)`` (a method's or system's allocate: arrays, in tuples) gives a block, for ``members``
+    threads of ``per_member`` lanes each (1, or a member's shadows): an array with lanes last (its last axis grows
+    with ``lanes``: told apart by making it for 1 and 2 lanes) is made for per_member · members lanes, thread m's
+    every members-th (:func:`member_views_source`); one the lanes share, as made for ``per_member`` lanes,
+    becomes :class:`PerMember`."""
+    return _spread(make(per_member * members), make(per_member), make(1), make(2), members)
+
+
+def _spread(whole, own, one, two, members: int):
+    if isinstance(whole, tuple):
+        return tuple(_spread(*parts, members) for parts in zip(whole, own, one, two))
+    if one.shape[-1:] == (1,) and two.shape == one.shape[:-1] + (2,):
+        return whole
+    return PerMember(np.repeat(own[..., np.newaxis], members, axis=-1))
+
+
 def _view_expression(item, path: str) -> str:
-    """Source of member m's view of ``item`` (an array, lanes last, or a tuple of them, nested) read at ``path``."""
+    """Source of member m's view of ``item`` (an array, lanes last, a :class:`PerMember` or a tuple of them,
+    nested) read at ``path``."""
     if isinstance(item, tuple):
         return "(" + "".join(_view_expression(part, f"{path}[{i}]") + ", " for i, part in enumerate(item)) + ")"
-    return f"{path}[..., m::lanes]"
+    return f"{path}[..., m]" if isinstance(item, PerMember) else f"{path}[..., m::lanes]"
 
 
 def member_views_source(workspace: tuple, members: int) -> str:
     """A function returning member m's views of a workspace of ``members`` lanes (:func:`gpu_workspace`), written
     out for the workspace's shape: Numba indexes a tuple of mixed arrays only by constants.  Every array must have
-    its lanes last, a whole number of lanes per member (a method's or system's scratch shared by the lanes of a
-    block, which the threads would share, is refused: AssertionError naming its shape)."""
+    its lanes last, a whole number of lanes per member, or be a :class:`PerMember` (a scratch shared by the lanes
+    of a block and not made per member, which the threads would share, is refused: AssertionError naming its
+    shape)."""
     for array in _arrays(workspace):
         assert array.ndim and array.shape[-1] % members == 0, f"GPU workspace array {array.shape} has no lanes last"
     return f"def member_views(workspace, m, lanes):\n    return {_view_expression(workspace, 'workspace')}\n"
 
 
 def _arrays(item):
-    """The arrays of a workspace (tuples of arrays, nested)."""
-    return [array for part in item for array in _arrays(part)] if isinstance(item, tuple) else [item]
+    """The arrays of a workspace (tuples of arrays and :class:`PerMember`, nested)."""
+    if isinstance(item, tuple):
+        return [array for part in item for array in _arrays(part)]
+    return [item.array if isinstance(item, PerMember) else item]
+
+
+def _plain(item):
+    """A workspace with each :class:`PerMember` replaced by its array: what the kernel gets."""
+    if isinstance(item, tuple):
+        return tuple(_plain(part) for part in item)
+    return item.array if isinstance(item, PerMember) else item
 
 
 def gpu_workspace(bindings: dict, blocks: dict, members: int) -> tuple:
@@ -231,14 +268,17 @@ def march_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_fu
 
 def flat_gpu_workspace(bindings: dict, blocks: dict, members: int, n: int, diagnostics: int) -> tuple:
     """:func:`gpu_workspace` of :func:`kernels.flat_driver.drive_flat_fixed` (state rows (rows, members), n bodies):
-    the method's work (``allocate``, its ``integrator_allocate(rows, n, lanes)``) for the members and their shadows,
-    the scratch, the bookkeeping, the constraints' record of moved lanes, the shadows' flags, scratch and
-    coefficients."""
-    allocate = bindings["integrator_allocate"]
+    the method's work (its ``integrator_allocate(rows, n, lanes)``) and the system's (``vector_field_work``) for
+    the members, the scratch, the bookkeeping, the constraints' record of moved lanes, the method's and system's
+    work for the shadows, the shadows' flags, scratch and coefficients (:func:`for_members`)."""
+    allocate, system_work = bindings["integrator_allocate"], bindings["vector_field_work"]
     rows, count = blocks["x"].shape[1], blocks["shadow"].shape[-1] // members
     shadows = count * members
-    return (allocate(rows, n, members), np.empty((diagnostics + 2, members)), lane_bookkeeping(0, members, members),
-            np.zeros(members), allocate(rows, n, shadows),
+    method_work = functools.partial(allocate, rows, n)
+    system_work = functools.partial(system_work, rows, n)
+    return (for_members(method_work, 1, members), for_members(system_work, 1, members),
+            np.empty((diagnostics + 2, members)), lane_bookkeeping(0, members, members), np.zeros(members),
+            for_members(method_work, count, members), for_members(system_work, count, members),
             (np.zeros(shadows, np.bool_), np.zeros(shadows, np.int64), np.zeros(shadows, np.int64)),
             (np.empty((rows, shadows)), np.empty((count, count, members)), np.empty(max(count, 1) * members)),
             tile_lanes_2d(blocks["coef"][0], count))
@@ -261,30 +301,30 @@ def march_flat_members_template(workspace, x_blocks, coef, shadow_blocks, log_gr
     x, c, shadow = x_blocks[0][:, mine], coef[0][:, mine], shadow_blocks[0][:, mine]
     log_growth, reference = log_growth_blocks[0][mine], reference_blocks[0][mine]
     indicators = indicator_blocks[0][:, mine]
-    work, scratch, bookkeeping, moved, shadow_work, shadow_flags, shadow_scratch, shadow_c = member_views(  # noqa: F821
-        workspace, m, members)
+    (work, system_work, scratch, bookkeeping, moved, shadow_work, shadow_system_work, shadow_flags, shadow_scratch,
+     shadow_c) = member_views(workspace, m, members)  # noqa: F821
     lane_status, lane_failed, lane_iterations, step_iterations, code, active = bookkeeping
     shadow_active, shadow_code, shadow_iterations = shadow_flags
     displacement, rmat, column = shadow_scratch
     tracking = renormalise_every > 0
-    system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
+    system_constrain(x, n, c, topology, system_work, moved)  # noqa: F821 (put on the constraints first)
     integrator_begin(x, n, c, topology, h, options, work)  # noqa: F821
-    shadow_begin(x, shadow, n, shadow_c, topology, h, options, shadow_work, reference, moved,  # noqa: F821
-                 displacement, rmat, scratch[-1], column)
+    shadow_begin(x, shadow, n, shadow_c, topology, h, options, shadow_work, shadow_system_work,  # noqa: F821
+                 reference, moved, displacement, rmat, scratch[-1], column)
     for k in range(n_steps + 1):
         if k > 0:
             integrator_step(x, n, c, topology, (step_offset + k - 1) * h, h, options, work, active, code,  # noqa: F821
                             step_iterations)
-            system_constrain(x, n, c, topology, moved)  # noqa: F821
-            system_admissible(x, n, c, topology, code)  # noqa: F821
-            shadow_step(step_offset + k, x, shadow, n, shadow_c, topology, h, options, shadow_work, active,  # noqa: F821
-                        shadow_active, shadow_code, shadow_iterations, d0, renormalise_every, log_growth, reference,
-                        indicators, displacement, rmat, scratch[-1], column)
+            system_constrain(x, n, c, topology, system_work, moved)  # noqa: F821
+            system_admissible(x, n, c, topology, system_work, code)  # noqa: F821
+            shadow_step(step_offset + k, x, shadow, n, shadow_c, topology, h, options, shadow_work,  # noqa: F821
+                        shadow_system_work, active, shadow_active, shadow_code, shadow_iterations, d0,
+                        renormalise_every, log_growth, reference, indicators, displacement, rmat, scratch[-1], column)
             check_flat_lanes(x, code, active, lane_status, lane_failed, step_iterations, lane_iterations, k,
                              scratch[-1])
         if k % save_every == 0:
             record_flat_sample(k // save_every, x, n, c, topology, m, members, lane_status, save_state,  # noqa: F821
-                               state_out, energy, diagnostics, scratch)
+                               state_out, energy, diagnostics, scratch, system_work)
             if tracking:
                 flat_shadow_factor(x, shadow, displacement, rmat, scratch[-1])
                 record_indicators(k // save_every, step_offset + k, renormalise_every, h, m, members, log_growth,
@@ -398,7 +438,8 @@ def flat_adaptive_gpu_workspace(bindings: dict, blocks: dict, members: int, n: i
     status, failing step, accepted steps and the step's code."""
     rows = blocks["x"].shape[1]
     return (np.empty((7, rows, members)), tuple(np.empty((rows, members)) for _ in range(4)),
-            bindings["vector_field_work"](rows, n, members), np.empty((diagnostics + 2, members)), np.zeros(members),
+            for_members(functools.partial(bindings["vector_field_work"], rows, n), 1, members),
+            np.empty((diagnostics + 2, members)), np.zeros(members),
             (np.zeros(members, np.int64), np.full(members, -1, np.int64), np.zeros(members, np.int64),
              np.zeros(members, np.int64)))
 
@@ -425,9 +466,9 @@ def march_flat_adaptive_members_template(workspace, x_blocks, coef, shadow_block
     n_samples = n_steps // save_every + 1
     rtol, atol, max_steps = options[RTOL], options[ATOL], int(options[MAX_STEPS])
     h = carried[m, 0]
-    system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
+    system_constrain(x, n, c, topology, field_work, moved)  # noqa: F821 (put on the constraints first)
     record_flat_sample(0, x, n, c, topology, m, members, lane_status, save_state, state_out, energy,  # noqa: F821
-                       diagnostics, scratch)
+                       diagnostics, scratch, field_work)
     u = formulated if CONVERTS else x  # noqa: F821 (the formulation's variables: the stored state unless CONVERTS)
     if CONVERTS:  # noqa: F821
         to_formulation(x, n, c, u, code)  # noqa: F821
@@ -444,8 +485,8 @@ def march_flat_adaptive_members_template(workspace, x_blocks, coef, shadow_block
         error = flat_error_norm(u, x_new, k, h_step, rtol, atol)
         if error <= 1.0:
             moved[0] = 0.0
-            system_constrain(x_new, n, c, topology, moved)  # noqa: F821
-            system_admissible(x_new, n, c, topology, code)  # noqa: F821
+            system_constrain(x_new, n, c, topology, field_work, moved)  # noqa: F821
+            system_admissible(x_new, n, c, topology, field_work, code)  # noqa: F821
             if code[0] != 0:  # the accepted step left the system's model: the member stops here
                 break
             t_new = t_end if last else t + h_step
@@ -459,7 +500,7 @@ def march_flat_adaptive_members_template(workspace, x_blocks, coef, shadow_block
                     from_formulation(y, n, c, scratch_field, code)  # noqa: F821
                     copy_rows(scratch_field, y)
                 record_flat_sample(next_sample, y, n, c, topology, m, members, lane_status,  # noqa: F821
-                                   save_state, state_out, energy, diagnostics, scratch)
+                                   save_state, state_out, energy, diagnostics, scratch, field_work)
                 next_sample += 1
             copy_rows(x_new, u)
             if CONVERTS:  # noqa: F821
@@ -541,7 +582,7 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, block
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
     workspace = TEMPLATES[recipe.driver][1](bindings, blocks, members, **workspace_options)
     function = gpu_kernel(method, system, inertia_kind, shadows, member_views_source(workspace, members), fma)
-    arguments = (workspace, *blocks.values(), *shared, members, keep_state, *outputs)
+    arguments = (_plain(workspace), *blocks.values(), *shared, members, keep_state, *outputs)
     if _ptx_only.compiled is not None:  # ptx_of: compile for a device this machine lacks, step nothing
         with nvvm_options(fma):
             _ptx_only.compiled.append(_compile_ptx(function, arguments))

@@ -485,6 +485,7 @@ def flat_locate_template(t0, h, x, before, after, n, c, topology, options, activ
     x1 = np.empty((rows, 1))
     c1 = np.empty((c.shape[0], 1))
     work1 = integrator_allocate(rows, n, 1)  # noqa: F821 (bound at specialisation)
+    system_work1 = vector_field_work(rows, n, 1)  # noqa: F821
     moved1 = np.zeros(1)
     for b in range(lanes):
         m = first + b
@@ -500,7 +501,7 @@ def flat_locate_template(t0, h, x, before, after, n, c, topology, options, activ
                 integrator_begin(x1, n, c1, topology, tau - h, options, work1)  # noqa: F821
                 integrator_step(x1, n, c1, topology, t0 + h, tau - h, options, work1, active1, code1,  # noqa: F821
                                 iterations1)
-                system_constrain(x1, n, c1, topology, moved1)  # noqa: F821
+                system_constrain(x1, n, c1, topology, system_work1, moved1)  # noqa: F821
                 section_values(x1, c1, values1)  # noqa: F821
                 value = values1[s, 0]
                 illinois_update(bracket, tau, value)

@@ -17,11 +17,14 @@ from armillary.kernels.models import build_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-#: (system, preset, method, options, shadows): a member of each method, space and kind of kernel the GPU runs so
-#: far — on (S²)ⁿ the explicit vi (diagonal M), the implicit vi (full M), rk4 on both, and the implicit vi with
-#: Benettin shadows; lgvi (with and without shadows) and rk4 on SO(3) (the heavy top), rk4 on SE(3) (Kirchhoff's
-#: body); a model file (a path: Example 2 restated, its functions generated from sympy); and rk45 on (S²)ⁿ (full M)
-#: and on SO(3), a step size per member
+#: (system, preset or (preset, parameters, state), method, options, shadows): a member of each method, space and kind of
+#: kernel the GPU runs — on (S²)ⁿ the explicit vi (diagonal M), the implicit vi (full M), rk4 on both, and the
+#: implicit vi with Benettin shadows; lgvi (with and without shadows) and rk4 on SO(3) (the heavy top), rk4 on
+#: SE(3) (Kirchhoff's body); a model file (a path: Example 2 restated, its functions generated from sympy); rk45 on
+#: (S²)ⁿ (full M) and on SO(3), a step size per member; on the generalised space rk4 on the 5-link cart (the
+#: articulated-body algorithm, a scratch per thread) with shadows and rk45 on the four-bar linkage (Kane's
+#: equations with a loop closure, projected after every step); rk4 on the rolling ball (its contact forces checked
+#: after every step) and rk45 on the rolling disk
 CASES = {
     "explicit_vi": ("sphere_nbody", "paper", "vi", {}, 0),
     "implicit_vi": ("spherical_chain", "paper", "vi", {}, 0),
@@ -35,6 +38,11 @@ CASES = {
     "model_explicit_vi": ("examples/models/sphere_nbody.py", "initial", "vi", {}, 0),
     "rk45_full": ("spherical_chain", "paper", "rk45", {}, 0),
     "rk45_rotation": ("heavy_top", "chaotic", "rk45", {}, 0),
+    "rk4_multibody_shadows": ("multibody", ("n_link_pendulum_on_cart", {"m": (1.0,) * 5, "l": (1.0,) * 5},
+                                            {"q": (0.0, 1.0, 1.2, 1.4, 1.6, 1.8), "u": (0.0,) * 6}), "rk4", {}, 2),
+    "rk45_loop_closure": ("multibody", "four_bar", "rk45", {}, 0),
+    "rk4_rolling_ball": ("rolling_ball", "pendulum_drive", "rk4", {}, 0),
+    "rk45_rolling_disk": ("rolling_disk", "pendulum", "rk45", {}, 0),
 }
 MEMBERS, STEPS, SAVE_EVERY, DT = 5, 12, 3, 0.01
 #: the cases also run in two segments of STEPS / 2 steps, the second restarting from the first's end and carry
@@ -52,10 +60,12 @@ def case_state(name: str, members: int = MEMBERS):
         path = os.path.join(ROOT, system_name)
         with open(path) as source:
             system_name = build_model(source.read(), path).name
-    system = get_system(system_name, preset)
+    preset, params, state = preset if isinstance(preset, tuple) else (preset, {}, None)
+    system = get_system(system_name, preset, **params)
     rng = np.random.default_rng(0)
     normals = system.space.normal_count(system.n_bodies)
-    state = system.space.perturb(system.initial_state(), rng.normal(size=(members, normals)), 1e-2)
+    state = {name: np.array(value) for name, value in state.items()} if state else system.initial_state()
+    state = system.space.perturb(state, rng.normal(size=(members, normals)), 1e-2)
     shadow = displaced_shadow(system.space, state, rng.normal(size=(members, shadows, normals)), 1e-6, 2) \
         if shadows else None
     return system, method, options, state, shadow

@@ -25,7 +25,8 @@ HERE = os.path.dirname(__file__)
 #: the kernels compiled to PTX: each (method, space) of the GPU and each kind of its (S²)ⁿ kernels (the rk4 of full
 #: M compiles the same driver and stages as the others, and a kernel with shadows the stages of one without)
 PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotation_shadows", "rk4_rotation",
-             "rk4_rigid_motion", "rk45_full", "rk45_rotation"]
+             "rk4_rigid_motion", "rk45_full", "rk45_rotation", "rk4_multibody_shadows", "rk45_loop_closure",
+             "rk4_rolling_ball", "rk45_rolling_disk"]
 
 
 @functools.cache
@@ -68,8 +69,9 @@ def test_without_fused_multiply_adds_the_kernel_rounds_as_the_cpu():
 def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_continues(tmp_path):
     """numba-cuda's simulator runs each thread's Python, the stages' own source with IEEE scalars, so every case
     (each method and kernel kind, Benettin shadows included) equals the CPU's lanes bit for bit: samples, energy,
-    final state, status and the shadows' growth; and the explicit vi continued in a second segment from the first's
-    end equals the run in one go."""
+    final state and status, and the shadows' growth to 2 units in the last place (the simulator's logarithm is
+    NumPy's, which need not round as glibc's in the CPU's kernels: one ulp apart in one of the 5-link cart's sums);
+    and the explicit vi continued in a second segment from the first's end equals the run in one go."""
     out = tmp_path / "simulated.npz"
     environment = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBA_DISABLE_JIT="1")
     subprocess.run([sys.executable, os.path.join(HERE, "gpu_cases.py"), str(out)], env=environment, check=True,
@@ -77,7 +79,10 @@ def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_conti
     simulated = np.load(out)
     for name in gpu_cases.CASES:
         for key, value in gpu_cases.run_case(name, "cpu").items():
-            np.testing.assert_array_equal(simulated[key], value, err_msg=key, strict=True)
+            if key.endswith("_spectrum"):
+                np.testing.assert_array_max_ulp(simulated[key], value, maxulp=2)
+            else:
+                np.testing.assert_array_equal(simulated[key], value, err_msg=key, strict=True)
     whole = gpu_cases.RESTARTED
     for variable in ("q", "omega"):  # the second half's samples are the whole run's from its middle on
         np.testing.assert_array_equal(simulated[f"restarted_{whole}_final_{variable}"],
@@ -113,10 +118,10 @@ def test_a_store_run_on_the_simulated_gpu_holds_the_cpu_stores_bits_and_verifies
 
 def test_what_the_gpu_does_not_run_is_refused_naming_it():
     """Before anything compiles or a device is looked for: a space, a method and options the GPU does not run yet."""
-    cart = get_system("multibody", "n_link_pendulum_on_cart")
-    with pytest.raises(InvalidInput, match="device: rk4 runs on device 'cuda' for sphere_product, rotation, "
-                                           "rigid_motion systems so far; multibody is on generalised"):
-        integrate(cart, "rk4", {name: value[np.newaxis] for name, value in cart.initial_state().items()}, 0.01, 2,
+    body = get_system("kirchhoff_body", "ellipsoid")
+    with pytest.raises(InvalidInput, match="device: lgvi runs on device 'cuda' for rotation systems so far; "
+                                           "kirchhoff_body is on rigid_motion"):
+        integrate(body, "lgvi", {name: value[np.newaxis] for name, value in body.initial_state().items()}, 0.01, 2,
                   device="cuda")
     system, method, options, state, shadow = gpu_cases.case_state("explicit_vi")
     with pytest.raises(InvalidInput, match="sections: device 'cuda' does not run surfaces of section yet"):

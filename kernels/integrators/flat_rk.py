@@ -125,15 +125,15 @@ def flat_dopri_attempt_template(t, h_step, x, n, coef, topology, k, y, x_new, fi
 def flat_dense_values_template(theta, dense, values, lane_state):
     """``dense_values`` of the flat rk45 kernel (see :func:`kernels.sections.dense_locate_template`): the
     sections' values and the state at θ of the accepted step that ``dense`` describes, (u, k, h, n, c,
-    topology) and scratch (y, stored, moved, code), by its dense output, in the stored variables and put on the
-    system's constraints as the step's end is."""
-    u, k, h, n, c, topology, y, stored, moved, code = dense
+    topology) and scratch (y, stored, moved, code, the system's work), by its dense output, in the stored variables
+    and put on the system's constraints as the step's end is."""
+    u, k, h, n, c, topology, y, stored, moved, code, system_work = dense
     flat_dense_into(u, k, h, theta, y)
     if CONVERTS:  # noqa: F821 (bound at specialisation)
         from_formulation(y, n, c, stored, code)  # noqa: F821
     else:
         stored[:] = y
-    system_constrain(stored, n, c, topology, moved)  # noqa: F821
+    system_constrain(stored, n, c, topology, system_work, moved)  # noqa: F821
     section_values(stored, c, values)  # noqa: F821
     lane_state[:] = stored[:, 0]
 
@@ -169,9 +169,10 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
         accepted = np.zeros(1, np.int64)
         h = carried[blk, 0]
         moved = np.zeros(1)
-        system_constrain(x, n, c, topology, moved)  # noqa: F821 (a state off the constraints is put on them first)
+        # the system's own calls share its vector field's work: none runs inside another, none carries its contents
+        system_constrain(x, n, c, topology, field_work, moved)  # noqa: F821 (put on the constraints first)
         record_flat_sample(0, x, n, c, topology, blk, members, lane_status, save_state, state_out, energy,  # noqa: F821
-                           diagnostics, scratch)
+                           diagnostics, scratch, field_work)
         # u: the formulation's variables (the stored state itself unless CONVERTS)
         u = x
         code = np.zeros(1, np.int64)
@@ -209,8 +210,8 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
             error = flat_error_norm(u, x_new, k, h_step, rtol, atol)
             if error <= 1.0:
                 moved[0] = 0.0
-                system_constrain(x_new, n, c, topology, moved)  # noqa: F821
-                system_admissible(x_new, n, c, topology, code)  # noqa: F821
+                system_constrain(x_new, n, c, topology, field_work, moved)  # noqa: F821
+                system_admissible(x_new, n, c, topology, field_work, code)  # noqa: F821
                 if code[0] != 0:  # the accepted step left the system's model: the member stops here
                     break
                 t_new = t_end if last else t + h_step
@@ -223,7 +224,8 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                         scratch_field[:] = x_new
                     section_values(scratch_field, c, after)  # noqa: F821
                     if any_crossing(section_modes, before, after, lane_status):
-                        dense = (u, k, h_step, n, c, topology, y, scratch_field, np.zeros(1), np.zeros(1, np.int64))
+                        dense = (u, k, h_step, n, c, topology, y, scratch_field, np.zeros(1), np.zeros(1, np.int64),
+                                 field_work)
                         stopped_at = locate_dense_crossings(t_start + t, h_step, dense, before, after,  # noqa: F821
                                                             lane_status, lane_failed, int(t / dt) + 1, blk, members,
                                                             section_modes, section_count, section_time,
@@ -239,7 +241,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                         from_formulation(y, n, c, scratch_field, code)  # noqa: F821
                         y[:] = scratch_field
                     record_flat_sample(next_sample, y, n, c, topology, blk, members, lane_status,  # noqa: F821
-                                       save_state, state_out, energy, diagnostics, scratch)
+                                       save_state, state_out, energy, diagnostics, scratch, field_work)
                     next_sample += 1
                 if lane_status[0] != OK:  # stopped at an escape
                     break

@@ -96,7 +96,7 @@ def derive(model: ModelFile, parameters, rows: dict) -> tuple[str, dict]:
                              "V (J) of the model."),
         lane_function_source("potential_gradient", ARGUMENTS + ", out", "x.shape[1]", names,
                              [(f"out[{a}, b]", gradient[a]) for a in range(n)], "∂V/∂q of the model."),
-        lane_function_source("energy", ARGUMENTS + ", out", "x.shape[1]", names, [("out[b]", kinetic + potential)],
+        lane_function_source("energy", ARGUMENTS + ", work, out", "x.shape[1]", names, [("out[b]", kinetic + potential)],
                              "E = ½ uᵀ M(q) u + V(q) (J)."),
         lane_function_source("mass_into", ARGUMENTS + ", work, out", "x.shape[1]", names, mass_outputs("out"),
                              "out (n, n, L) ← M(q) at the coordinates of x (any float or complex dtype)."),

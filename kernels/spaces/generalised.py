@@ -38,7 +38,7 @@ from .base import STATE_TOLERANCE, Diagnostic, Sampler, StateSpace, Variable
 
 
 @lane_function
-def quaternion_error_lanes(x, n, coef, topology, out):
+def quaternion_error_lanes(x, n, coef, topology, work, out):
     """out[0, b] = max over the quaternions of ||η| − 1| (0 without quaternions); the constraint rows
     out[1:] are 0: a tree with loop closures computes them itself."""
     for b in range(x.shape[1]):

@@ -52,10 +52,10 @@ def _extended_variables():
 
 
 @lane_function
-def rolling_diagnostics_lanes(x, n, coef, topology, out):
+def rolling_diagnostics_lanes(x, n, coef, topology, work, out):
     """out[0] = max |RᵀR − I| (the attitude's ``orthogonality_error``); the contact-force rows out[1:]
     are 0 here: the system computes them (they need its accelerations)."""
-    orthogonality_lanes(x, 1, coef, topology, out)
+    orthogonality_lanes(x, 1, coef, topology, work, out)
     for row in range(1, out.shape[0]):
         for b in range(x.shape[1]):
             out[row, b] = 0.0
@@ -68,7 +68,7 @@ def pull_back_rolling(x, shadow, n, topology, factor):
 
 
 @lane_function
-def no_diagnostics(x, n, coef, topology, out):
+def no_diagnostics(x, n, coef, topology, work, out):
     """The disk's space itself has no constraint to measure: its contact-force rows are the system's."""
     for row in range(out.shape[0]):
         for b in range(x.shape[1]):

@@ -75,7 +75,7 @@ def _uniform(system, n, member_ids, seed, options, normals):
 
 
 @lane_function
-def orthogonality_lanes(x, n, coef, topology, out):
+def orthogonality_lanes(x, n, coef, topology, work, out):
     """out[0, b] = max over bodies of max |RᵀR − I| of lane b (the ``orthogonality_error`` diagnostic)."""
     lanes = x.shape[1]
     for b in range(lanes):

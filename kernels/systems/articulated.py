@@ -32,7 +32,7 @@ import numpy as np
 
 from ..lanes import cholesky_solve_in_lanes, cross3, lane_function
 from .kane import ACCELERATING_FORCE, joint_load, kane_terms, kane_work
-from .loop_closures import closed_loop_accelerations, closure_header
+from .loop_closures import closed_loop_accelerations, closure_header, closure_scratch
 from .tree_kinematics import (AXIS, COM, INERTIA, MASS, ORIGIN, PRISMATIC, REVOLUTE, coordinate_rates_into,
                               joint_entries, joint_row, rotation_about, tree_header)
 
@@ -271,18 +271,20 @@ def articulated_body_into(x, n, coef, topology, t, work, dx):
 
 
 @lane_function
-def articulated_work(n):
-    """The articulated-body algorithm's work for n coordinates: one member's joint rows (n, JOINT_STATE_ROWS),
-    and a CHUNK of lanes' coefficients (of a tree without loops), state and u̇ (CHUNK, rows)."""
-    return (np.empty((n, JOINT_STATE_ROWS)), np.empty((CHUNK, joint_row(n))), np.empty((CHUNK, 2 * n)),
-            np.empty((CHUNK, n)))
+def articulated_work(n, lanes):
+    """The articulated-body algorithm's work for n coordinates and ``lanes`` lanes: one member's joint rows (n,
+    JOINT_STATE_ROWS), and a CHUNK of lanes' (all of them if fewer) coefficients (of a tree without loops), state
+    and u̇ (CHUNK, rows).  Shared by the lanes, one after another: a GPU gives each thread its own."""
+    chunk = min(CHUNK, lanes)
+    return (np.empty((n, JOINT_STATE_ROWS)), np.empty((chunk, joint_row(n))), np.empty((chunk, 2 * n)),
+            np.empty((chunk, n)))
 
 
 @lane_function
 def tree_field_work(rows, n, lanes):
-    """The vector field's work, allocated once per block by the methods: articulated_work and Kane's work
-    (float64) for trees that need it."""
-    return articulated_work(n), kane_work(n, lanes, 0.0)
+    """A tree's work (the system's ``vector_field_work``), allocated once per block by the drivers and methods:
+    articulated_work, Kane's work (float64) and the closures' scratch, for trees that need them."""
+    return articulated_work(n, lanes), kane_work(n, lanes, 0.0), closure_scratch(n, lanes)
 
 
 # ------------------------------------------------------------------------ lane template (bound per system)
@@ -304,7 +306,7 @@ def tree_vector_field(x, n, coef, topology, t, dx, work):
     if closures == 0:
         cholesky_solve_in_lanes(kane[5], rhs)
     else:
-        closed_loop_accelerations(x, n, coef, topology, kane, rows)
+        closed_loop_accelerations(x, n, coef, topology, work, rows)
     for a in range(n):
         for b in range(x.shape[1]):
             dx[n + a, b] = rhs[a, b]

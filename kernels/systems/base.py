@@ -200,12 +200,12 @@ def row_scratch(rows, n, lanes):
 
 
 @lane_function
-def no_constraint(x, n, coef, topology, moved):
+def no_constraint(x, n, coef, topology, work, moved):
     """Systems without constraints to keep: nothing to project (see FlatSystemDefinition.kernel_bindings)."""
 
 
 @lane_function
-def always_admissible(x, n, coef, topology, code):
+def always_admissible(x, n, coef, topology, work, code):
     """Systems whose model holds in every state: no lane to flag (see FlatSystemDefinition.kernel_bindings)."""
 
 
@@ -217,16 +217,17 @@ class FlatSystemDefinition(ParameterLookup):
 
     ``kernel_bindings`` is everything a flat kernel binds from its system: ``lane_functions`` (the
     system's own), ``lane_templates``, and what the system may refine of the protocol's defaults:
-    ``space_diagnostics(x, n, coef, topology, out)`` (the space's constraint diagnostics; a system whose
+    ``space_diagnostics(x, n, coef, topology, work, out)`` (the space's constraint diagnostics; a system whose
     constraints the space cannot see computes them), ``space_pull_back`` (the space's), and
-    ``system_constrain(x, n, coef, topology, moved)``: the projection back onto the system's own
+    ``system_constrain(x, n, coef, topology, work, moved)``: the projection back onto the system's own
     constraints that the drivers apply after every step (Hairer, Lubich & Wanner, GNI §IV.4), setting
-    moved[b] = 1 for each lane it changed; none by default; ``system_admissible(x, n, coef, topology, code)``:
-    after every step (each accepted step for rk45), code[b] ← one of the system's ``statuses`` for each lane
-    whose state has left the model's validity (a rolling ball that would lift off), other lanes untouched;
-    none by default; and ``vector_field_work(rows, n, lanes)``:
-    the work its ``vector_field`` gets, allocated once per block by the methods (default: one scratch
-    row per state row)."""
+    moved[b] = 1 for each lane it changed; none by default; ``system_admissible(x, n, coef, topology, work,
+    code)``: after every step (each accepted step for rk45), code[b] ← one of the system's ``statuses`` for each
+    lane whose state has left the model's validity (a rolling ball that would lift off), other lanes untouched;
+    none by default; and ``vector_field_work(rows, n, lanes)``: the system's work, allocated once per block by
+    the drivers and methods (default: one scratch row per state row), which its ``vector_field``,
+    ``system_energy(x, n, coef, topology, work, out)`` and the three above get as ``work``: scratch, whose
+    contents no call leaves for the next, so that no lane function allocates (a GPU thread cannot)."""
 
     name: str
     summary: str

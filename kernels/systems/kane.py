@@ -209,12 +209,12 @@ def tree_potential_into(x, n, coef, topology, joint, frames, out):
 
 # ------------------------------------------------------------------------ lane templates (bound per system)
 
-def kane_energy(x, n, coef, topology, out):
-    """E = ½ uᵀ M(q) u + V(q) (J) per lane."""
-    work = kane_work(n, x.shape[1], 0.0)
-    kane_terms(x, n, coef, topology, 0.0, work, MASS_ONLY)
-    tree_potential_into(x, n, coef, topology, work[0], work[2], out)
-    mass = work[5]
+def kane_energy(x, n, coef, topology, work, out):
+    """E = ½ uᵀ M(q) u + V(q) (J) per lane (``work``: the tree's, whose second part is Kane's work)."""
+    kane = work[1]
+    kane_terms(x, n, coef, topology, 0.0, kane, MASS_ONLY)
+    tree_potential_into(x, n, coef, topology, kane[0], kane[2], out)
+    mass = kane[5]
     for b in range(x.shape[1]):
         kinetic = 0.0
         for a in range(n):

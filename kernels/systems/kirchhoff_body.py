@@ -199,7 +199,7 @@ def loads(x, n, coef, topology, out):
 
 # ------------------------------------------------------------------------ lane templates (bound per system)
 
-def kirchhoff_energy(x, n, coef, topology, out):
+def kirchhoff_energy(x, n, coef, topology, work, out):
     """E = Σ_i ½ z_iᵀ𝕄 z_i + V (J) per lane, z = (Ω, V); ``system_potential`` is bound at specialisation."""
     system_potential(x, n, coef, topology, out)  # noqa: F821
     for i in range(n):

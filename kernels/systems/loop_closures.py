@@ -11,7 +11,6 @@ import numpy as np
 
 from ..lanes import cross3, lane_function, solve_pivoted_in_lanes
 from ..spaces.generalised import quaternion_error_lanes
-from .kane import kane_work
 from .tree_kinematics import (FREE, GRAVITY_ROWS, JOINT_ENTRIES, JOINT_ROWS, PRISMATIC, joint_entries, speed_count,
                               tree_header, tree_kinematics)
 
@@ -126,6 +125,14 @@ def closure_work(n, lanes, rows):
 
 
 @lane_function
+def closure_scratch(n, lanes):
+    """The closures' scratch in a tree's work (:func:`kernels.systems.articulated.tree_field_work`), for at most
+    n closure rows (``_check`` of :mod:`kernels.systems.multibody`): closure_work's three arrays, a flag per lane
+    (L), and the index-1 system (2n, 2n, L) with its right side (2n, L)."""
+    return closure_work(n, lanes, n) + (np.zeros(lanes), np.zeros((2 * n, 2 * n, lanes)), np.zeros((2 * n, lanes)))
+
+
+@lane_function
 def gram_solve(jacobian, values, gram):
     """values ← (A Aᵀ)⁻¹ values per lane (A: ``jacobian`` (rows, n, L), full row rank), by pivoted elimination."""
     rows, n, lanes = jacobian.shape
@@ -140,11 +147,12 @@ def gram_solve(jacobian, values, gram):
 
 
 @lane_function
-def closure_state(x, n, coef, topology, rows):
-    """Kinematics and closure terms at x (see closure_terms): (jacobian, [Φ, A u, Ȧ u], a (rows, rows, L) matrix)."""
-    lanes = x.shape[1]
-    joint, rotation, frames, axes = kane_work(n, lanes, 0.0)[:4]
-    jacobian, terms, gram = closure_work(n, lanes, rows)
+def closure_state(x, n, coef, topology, rows, work):
+    """Kinematics and closure terms at x (see closure_terms) in a tree's ``work`` (tree_field_work's): (jacobian
+    (rows, n, L), [Φ, A u, Ȧ u] (3, rows, L), a (rows, rows, L) matrix)."""
+    joint, rotation, frames, axes = work[1][:4]
+    scratch = work[2]
+    jacobian, terms, gram = scratch[0][:rows], scratch[1][:, :rows], scratch[2][:rows, :rows]
     tree_kinematics(x, n, coef, topology, joint, rotation, frames, axes)
     closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, terms[0], terms[1], terms[2])
     return jacobian, terms, gram
@@ -181,19 +189,19 @@ def least_change(x, first, jacobian, values, gram, off, moved):
 
 
 @lane_function
-def kane_constrain(x, n, coef, topology, moved):
+def kane_constrain(x, n, coef, topology, work, moved):
     """Put each lane's (q, u) back on its loop closures: Gauss–Newton steps q ← q − Aᵀ(A Aᵀ)⁻¹ Φ(q) (the least
     change of q, u = q̇ on trees of revolute and prismatic joints) while max |Φ| > CLOSURE_TOLERANCE (m), at
     most CLOSURE_ITERATIONS (a lane still off then gets NaN: status NON_FINITE), then u ← u − Aᵀ(A Aᵀ)⁻¹ A u
     if max |A u| > CLOSURE_TOLERANCE (m/s).  A lane already on them is left bit for bit (so a resumed segment
-    starts where the last one ended); moved[b] = 1 for each lane changed."""
+    starts where the last one ended); moved[b] = 1 for each lane changed.  ``work``: tree_field_work's."""
     start, closures, rows = closure_header(topology)
     if closures == 0:
         return
     lanes = x.shape[1]
-    off = np.zeros(lanes)
+    off = work[2][3]
     for iteration in range(CLOSURE_ITERATIONS + 1):
-        jacobian, terms, gram = closure_state(x, n, coef, topology, rows)
+        jacobian, terms, gram = closure_state(x, n, coef, topology, rows, work)
         count = 0
         for b in range(lanes):
             off[b] = 0.0 if largest_row(terms[0], b) <= CLOSURE_TOLERANCE else 1.0
@@ -216,15 +224,19 @@ def kane_constrain(x, n, coef, topology, moved):
 @lane_function
 def closed_loop_accelerations(x, n, coef, topology, work, rows):
     """work[6] ← u̇ of a tree with loop closures, from [M Aᵀ; A 0] [u̇; λ] = [f − h; −Ȧ u] (M and f − h in
-    work[5], work[6]; index-1 form of the closures, whose drift kane_constrain removes after each step), by
-    pivoted elimination per lane."""
+    work[1][5], work[1][6]; index-1 form of the closures, whose drift kane_constrain removes after each step), by
+    pivoted elimination per lane (``work``: tree_field_work's)."""
     lanes = x.shape[1]
-    rotation, frames, axes, mass, rhs = work[1], work[2], work[3], work[5], work[6]
-    jacobian, terms, _ = closure_work(n, lanes, rows)
+    kane, scratch = work[1], work[2]
+    rotation, frames, axes, mass, rhs = kane[1], kane[2], kane[3], kane[5], kane[6]
+    jacobian, terms = scratch[0][:rows], scratch[1][:, :rows]
     closure_terms(x, n, coef, topology, rotation, frames, axes, jacobian, terms[0], terms[1], terms[2])
     size = n + rows
-    system = np.zeros((size, size, lanes))
-    right = np.zeros((size, lanes))
+    system, right = scratch[4][:size, :size], scratch[5][:size]
+    for r in range(rows):  # the multipliers' block, which the elimination of the last call overwrote
+        for s in range(rows):
+            for b in range(lanes):
+                system[n + r, n + s, b] = 0.0
     for b in range(lanes):
         for a in range(n):
             right[a, b] = rhs[a, b]
@@ -242,10 +254,10 @@ def closed_loop_accelerations(x, n, coef, topology, work, rows):
 
 
 @lane_function
-def tree_diagnostics(x, n, coef, topology, out):
+def tree_diagnostics(x, n, coef, topology, work, out):
     """The generalised space's diagnostics of a tree (see :mod:`kernels.spaces.generalised`): quaternion_error,
     and of its loop closures constraint_error = max |Φ| (m) and constraint_rate_error = max |A u| (m/s)."""
-    quaternion_error_lanes(x, n, coef, topology, out)
+    quaternion_error_lanes(x, n, coef, topology, work, out)
     start, closures, rows = closure_header(topology)
     lanes = x.shape[1]
     for b in range(lanes):
@@ -253,7 +265,7 @@ def tree_diagnostics(x, n, coef, topology, out):
         out[2, b] = 0.0
     if closures == 0:
         return
-    terms = closure_state(x, n, coef, topology, rows)[1]
+    terms = closure_state(x, n, coef, topology, rows, work)[1]
     for b in range(lanes):
         out[1, b] = largest_row(terms[0], b)
         out[2, b] = largest_row(terms[1], b)

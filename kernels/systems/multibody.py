@@ -271,6 +271,10 @@ def _check(params: dict) -> None:
         if params["closures"] and not single.all():
             raise InvalidInput("closures", "close loops of revolute and prismatic joints only (the projection onto "
                                "the closures moves q along A(q)ᵀ, which needs u = q̇)")
+        closure_rows = sum(len(closure[4]) for closure in params["closures"])
+        if closure_rows > len(joints):
+            raise InvalidInput("closures", f"their {closure_rows} directions exceed the tree's {len(joints)} joint "
+                               "coordinates: the loops would lock the tree (A Aᵀ singular); give at most one each")
         for name in ("joint_force", "stiffness", "damping", "force_amplitude"):
             loaded = (params[name] != 0) & ~single
             if np.any(loaded):
@@ -565,5 +569,5 @@ def tree_accelerations(system, state: dict, t: float = 0.0) -> np.ndarray:
     if not one_degree_tree(topology):
         raise InvalidInput("joints", "the articulated-body algorithm steps trees of revolute and prismatic joints only")
     dx = np.zeros_like(x)
-    articulated_body_into(x, n, coef, topology, t, articulated_work(n), dx)
+    articulated_body_into(x, n, coef, topology, t, articulated_work(n, members), dx)
     return dx[n:].T.copy()

@@ -196,7 +196,7 @@ def spatial_angular_momentum(state: dict, params: dict) -> np.ndarray:
 
 # ------------------------------------------------------------------------ lane templates (bound per system)
 
-def rigid_energy(x, n, coef, topology, out):
+def rigid_energy(x, n, coef, topology, work, out):
     """E = ½ Σ_i Ω_i·J_i Ω_i + V(R) (J) per lane; ``system_potential`` is bound at specialisation."""
     system_potential(x, n, coef, topology, out)  # noqa: F821
     lanes = x.shape[1]

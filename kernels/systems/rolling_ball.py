@@ -76,8 +76,9 @@ def _coefficients(params, n):
 
 @lane_function
 def ball_field_work(rows, n, lanes):
-    """The work of the ball's vector field (:func:`ball_accelerations`'s rows)."""
-    return np.empty((FIRST_FREE + FREE_ROWS * n, lanes))
+    """The ball's work: :func:`ball_accelerations`'s rows, then the two contact-force rows of
+    :func:`rolling_admissible`."""
+    return np.empty((FIRST_FREE + FREE_ROWS * n + 2, lanes))
 
 
 @inline_lane_function
@@ -240,7 +241,7 @@ def ball_vector_field(x, n, coef, topology, t, dx, work):
 
 
 @lane_function
-def ball_energy(x, n, coef, topology, out):
+def ball_energy(x, n, coef, topology, work, out):
     """E = ½ Ω·𝕀Ω + ½ Σ_i m_i |Ω × s_i + χ̇_i|² + g Σ_i m_i ⟨Γ, χ_i⟩ (J) per lane (digest_004 §5)."""
     for b in range(x.shape[1]):
         g0, g1, g2 = x[6, b], x[7, b], x[8, b]
@@ -271,9 +272,9 @@ def ball_energy(x, n, coef, topology, out):
 
 
 @lane_function
-def contact_force_lanes(x, n, coef, topology, out):
-    """out[0] = the normal force N = ⟨F, Γ⟩ (N) and out[1] = |F − NΓ| / N per lane."""
-    work = ball_field_work(x.shape[0], n, x.shape[1])
+def contact_force_lanes(x, n, coef, topology, work, out):
+    """out[0] = the normal force N = ⟨F, Γ⟩ (N) and out[1] = |F − NΓ| / N per lane (``work``:
+    :func:`ball_field_work`'s)."""
     ball_accelerations(x, n, coef, topology, work)
     for b in range(x.shape[1]):
         f0, f1, f2 = work[FORCE_ON_BALL, b], work[FORCE_ON_BALL + 1, b], work[FORCE_ON_BALL + 2, b]
@@ -285,10 +286,10 @@ def contact_force_lanes(x, n, coef, topology, out):
 
 
 @lane_function
-def ball_diagnostics(x, n, coef, topology, out):
+def ball_diagnostics(x, n, coef, topology, work, out):
     """orthogonality_error, normal_force, friction_ratio per lane."""
-    orthogonality_lanes(x, 1, coef, topology, out)
-    contact_force_lanes(x, n, coef, topology, out[1:])
+    orthogonality_lanes(x, 1, coef, topology, work, out)
+    contact_force_lanes(x, n, coef, topology, work, out[1:])
 
 
 @lane_function
@@ -303,10 +304,10 @@ def contact_status(forces, coef, friction_row, code):
 
 
 @lane_function
-def rolling_admissible(x, n, coef, topology, code):
-    """The ball's LIFT_OFF and SLIP (:func:`contact_status`)."""
-    forces = np.empty((2, x.shape[1]))
-    contact_force_lanes(x, n, coef, topology, forces)
+def rolling_admissible(x, n, coef, topology, work, code):
+    """The ball's LIFT_OFF and SLIP (:func:`contact_status`), the forces in ``work``'s last two rows."""
+    forces = work[work.shape[0] - 2:]
+    contact_force_lanes(x, n, coef, topology, work, forces)
     contact_status(forces, coef, FRICTION, code)
 
 

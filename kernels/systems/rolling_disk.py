@@ -89,7 +89,7 @@ def disk_vector_field(x, n, coef, topology, t, dx, work):
 
 
 @lane_function
-def disk_energy(x, n, coef, topology, out):
+def disk_energy(x, n, coef, topology, work, out):
     """E = ½ I₂₂ θ̇² + ½ Σ_i m_i |θ̇ E₂ × s_i + χ̇_i|² + g Σ_i m_i ⟨Γ, χ_i⟩ (J)."""
     for b in range(x.shape[1]):
         theta, rate, t = x[DISK_ANGLE, b], x[DISK_RATE, b], x[DISK_CLOCK, b]
@@ -105,7 +105,7 @@ def disk_energy(x, n, coef, topology, out):
 
 
 @lane_function
-def disk_contact_lanes(x, n, coef, topology, out):
+def disk_contact_lanes(x, n, coef, topology, work, out):
     """out[0] = normal force N = ⟨F, Γ⟩ (N), out[1] = |F − NΓ| / N."""
     for b in range(x.shape[1]):
         _, _, f1, f3 = disk_acceleration(x, coef, topology, b)
@@ -116,10 +116,11 @@ def disk_contact_lanes(x, n, coef, topology, out):
 
 
 @lane_function
-def disk_admissible(x, n, coef, topology, code):
-    """The disk's LIFT_OFF and SLIP (:func:`~kernels.systems.rolling_ball.contact_status`)."""
-    forces = np.empty((2, x.shape[1]))
-    disk_contact_lanes(x, n, coef, topology, forces)
+def disk_admissible(x, n, coef, topology, work, code):
+    """The disk's LIFT_OFF and SLIP (:func:`~kernels.systems.rolling_ball.contact_status`); the contact forces
+    in work's first two rows (its vector field's scratch, one row per state row)."""
+    forces = work[:2]
+    disk_contact_lanes(x, n, coef, topology, work, forces)
     contact_status(forces, coef, FRICTION, code)
 
 
