@@ -116,14 +116,16 @@ def test_four_bar_stays_closed_over_1e5_steps_and_follows_the_closed_form_positi
 
 def test_loops_are_refused_where_they_cannot_be_kept():
     """A closure naming a body the tree lacks, or directions that are zero or dependent, or on a tree with a
-    spherical joint, is refused naming the field; the canonical midpoint is refused for the four-bar."""
+    spherical joint, or closures with more directions than the tree has joints (its three default ones on two),
+    are refused naming the field; the canonical midpoint is refused for the four-bar."""
     joints = [{"type": "revolute"}, {"type": "revolute", "parent": 0}]
     for closures, kinds, field in (([{"body": 5, "to": -1}], None, "closures[0].body"),
                                    ([{"body": 1, "to": -1, "directions": [[0, 0, 0]]}], None, "closures[0].directions"),
                                    ([{"body": 1, "to": -1, "directions": [[1, 0, 0], [2, 0, 0]]}], None,
                                     "closures[0].directions"),
                                    ([{"body": 1, "to": 1}], None, "closures[0].to"),
-                                   ([{"body": 1, "to": -1}], "spherical", "closures")):
+                                   ([{"body": 1, "to": -1}], "spherical", "closures"),
+                                   ([{"body": 1, "to": -1}], None, "closures")):
         tree = [dict(joint, type=kinds or joint["type"]) for joint in joints]
         with pytest.raises(InvalidInput) as error:
             get_system("multibody", joints=tree, closures=closures)

@@ -465,8 +465,8 @@ DEFINITION = MultibodyDefinition(
                   "measured_from, name} per joint, parents first", default=None, check="structural", parse=_joints),
         Parameter("closures", SCALAR, "1", "model 'tree': loop closures, one table {body, point (body frame, m), "
                   "to (a body, or -1 the ground), to_point (its frame, m), directions (base frame; default x, y, z)} "
-                  "each: the two points coincide along the directions", default=None, check="structural",
-                  parse=_closures),
+                  "each: the two points coincide along the directions (in all at most one per joint)", default=None,
+                  check="structural", parse=_closures),
         _every_joint("axis", PER_JOINT_VECTOR3, "1", "revolute or prismatic joint axis in the parent's frame "
                      "(normalised)", (0.0, 0.0, 1.0)),
         _every_joint("origin", PER_JOINT_VECTOR3, "m", "joint point in the parent's frame at q = 0", (0.0, 0.0, 0.0)),
