@@ -11,8 +11,8 @@ Cases (issue 50's):
   an H100-class GPU and ≥ 20× the same machine's 16 cores.
 - ``lgvi_top``: the chaotic heavy top on SO(3). Target ≥ 5×10⁹.
 - ``rk4_cart``: rk4 on sympy's cart with 5 unit links and masses (``multibody``, the articulated-body algorithm),
-  released at rest from q = (0, 1.0, 1.2, 1.4, 1.6, 1.8). Target ≥ 10⁹. Its work is some 24 kB per member (the
-  method's and the system's, Kane's and the closures' scratch included): 10⁶ members take 24 GB of the GPU's
+  released at rest from q = (0, 1.0, 1.2, 1.4, 1.6, 1.8). Target ≥ 10⁹. Its work is some 27 kB per member (the
+  method's and the system's, Kane's and the closures' scratch included): 10⁶ members take 27 GB of the GPU's
   memory, and their moves to and from it count in the transfer share.
 - ``rk45_chain``: rk45 on Example 1 (default tolerances), in accepted member-steps/s: the rates of ``--steps``
   units of time scaled by the CPU run's mean accepted steps per member. Target ≥ 10⁹.

@@ -62,8 +62,9 @@ THREADS_PER_BLOCK = 128
 #: the compute capability PTX is compiled for when no device says its own (the suite's check): 8.0, the A100;
 #: PTX for 8.0 runs on every later GPU (H100 9.0, H200), which compiles it for itself when it loads it
 DEFAULT_COMPUTE_CAPABILITY = (8, 0)
-#: the methods the GPU steps (the first tranche), each with the spaces it runs there
+#: the spaces rk4 and rk45 step on the GPU: every one
 EVERY_SPACE = ("sphere_product", "rotation", "rigid_motion", "generalised", "rolling", "rolling_disk")
+#: the methods the GPU steps (the first tranche), each with the spaces it runs there
 GPU_METHODS = {"vi": ("sphere_product",), "lgvi": ("rotation",), "rk4": EVERY_SPACE, "rk45": EVERY_SPACE}
 #: NumPy functions the stages call on scalars, and the math function numba-cuda lowers each to (see
 #: :func:`_register_numpy_math`)
