@@ -38,6 +38,10 @@ KERNEL_FLAGS = {"error_model": "numpy", "nogil": True}
 #: 20–24 s to compile as a function, 31–35 s inlined).  At -O2 and above every template stays a function, as
 #: the benchmarks measured them.
 TEMPLATE_FLAGS = {**KERNEL_FLAGS, "inline": "always" if config.OPT < 2 else "never"}
+#: the stages inlined into their drivers at every level: rk45's attempt, the adaptive drivers' inner loop, which
+#: as a function of its own at -O3 ran slower than written out in the driver (issue 50's A/B: Example 1 1.1–1.8
+#: against 1.8–2.0×10⁶ member-steps/s)
+ALWAYS_INLINED = frozenset({"dopri_attempt", "flat_dopri_attempt"})
 
 
 def _source_hash() -> str:
@@ -129,5 +133,6 @@ def specialised_stages(method: str, system: str, inertia_kind: str, shadows: boo
     called_twice = global_names(stage for _, stage in shadow_stages + section_stages)
     for name, template in templates:
         flags = KERNEL_FLAGS if name in called_twice else TEMPLATE_FLAGS
+        flags = {**KERNEL_FLAGS, "inline": "always"} if name in ALWAYS_INLINED else flags
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     return recipe, bindings, tag

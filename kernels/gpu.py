@@ -51,10 +51,9 @@ from .flat_driver import check_flat_lanes, drive_flat_fixed, flat_shadow_factor,
 from .integrators.flat_rk import copy_rows, drive_flat_adaptive, flat_dense_into, flat_error_norm
 from .integrators.runge_kutta import (ATOL, MAX_STEPS, RTOL, dopri_dense_into, dopri_error_norm, dopri_gave_up,
                                       dopri_next_step, drive_adaptive)
-from .lanes import bind_template, copy_block
+from .lanes import bind_template, copy_block, lane_function
 from .lyapunov import (record_indicators, record_sphere_indicators, tile_lanes_2d, tile_lanes_3d,
                        write_final_shadows)
-from .status import STEP_SIZE_UNDERFLOW
 
 #: threads per block of the GPU kernels: members are independent, so any multiple of the warp (32) works; 128
 #: leaves the scheduler room to hide memory latency with several blocks per multiprocessor
@@ -172,23 +171,29 @@ def member_views_source(workspace: tuple, members: int) -> str:
     its lanes last, a whole number of lanes per member, or be a :class:`PerMember` (a scratch shared by the lanes
     of a block and not made per member, which the threads would share, is refused: AssertionError naming its
     shape)."""
-    for array in _arrays(workspace):
+    arrays = []
+    _each_array(workspace, arrays.append)
+    for array in arrays:
         assert array.ndim and array.shape[-1] % members == 0, f"GPU workspace array {array.shape} has no lanes last"
     return f"def member_views(workspace, m, lanes):\n    return {_view_expression(workspace, 'workspace')}\n"
 
 
-def _arrays(item):
-    """The arrays of a workspace (tuples of arrays and :class:`PerMember`, nested)."""
+def _each_array(item, function):
+    """``item`` (a value, or arrays and :class:`PerMember` in tuples, nested) with ``function`` applied to each
+    array (a PerMember's own: what the kernel gets); other values as they are."""
     if isinstance(item, tuple):
-        return [array for part in item for array in _arrays(part)]
-    return [item.array if isinstance(item, PerMember) else item]
+        return tuple(_each_array(part, function) for part in item)
+    if isinstance(item, PerMember):
+        item = item.array
+    return function(item) if isinstance(item, np.ndarray) else item
 
 
-def _plain(item):
-    """A workspace with each :class:`PerMember` replaced by its array: what the kernel gets."""
-    if isinstance(item, tuple):
-        return tuple(_plain(part) for part in item)
-    return item.array if isinstance(item, PerMember) else item
+@lane_function
+def sphere_member_views(q_blocks, omega_blocks, mass_diag, mass_full, coef, m, members):
+    """Member m's views (q, ω, diagonal and full M, coefficients) of an (S²)ⁿ kernel's one block of every member."""
+    mine = slice(m, None, members)
+    return (q_blocks[0][:, :, mine], omega_blocks[0][:, :, mine], mass_diag[0][:, mine], mass_full[0][:, :, mine],
+            coef[0][:, mine])
 
 
 def gpu_workspace(bindings: dict, blocks: dict, members: int) -> tuple:
@@ -223,8 +228,7 @@ def march_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_fu
     if m >= members:
         return
     mine = slice(m, None, members)
-    q, omega = q_blocks[0][:, :, mine], omega_blocks[0][:, :, mine]
-    md, mf, c = mass_diag[0][:, mine], mass_full[0][:, :, mine], coef[0][:, mine]
+    q, omega, md, mf, c = sphere_member_views(q_blocks, omega_blocks, mass_diag, mass_full, coef, m, members)
     shadow_q, shadow_omega = shadow_q_blocks[0][:, :, mine], shadow_omega_blocks[0][:, :, mine]
     log_growth, reference = log_growth_blocks[0][mine], reference_blocks[0][mine]
     indicators = indicator_blocks[0][:, mine]
@@ -367,9 +371,7 @@ def march_adaptive_members_template(workspace, q_blocks, omega_blocks, mass_diag
     m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
     if m >= members:
         return
-    mine = slice(m, None, members)
-    q, omega = q_blocks[0][:, :, mine], omega_blocks[0][:, :, mine]
-    md, mf, c = mass_diag[0][:, mine], mass_full[0][:, :, mine], coef[0][:, mine]
+    q, omega, md, mf, c = sphere_member_views(q_blocks, omega_blocks, mass_diag, mass_full, coef, m, members)
     stages, states, eq_work, scratch, bookkeeping = member_views(workspace, m, members)  # noqa: F821
     kq, kw = stages
     yq, yw, q_new, omega_new, yomega, velocity = states
@@ -423,9 +425,7 @@ def march_adaptive_members_template(workspace, q_blocks, omega_blocks, mass_diag
                 copy_block(kw[6], kw[0])
             accepted[0] += 1
         h = dopri_next_step(h, h_step, error, last)
-        if dopri_gave_up(h, t_end, attempts, max_steps):
-            lane_status[0] = STEP_SIZE_UNDERFLOW
-            lane_failed[0] = int(t / dt) + 1
+        if dopri_gave_up(h, t, t_end, dt, attempts, max_steps, lane_status, lane_failed):
             break
     write_final_state(q, omega, min_separation[m:m + 1], m, members, lane_status, lane_failed, accepted, status,
                       failed_step, iterations, q_end, omega_end, min_separation)
@@ -515,9 +515,7 @@ def march_flat_adaptive_members_template(workspace, x_blocks, coef, shadow_block
             t = t_new
             accepted[0] += 1
         h = dopri_next_step(h, h_step, error, last)
-        if dopri_gave_up(h, t_end, attempts, max_steps):
-            lane_status[0] = STEP_SIZE_UNDERFLOW
-            lane_failed[0] = int(t / dt) + 1
+        if dopri_gave_up(h, t, t_end, dt, attempts, max_steps, lane_status, lane_failed):
             break
     if code[0] != 0:
         lane_status[0] = code[0]
@@ -583,7 +581,7 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, block
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
     workspace = TEMPLATES[recipe.driver][1](bindings, blocks, members, **workspace_options)
     function = gpu_kernel(method, system, inertia_kind, shadows, member_views_source(workspace, members), fma)
-    arguments = (_plain(workspace), *blocks.values(), *shared, members, keep_state, *outputs)
+    arguments = (_each_array(workspace, lambda array: array), *blocks.values(), *shared, members, keep_state, *outputs)
     if _ptx_only.compiled is not None:  # ptx_of: compile for a device this machine lacks, step nothing
         with nvvm_options(fma):
             _ptx_only.compiled.append(_compile_ptx(function, arguments))
@@ -591,7 +589,7 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, block
     cuda = cuda_module()
     kernel = _launchable(function)
     started = time.perf_counter()
-    on_device = [_to_device(cuda, argument) for argument in arguments]
+    on_device = [_each_array(argument, cuda.to_device) for argument in arguments]
     launched = time.perf_counter()
     with nvvm_options(fma):  # the first launch compiles
         kernel[-(-members // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*on_device)
@@ -601,13 +599,6 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, block
         copy.copy_to_host(array)
     last_run_seconds.update(to_device=launched - started, kernel=stepped - launched,
                             to_host=time.perf_counter() - stepped)
-
-
-def _to_device(cuda, item):
-    """Arrays, in tuples (nested), on the device; other values as they are."""
-    if isinstance(item, tuple):
-        return tuple(_to_device(cuda, part) for part in item)
-    return cuda.to_device(item) if isinstance(item, np.ndarray) else item
 
 
 @functools.cache

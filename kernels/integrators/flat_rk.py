@@ -17,7 +17,7 @@ import numpy as np
 from ..flat_driver import write_flat_final
 from ..lanes import lane_function
 from ..sections import any_crossing
-from ..status import OK, STEP_SIZE_UNDERFLOW
+from ..status import OK
 from .runge_kutta import (ATOL, DOPRI_A, DOPRI_B, DOPRI_E, MAX_STEPS, RTOL, dense_weight, dopri_gave_up,
                           dopri_next_step)
 
@@ -106,8 +106,8 @@ def flat_dense_into(x, k, h, theta, out):
 def flat_dopri_attempt_template(t, h_step, x, n, coef, topology, k, y, x_new, field_work):
     """One Dormand–Prince 5(4) attempt of step h_step (s) from the rows x at time t (s), k_0 given in k[0]: the
     stages k_1 … k_6 and the fifth-order solution x_new, the stage states passing through y (see
-    :func:`kernels.integrators.runge_kutta.dopri_attempt_template`).  The GPU's template calls it;
-    drive_flat_adaptive writes the same loop out."""
+    :func:`kernels.integrators.runge_kutta.dopri_attempt_template`).  Called by drive_flat_adaptive and the GPU's
+    template, inlined into both."""
     for s in range(1, 7):
         copy_rows(x, y)
         node = 0.0  # c_s = Σ_r a_sr, the stage's time within the step
@@ -194,19 +194,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
             attempts += 1
             last = h >= t_end - t
             h_step = t_end - t if last else h
-            # flat_dopri_attempt's stages written out here, as in drive_adaptive (a call not inlined at -O3)
-            for s in range(1, 7):
-                copy_rows(u, y)
-                node = 0.0  # c_s = Σ_r a_sr, the stage's time within the step
-                for r in range(s):
-                    a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
-                    node += a
-                    if a != 0.0:
-                        add_scaled_rows(y, k[r], h_step * a)
-                if s == 6:
-                    copy_rows(y, x_new)
-                    node = 1.0
-                vector_field(y, n, c, topology, t_start + t + node * h_step, k[s], field_work)  # noqa: F821
+            flat_dopri_attempt(t_start + t, h_step, u, n, c, topology, k, y, x_new, field_work)  # noqa: F821
             error = flat_error_norm(u, x_new, k, h_step, rtol, atol)
             if error <= 1.0:
                 moved[0] = 0.0
@@ -258,9 +246,7 @@ def drive_flat_adaptive(x_blocks, coef, shadow_blocks, log_growth_blocks, refere
                 t = t_new
                 accepted[0] += 1
             h = dopri_next_step(h, h_step, error, last)
-            if dopri_gave_up(h, t_end, attempts, max_steps):
-                lane_status[0] = STEP_SIZE_UNDERFLOW
-                lane_failed[0] = int(t / dt) + 1
+            if dopri_gave_up(h, t, t_end, dt, attempts, max_steps, lane_status, lane_failed):
                 break
         if code[0] != 0:
             lane_status[0] = code[0]

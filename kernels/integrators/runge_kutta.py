@@ -250,8 +250,8 @@ def dopri_attempt_template(t, h_step, q, v, mass_diag, mass_full, coef, topology
                            eq_work):
     """One Dormand–Prince 5(4) attempt of step h_step (s) from (q, v) at time t (s), k_0 given in kq[0], kw[0]: the
     stages k_1 … k_6 (k_6 at the new point, the next step's k_0 when it is accepted) and the fifth-order solution
-    (q_new, v_new); the stage states pass through (yq, yw).  The GPU's rk45 template calls it; drive_adaptive writes
-    the same loop out (see there)."""
+    (q_new, v_new); the stage states pass through (yq, yw).  Called by drive_adaptive and the GPU's rk45 template,
+    inlined into both (:data:`kernels.compile.ALWAYS_INLINED`)."""
     for s in range(1, 7):
         copy_block(q, yq)
         copy_block(v, yw)
@@ -293,10 +293,14 @@ def simpson_power_template(t_start, t, t_end, q, v, kq, kw, h, mass_full, coef, 
 
 
 @lane_function
-def dopri_gave_up(h, t_end, attempts, max_steps):
-    """A member fails (STEP_SIZE_UNDERFLOW) once its step is below round-off of t_end or it has made
-    ``max_steps`` attempts."""
-    return h < 16.0 * ROUNDOFF * t_end or attempts >= max_steps
+def dopri_gave_up(h, t, t_end, dt, attempts, max_steps, lane_status, lane_failed):
+    """Whether a member fails at time t (s): once its step is below round-off of t_end or it has made ``max_steps``
+    attempts, STEP_SIZE_UNDERFLOW in lane_status[0] and the step of size dt it failed in, in lane_failed[0]."""
+    if h < 16.0 * ROUNDOFF * t_end or attempts >= max_steps:
+        lane_status[0] = STEP_SIZE_UNDERFLOW
+        lane_failed[0] = int(t / dt) + 1
+        return True
+    return False
 
 
 def sphere_dense_values_template(theta, dense, values, lane_state):
@@ -394,24 +398,8 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
             attempts += 1
             last = h >= t_end - t
             h_step = t_end - t if last else h
-            # dopri_attempt's stages written out here: the call is not inlined at -O3 (A/B against ed26bc9 was slower
-            # with it, though within this machine's drift); the GPU's template calls dopri_attempt
-            for s in range(1, 7):
-                copy_block(q, yq)
-                copy_block(v, yw)
-                node = 0.0
-                for r in range(s):
-                    a = DOPRI_A[s, r] if s < 6 else DOPRI_B[r]
-                    node += a
-                    if a != 0.0:
-                        add_scaled(yq, kq[r], h_step * a)
-                        add_scaled(yw, kw[r], h_step * a)
-                if s == 6:
-                    copy_block(yq, q_new)
-                    copy_block(yw, omega_new)
-                    node = 1.0
-                equations_of_motion(t_start + t + node * h_step, yq, yw, md, mf, c, topology, kq[s], kw[s],  # noqa: F821
-                                    eq_work)
+            dopri_attempt(t_start + t, h_step, q, v, md, mf, c, topology, kq, kw, yq, yw, q_new,  # noqa: F821
+                          omega_new, eq_work)
             error = dopri_error_norm(q, v, q_new, omega_new, kq, kw, h_step, rtol, atol)
             if error <= 1.0:
                 t_new = t_end if last else t + h_step
@@ -472,9 +460,7 @@ def drive_adaptive(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_
                     track_separation(q, omega, md, c, topology, lane_status, scratch[:3], closest)  # noqa: F821
                 accepted[0] += 1
             h = dopri_next_step(h, h_step, error, last)
-            if dopri_gave_up(h, t_end, attempts, max_steps):
-                lane_status[0] = STEP_SIZE_UNDERFLOW
-                lane_failed[0] = int(t / dt) + 1
+            if dopri_gave_up(h, t, t_end, dt, attempts, max_steps, lane_status, lane_failed):
                 break
         write_final_state(q, omega, closest, blk, members, lane_status, lane_failed, accepted,
                           status, failed_step, iterations, q_end, omega_end, min_separation)
