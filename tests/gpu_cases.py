@@ -24,7 +24,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: (S²)ⁿ (full M) and on SO(3), a step size per member; on the generalised space rk4 on the 5-link cart (the
 #: articulated-body algorithm, a scratch per thread) with shadows and rk45 on the four-bar linkage (Kane's
 #: equations with a loop closure, projected after every step); rk4 on the rolling ball (its contact forces checked
-#: after every step) and rk45 on the rolling disk
+#: after every step) and rk45 on the rolling disk; and rk45 on both layouts with its members out of attempts
+#: (max_steps = 4: STEP_SIZE_UNDERFLOW)
 CASES = {
     "explicit_vi": ("sphere_nbody", "paper", "vi", {}, 0),
     "implicit_vi": ("spherical_chain", "paper", "vi", {}, 0),
@@ -43,6 +44,8 @@ CASES = {
     "rk45_loop_closure": ("multibody", "four_bar", "rk45", {}, 0),
     "rk4_rolling_ball": ("rolling_ball", "pendulum_drive", "rk4", {}, 0),
     "rk45_rolling_disk": ("rolling_disk", "pendulum", "rk45", {}, 0),
+    "rk45_full_gives_up": ("spherical_chain", "paper", "rk45", {"max_steps": 4}, 0),
+    "rk45_rotation_gives_up": ("heavy_top", "chaotic", "rk45", {"max_steps": 4}, 0),
 }
 MEMBERS, STEPS, SAVE_EVERY, DT = 5, 12, 3, 0.01
 #: the cases also run in two segments of STEPS / 2 steps, the second restarting from the first's end and carry

@@ -9,6 +9,7 @@ from armillary import ensemble
 from conftest import perturbed
 from ensemble_cases import arrays, assert_bitwise_equal, write_spec
 from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels.status import STEP_SIZE_UNDERFLOW
 
 pytestmark = pytest.mark.xdist_group("adaptive")
 
@@ -163,3 +164,18 @@ def test_adaptive_and_min_separation_refusals(tmp_path):
     with pytest.raises(InvalidInput, match="^integrator.adaptive: "):
         ensemble.run(str(tmp_path / "chain.toml"))
     assert not (tmp_path / "chain.zarr").exists()
+
+
+def test_rk45_members_out_of_attempts_stop_with_step_size_underflow_in_the_step_they_reached():
+    """rk45 with max_steps = 4 over 40 steps of 0.01 s, on (S²)ⁿ (Example 1) and on a flat space (the heavy top):
+    each member stops after its fourth attempt with STEP_SIZE_UNDERFLOW, its failing step the one its time had
+    reached (at most 4 accepted steps of at most 10× the last), its last sample NaN; uncapped, every member ends."""
+    for name, preset in (("spherical_chain", "paper"), ("heavy_top", "chaotic")):
+        system = get_system(name, preset)
+        normals = np.random.default_rng(0).normal(size=(3, system.space.normal_count(system.n_bodies)))
+        state = system.space.perturb(system.initial_state(), normals, 1e-3)
+        capped = integrate(system, "rk45", state, 0.01, 40, 10, max_steps=4)
+        assert np.all(capped.status == STEP_SIZE_UNDERFLOW), (name, capped.status)
+        assert np.all((capped.failed_step >= 1) & (capped.failed_step < 40)), (name, capped.failed_step)
+        assert np.all(capped.solver_iterations <= 4) and np.all(np.isnan(capped.energy[:, -1]))
+        assert np.all(integrate(system, "rk45", state, 0.01, 40, 10).status == 0)
