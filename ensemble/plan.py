@@ -12,7 +12,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from armillary.kernels import (InvalidInput, carried_names, check_device, check_stochastic, execution_mode, get_system,
-                               resolve_method)
+                               integrate, resolve_method)
 from armillary.kernels.lyapunov import Shadow, displaced_shadow
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.models.checks import check_states, gradient_error
@@ -374,7 +374,7 @@ class Plan:
         sampler = self.space.samplers.get(spec.initial)
         if sampler is not None:
             return sampler.draw(self.system, self.n_bodies, ids, spec.seed, spec.sampler,
-                                lambda count: member_normals(spec.seed, ids, count))
+                                lambda count: member_normals(spec.seed, ids, count), integrate)
         state = self.system.initial_state()
         if spec.initial == "perturb":
             normals = member_normals(spec.seed, ids, self.space.normal_count(self.n_bodies))

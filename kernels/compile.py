@@ -12,7 +12,6 @@ carries a hash of the kernels' source, so editing any kernel file never replays 
 import dis
 import functools
 import hashlib
-import pathlib
 
 from numba import njit
 from numba.core import config
@@ -26,6 +25,7 @@ from .integrators.formulations import kinetic_energy_configuration_template
 from .lanes import bind_template, kinetic_energy_diagonal, kinetic_energy_full
 from .lyapunov import SHADOW_STAGES
 from .sections import NO_SECTION_VALUES, SECTION_STAGES
+from .source_hash import SOURCE_HASH
 from .systems import system_definition
 
 KERNEL_FLAGS = {"error_model": "numpy", "nogil": True}
@@ -42,16 +42,6 @@ TEMPLATE_FLAGS = {**KERNEL_FLAGS, "inline": "always" if config.OPT < 2 else "nev
 #: as a function of its own at -O3 ran slower than written out in the driver (issue 50's A/B: Example 1 1.1–1.8
 #: against 1.8–2.0×10⁶ member-steps/s)
 ALWAYS_INLINED = frozenset({"dopri_attempt", "flat_dopri_attempt"})
-
-
-def _source_hash() -> str:
-    digest = hashlib.sha256()
-    for path in sorted(pathlib.Path(__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-SOURCE_HASH = _source_hash()
 
 
 def may_track(shadows: bool) -> bool:

@@ -23,11 +23,12 @@ from numba import njit, prange
 
 from . import neighbours as nb
 from .caches import kernel_cache_directory
-from .compile import KERNEL_FLAGS, SOURCE_HASH
+from .compile import KERNEL_FLAGS
 from .systems import system_definition
 from .errors import InvalidInput
 from .integrators import KERNEL_METHODS
 from .lanes import bind_template, body_kinetic_energy, constraint_errors_into
+from .source_hash import SOURCE_HASH
 from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
 
 MODES = ("ensemble", "system")

@@ -434,7 +434,7 @@ def test_section_seed_puts_a_planar_double_pendulum_on_its_energy_surface_crossi
     options = {"section_energy": 12.0, "section_coordinate": 0, "section_value": 0.0, "q_min": -2.0, "q_max": 2.0,
                "grid_q": 6, "grid_u": 5}
     sampler.check(options)
-    state = sampler.draw(system, 2, np.arange(30), 0, options, None)
+    state = sampler.draw(system, 2, np.arange(30), 0, options, None, integrate)
     theta1, theta2 = state["q"][:, 0], state["q"][:, 0] + state["q"][:, 1]
     rate1, rate2 = state["u"][:, 0], state["u"][:, 0] + state["u"][:, 1]
     kinetic = 0.5 * (rate1 ** 2 + (rate1 ** 2 + rate2 ** 2 + 2 * rate1 * rate2 * np.cos(theta2 - theta1)))
@@ -445,9 +445,9 @@ def test_section_seed_puts_a_planar_double_pendulum_on_its_energy_surface_crossi
     coordinates = sampler.coordinates(np.arange(30), options)
     assert np.allclose(coordinates["section_u1_fraction"][0][:5], [-0.8, -0.4, 0.0, 0.4, 0.8])
     with pytest.raises(InvalidInput, match="ensemble.section_energy: -30.0 J is below the potential"):
-        sampler.draw(system, 2, np.arange(30), 0, {**options, "section_energy": -30.0}, None)
+        sampler.draw(system, 2, np.arange(30), 0, {**options, "section_energy": -30.0}, None, integrate)
     with pytest.raises(InvalidInput, match='ensemble.initial: "section" seeds systems with two coordinates'):
-        sampler.draw(system, 3, np.arange(2), 0, options, None)
+        sampler.draw(system, 3, np.arange(2), 0, options, None, integrate)
     with pytest.raises(InvalidInput, match="ensemble.section_coordinate: must be 0 or 1"):
         sampler.check({**options, "section_coordinate": 2})
     from armillary.ensemble.plan import Plan

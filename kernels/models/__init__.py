@@ -27,16 +27,14 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from ..caches import model_cache_directory, read_file, signature, signed_by_this_cache, write_file
-from ..compile import SOURCE_HASH
 from ..errors import InvalidInput
+from ..source_hash import SOURCE_HASH
 from ..systems import MODELS
 from ..systems.base import LIST, SCALAR, TABLE, Parameter, Preset
+from .spec_key import FIELD
 
 if TYPE_CHECKING:
     from .loader import ModelFile
-
-#: the spec key a model file's errors name
-FIELD = "system.model"
 
 
 def builder(space: str):

@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 
 from ..errors import InvalidInput
-from . import FIELD
+from .spec_key import FIELD
 from .symbolic import Matrix, Vector
 
 #: the spaces a model may declare, and the functions each needs (beyond ``potential``) and may add

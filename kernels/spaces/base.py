@@ -41,9 +41,11 @@ class Sampler:
     ``options``: its own ``[ensemble]`` keys, key → (default, kind, doc) with kind "int" or "float"
     (≥ 0), "number" (any finite number) or a tuple of allowed strings (default None: required); every sampler also receives the
     generic ``omega_scale`` (std of the velocity variables, rad/s).
-    ``draw(system, n, member_ids, seed, options, normals)`` → state dict with a leading member axis,
+    ``draw(system, n, member_ids, seed, options, normals, integrate)`` → state dict with a leading member axis,
     where ``normals(count)`` gives (members, count) standard normals from each member's own seed (a
-    sampler with other random needs derives them from (seed, member id) itself);
+    sampler with other random needs derives them from (seed, member id) itself) and ``integrate`` is
+    :func:`kernels.integrate`, for a sampler that asks the system's own kernels (the generalised space's section
+    seeder: its energies), which a space, below every kernel, cannot import;
     ``bodies(options)`` fixes the body count when the sampler does (else None);
     ``check(options)`` raises InvalidInput for inconsistent options;
     ``coordinates(member_ids, options)`` → {name: (values (members,), unit, long_name)}: what the sampler

@@ -160,14 +160,13 @@ def _section_coordinates(member_ids, options) -> dict:
                                                       "q and energy (the seed's grid)")}
 
 
-def _energies(system, q: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """E (J) of each state (q, u) (members, 2), by the system's own energy (a kernel's sample 0)."""
-    from ..integration import integrate  # the kernels build on the spaces, not the other way round
-
+def _energies(system, q: np.ndarray, u: np.ndarray, integrate) -> np.ndarray:
+    """E (J) of each state (q, u) (members, 2), by the system's own energy (a kernel's sample 0 of
+    :func:`kernels.integrate`, the caller's: the kernels build on the spaces, not the other way round)."""
     return integrate(system, "rk4", {"q": q, "u": u}, 1e-6, 1, outputs=(), threads=1).energy[:, 0]
 
 
-def _on_section(system, n, member_ids, seed, options, normals) -> dict:
+def _on_section(system, n, member_ids, seed, options, normals, integrate) -> dict:
     """Members on the surface of section q_i = section_value at the energy E, crossing it upwards, over a grid
     of the other coordinate q_j and its rate u_j (a system with two coordinates, so that the section at fixed
     energy is two-dimensional).  T = ½ uᵀ M(q) u is quadratic in u: E at u = (0, 0), (1, 0), (0, 1) and (1, 1)
@@ -188,7 +187,7 @@ def _on_section(system, n, member_ids, seed, options, normals) -> dict:
     unit = np.zeros((4, members, 2))
     unit[1, :, i] = unit[3, :, i] = 1.0
     unit[2, :, j] = unit[3, :, j] = 1.0
-    energies = _energies(system, np.tile(q, (4, 1)), unit.reshape(4 * members, 2)).reshape(4, members)
+    energies = _energies(system, np.tile(q, (4, 1)), unit.reshape(4 * members, 2), integrate).reshape(4, members)
     potential = energies[0]
     m_ii, m_jj = 2.0 * (energies[1] - potential), 2.0 * (energies[2] - potential)
     m_ij = energies[3] - energies[1] - energies[2] + potential

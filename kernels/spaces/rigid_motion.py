@@ -38,7 +38,7 @@ def velocity_sets(R: np.ndarray, b: np.ndarray, R_dot: np.ndarray, b_dot: np.nda
             "omega_hat": omega_hat, "xi_hat": b_dot + np.cross(b, omega_hat), "b_dot": b_dot}
 
 
-def _uniform(system, n, member_ids, seed, options, normals):
+def _uniform(system, n, member_ids, seed, options, normals, integrate):
     """Haar-random attitudes, O at the origin, Gaussian Ω and V of std ``omega_scale`` (rad/s, m/s)."""
     draws = normals(10 * n).reshape(-1, n, 10)
     scale = options["omega_scale"]
@@ -65,7 +65,7 @@ def _heading_grid(member_ids, options):
     return 0.5 * np.pi * _fraction(point // elevations, azimuths), 0.5 * np.pi * _fraction(point % elevations, elevations)
 
 
-def _headings(system, n, member_ids, seed, options, normals):
+def _headings(system, n, member_ids, seed, options, normals, integrate):
     """Each body at rest in attitude 1 at the origin, translating at ``speed`` along the body direction
     (cos e cos a, cos e sin a, sin e) of the member's grid point, Ω Gaussian of std ``omega_scale``."""
     azimuth, elevation = _heading_grid(member_ids, options)
@@ -95,7 +95,7 @@ def _tilt_grid(member_ids, options):
     return options["max_tilt"] * _fraction(np.asarray(member_ids) % count, count)
 
 
-def _tilted(system, n, member_ids, seed, options, normals):
+def _tilted(system, n, member_ids, seed, options, normals, integrate):
     """The system's preset state with every body's attitude turned by the member's tilt about the body axis
     ``axis`` (R exp(α ê)), Ω Gaussian of std ``omega_scale`` added."""
     state = system.initial_state()

@@ -68,7 +68,7 @@ def rotations_from_quaternions(quaternions) -> np.ndarray:
     ], -2)
 
 
-def _uniform(system, n, member_ids, seed, options, normals):
+def _uniform(system, n, member_ids, seed, options, normals, integrate):
     """Haar-random attitudes (normalised Gaussian quaternions) and Gaussian Ω of std ``omega_scale``."""
     draws = normals(7 * n).reshape(-1, n, 7)
     return {"R": rotations_from_quaternions(draws[..., :4]), "Omega": options["omega_scale"] * draws[..., 4:]}

@@ -47,7 +47,7 @@ def _perturb(q, omega, normals, moved, moved_omega):
             moved_omega[m, i, 2] = wz - along * pz
 
 
-def _uniform(system, n, member_ids, seed, options, normals):
+def _uniform(system, n, member_ids, seed, options, normals, integrate):
     """Each q_i uniform on S² (a normalised 3-D Gaussian), ω_i a tangent Gaussian of std ``omega_scale``."""
     draws = normals(6 * n).reshape(-1, 2, n, 3)
     q = draws[:, 0] / np.linalg.norm(draws[:, 0], axis=-1, keepdims=True)
@@ -67,7 +67,7 @@ def _placed_particles(placement: str, count: int, min_separation: float, seed: i
     return q
 
 
-def _particles(system, n, member_ids, seed, options, normals):
+def _particles(system, n, member_ids, seed, options, normals, integrate):
     """The placement (shared by all members) and each member's thermal velocities at ``temperature``,
     drawn from (seed, member id)."""
     q = _placed_particles(options["placement"], options["particles"], options["min_separation"], seed)
