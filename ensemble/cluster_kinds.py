@@ -19,9 +19,11 @@ from .spec_keys import SpecKey
 
 
 def _local_cluster(section) -> dict:
-    return {"kind": "local",
-            "workers": section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False),
-            "dashboard": dashboard_address(section)}
+    cluster = {"kind": "local",
+               "workers": section.positive("workers", "int", len(os.sched_getaffinity(0)), minimum=1, strict=False),
+               "dashboard": dashboard_address(section)}
+    gpus = section.positive("gpus", "int", minimum=1, strict=False)
+    return cluster if gpus is None else cluster | {"gpus": gpus}
 
 
 def dashboard_address(section) -> str:

@@ -16,6 +16,7 @@ import numba
 from distributed import Client, LocalCluster, WorkerPlugin
 
 from .cluster_kinds import CLUSTER_FACTORIES
+from .devices import GpuPinning, cuda_started_here
 from .errors import RunFailed
 
 
@@ -54,7 +55,10 @@ def worker_start_method() -> str:
     system-parallel kernel ran here): a forked GNU OpenMP runtime aborts the child, and a child forked after any
     layer launched its threads keeps their count, which the worker's own NUMBA_NUM_THREADS then contradicts
     ("Cannot set NUMBA_NUM_THREADS to a different value once the threads have been launched": the docs' gallery
-    ran a system-parallel anneal, then a run of 2 workers of 1 thread each in the same process)."""
+    ran a system-parallel anneal, then a run of 2 workers of 1 thread each in the same process); spawned too once this
+    process has started the CUDA driver, which a forked child cannot use."""
+    if cuda_started_here():
+        return "spawn"
     try:
         numba.threading_layer()
     except ValueError:  # not launched in this process
@@ -134,15 +138,18 @@ LOOPBACK = "127.0.0.1"
 
 
 @contextmanager
-def dask_client(cluster: dict, threads: int = 1, shared_directory: str | None = None):
+def dask_client(cluster: dict, threads: int = 1, shared_directory: str | None = None, gpus: list[str] | None = None):
     """A client for the spec's ``[cluster]``: an embedded LocalCluster (worker processes with one
     task thread each, whose kernels use ``threads`` threads) on this machine's loopback, with TLS
     credentials made for the run and its dashboard on ``cluster["dashboard"]``; a running scheduler,
     over TLS with the user's credentials; or a client from a registered factory (``jobs`` registers
     SLURM worker jobs through dask-jobqueue) and is given ``shared_directory``, a directory of the user's
-    that the workers' nodes see (where the store is), for what the workers must read."""
+    that the workers' nodes see (where the store is), for what the workers must read, and whether the run is on
+    GPUs.  ``gpus``: for a run on CUDA GPUs, the devices (:func:`.devices.cuda_devices`; an empty list where the
+    workers are elsewhere and find their own), a local cluster starting one worker per device, each pinned to its
+    own (:class:`.devices.GpuPinning`); None for the CPU."""
     if cluster["kind"] in CLUSTER_FACTORIES:
-        with CLUSTER_FACTORIES[cluster["kind"]](cluster, shared_directory) as client:
+        with CLUSTER_FACTORIES[cluster["kind"]](cluster, shared_directory, gpus is not None) as client:
             yield client
         return
     try:
@@ -153,12 +160,14 @@ def dask_client(cluster: dict, threads: int = 1, shared_directory: str | None = 
             # Task errors are reported once by execute(); the workers' own log lines would repeat them.
             start_method = {"distributed.worker.multiprocessing-method": worker_start_method()}
             with dask.config.set(LOCAL_CLUSTER_CONFIG | start_method):
-                local = LocalCluster(n_workers=cluster["workers"], threads_per_worker=1, processes=True,
-                                     host=LOOPBACK, protocol="tls://", security=run_security(),
+                local = LocalCluster(n_workers=len(gpus) if gpus else cluster["workers"], threads_per_worker=1,
+                                     processes=True, host=LOOPBACK, protocol="tls://", security=run_security(),
                                      dashboard_address=f"{cluster.get('dashboard', LOOPBACK)}:0",
                                      silence_logs=logging.CRITICAL, env=worker_environment(threads))
             client = Client(local)
             client.register_plugin(LocalWorkerSignals())
+            if gpus:
+                client.register_plugin(GpuPinning(gpus, len(gpus)))
     except (OSError, RuntimeError, TimeoutError, ValueError) as error:
         where = cluster.get("scheduler", "a local cluster")
         raise RunFailed(f"could not start or reach the Dask cluster ({where}): {error}") from None

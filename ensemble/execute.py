@@ -12,6 +12,8 @@ import uuid
 import numpy as np
 from distributed import as_completed
 
+from armillary.kernels import InvalidInput, device_missing
+
 from .accessor import open_store
 from .analysis import statistic_intervals
 from .clusters import dask_client
@@ -96,10 +98,11 @@ def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
     return True
 
 
-def execute(plan: Plan, stream) -> None:
+def execute(plan: Plan, stream, gpus: list[str] | None = None) -> None:
     """Run every pending (chunk, segment) of ``plan`` on the spec's cluster (timings land in the
     store's completion records); with ``[ensemble] until``, batch by batch until the rule holds (see
-    :func:`until_batches`).  Raises RunFailed if a task fails (its error message included)."""
+    :func:`until_batches`).  ``gpus``: for device 'cuda', the local workers' devices, or [] where the workers are
+    elsewhere (:func:`.runs.require_device`).  Raises RunFailed if a task fails (its error message included)."""
     store = RunStore(plan.spec.store)
     done = store.done_grid()
     segments = plan.segments
@@ -115,12 +118,18 @@ def execute(plan: Plan, stream) -> None:
               file=stream)
     if pending == 0:
         return
-    if plan.spec.cluster["kind"] == "local" and plan.mode == "ensemble":
-        load_kernel(plan, stream)
+    if gpus:
+        print(f"armillary: {len(gpus)} local workers, one per CUDA device ({', '.join(gpus)})", file=stream)
+    elif gpus is None and plan.spec.cluster["kind"] == "local" and plan.mode == "ensemble":
+        load_kernel(plan, stream)  # (not on a GPU: this process forks the workers and must not start CUDA)
     run_id = uuid.uuid4().hex[:8]
     shared = os.path.dirname(plan.spec.store) if is_local(plan.spec.store) else os.path.expanduser("~")
-    with dask_client(plan.spec.cluster, kernel_threads(plan), shared) as client:
+    with dask_client(plan.spec.cluster, kernel_threads(plan), shared, gpus) as client:
         print(f"armillary: dashboard {client.dashboard_link}", file=stream, flush=True)
+        if gpus == []:  # the workers are elsewhere: one of them checks its device before any task runs
+            missing = client.submit(device_missing, "cuda", pure=False).result()
+            if missing is not None:
+                raise InvalidInput("execution.device", f"on the cluster's workers: {missing}")
         if until is None:
             _run_chunks(client, plan, range(len(plan.chunks)), done, run_id, Progress(int(work.sum()),
                                                                                           int(work[done].sum()), stream))

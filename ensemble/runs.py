@@ -58,14 +58,24 @@ def prepare(spec: Spec, overwrite: bool = False) -> tuple[Plan, bool]:
     return plan, identity is None or overwrite
 
 
-def require_device(spec: Spec) -> None:
+def require_device(spec: Spec, forks: bool = True) -> list[str] | None:
     """Refuse, before anything is written, a run whose ``[execution] device`` this machine lacks (a spec is checked
-    and submitted anywhere; it runs where its device is)."""
+    and submitted anywhere; it runs where its device is).  Returns, for device 'cuda', the devices its local workers
+    take (:func:`.devices.cuda_devices`, asked of a child process: this one, which ``forks`` workers, must not start
+    the CUDA driver), or [] where the workers are elsewhere (a scheduler's, SLURM's: one of them checks its own);
+    None for the CPU.  Without ``forks`` (a SLURM array task, which steps its chunks itself) the check runs here."""
+    if spec.device != "cuda":
+        return None
+    if forks:
+        from .devices import cuda_devices  # here: it imports Dask
+
+        return cuda_devices(spec.cluster.get("gpus")) if spec.cluster["kind"] == "local" else []
     from armillary.kernels import device_missing  # here: importing it loads the kernels' Numba
 
-    missing = device_missing(spec.device or "cpu")
+    missing = device_missing(spec.device)
     if missing is not None:
         raise InvalidInput("execution.device", missing)
+    return []
 
 
 def note_revision_change(plan: Plan, stream) -> None:
@@ -92,7 +102,7 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
                            "load_spec(path, **overrides) or dataclasses.replace")
     spec = spec_or_path if isinstance(spec_or_path, Spec) else load_spec(spec_or_path, **overrides)
     plan, create = prepare(spec, overwrite)
-    require_device(spec)
+    gpus = require_device(spec)
     try:
         with run_lock(spec.store):
             if create:
@@ -100,7 +110,7 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
                 write_template(plan)
             else:
                 note_revision_change(plan, stream)
-            execute(plan, stream)
+            execute(plan, stream, gpus)
     except StoreError as error:
         raise InvalidInput("output.store", str(error)) from None
     return open_store(spec.store)
@@ -128,7 +138,7 @@ def run_array_task(spec: Spec, index: int, size: int, stream=None) -> bool:
                            "`armillary submit` wrote")
     if identity != spec.identity():
         raise InvalidInput("output.store", f"{spec.store!r} holds a run of a different spec")
-    require_device(spec)
+    require_device(spec, forks=False)
     stream = stream or sys.stdout
     note_revision_change(plan, stream)
     return execute_array_task(plan, index, size, stream)

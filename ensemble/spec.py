@@ -150,8 +150,8 @@ class Spec:
     #: ``[execution] device``: "cuda" steps the members on a CUDA GPU; None: the CPU (not written).  Part of the
     #: identity: a GPU's results differ from the CPU's by round-off, so a store is finished where it was begun
     device: str | None = None
-    #: ``[execution] fma``: False compiles the GPU's kernels without fused multiply-adds (the CPU's bits); None: true
-    #: (not written; part of the identity when false)
+    #: ``[execution] fma``: False compiles the GPU's kernels without fused multiply-adds (still not the CPU's bits);
+    #: None: true (not written; part of the identity when false)
     fma: bool | None = None
 
     @property

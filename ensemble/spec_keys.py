@@ -59,8 +59,8 @@ SPEC_KEYS: dict[str, SpecKey] = {
                                 "GPU page, and a machine without a GPU is refused)"),
     "execution.fma": SpecKey("boolean", "true", "", "device cuda: whether NVVM may fuse a·b + c into one multiply-add "
                              "(rounding once where the CPU rounds twice: results agree with the CPU to round-off); false "
-                             "compiles without, so that the bits are the CPU's but for libdevice's transcendental "
-                             "functions"),
+                             "compiles without, each product and sum rounded as on the CPU (the results are still "
+                             "not the CPU's bits: measured on an H200; see the GPU how-to)"),
     "ensemble.members": SpecKey("integer ≥ 1", "required (unless until)", "", "number of members (at most 10⁹; with sweeps a "
                                 "multiple of the number of grid points)"),
     "ensemble.seed": SpecKey("integer ≥ 0", "0", "", "member i's random numbers depend only on (seed, i)"),
@@ -93,7 +93,11 @@ SPEC_KEYS: dict[str, SpecKey] = {
                                 "over time: the space's state variables, energy, its diagnostics, min_separation "
                                 "(systems with encounters), temperature (system-parallel runs)"),
     "cluster.kind": SpecKey("string", "local", "", "local | address | slurm (registered by armillary.jobs)"),
-    "cluster.workers": SpecKey("integer ≥ 1", "every CPU", "processes", "local: worker processes, one thread each"),
+    "cluster.workers": SpecKey("integer ≥ 1", "every CPU", "processes", "local: worker processes, one thread each "
+                               "(device cpu)"),
+    "cluster.gpus": SpecKey("integer ≥ 1", "every visible GPU", "devices", "local, device cuda: how many of the "
+                            "node's GPUs (CUDA_VISIBLE_DEVICES, else all) the run uses, one worker process pinned to "
+                            "each (workers applies to device cpu)"),
     "cluster.scheduler": SpecKey("string", "required with kind = \"address\"", "", "address: a running Dask "
                                  "scheduler started with TLS, tls://host:port (Armillary sends work only over "
                                  "connections that are encrypted and authenticated)"),

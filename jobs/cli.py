@@ -72,11 +72,16 @@ def check(args) -> int:
     print(f"armillary: {args.spec}: valid; {spec.system} / {spec.method}, {spec.members} members × {spec.n_steps} "
           f"steps in {len(plan.chunks)} chunks × {len(plan.segments)} segments ({plan.mode} mode); "
           f"{spec.store} {state}")
-    from armillary.kernels import device_missing  # here: Numba is not for `--help` (tests/test_startup.py)
+    if spec.device == "cuda":  # checked anywhere, run where the device is (a login node submits to GPU nodes)
+        from armillary.ensemble.devices import chosen_devices, probe_cuda  # here: Dask is not for `--help`
 
-    missing = device_missing(spec.device or "cpu")
-    if missing is not None:  # checked anywhere, run where the device is (a login node submits to GPU nodes)
-        print(f"armillary: execution.device: not here: {missing}")
+        problem, devices = probe_cuda()
+        if problem is not None:
+            print(f"armillary: execution.device: not here: 'cuda' needs a CUDA GPU: {problem}")
+        elif spec.cluster["kind"] == "local":
+            used = chosen_devices(spec.cluster.get("gpus"), devices)
+            print(f"armillary: execution.device: cuda: {len(devices)} GPUs visible here ({', '.join(devices)}); a "
+                  f"run starts {len(used)} workers, one on each of {', '.join(used)}")
     if spec.model is not None:
         count = min(spec.chunk, spec.members)
         print(f"armillary: model {spec.model}: every expression finite and the inertia positive definite at the "

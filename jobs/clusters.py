@@ -31,6 +31,8 @@ SLURM_KEY_DOCS = {
                         "them"),
     "cores": SpecKey("integer", _SITE + " (1)", "cores", "slurm: cores per worker job (one single-threaded worker "
                      "each)"),
+    "gpus": SpecKey("integer", "1", "devices", "slurm, device cuda: GPUs per worker job (--gres=gpu:N), one worker "
+                    "process pinned to each (in place of one per core)"),
     "memory": SpecKey("string", _SITE + " (2GB)", "", "slurm: memory per worker job, e.g. \"4GB\""),
     "minimum_jobs": SpecKey("integer", _SITE + " (1)", "jobs", "slurm: the adaptive scaling's lower bound"),
     "maximum_jobs": SpecKey("integer", _SITE + " (4)", "jobs", "slurm: the adaptive scaling's upper bound"),
@@ -56,6 +58,8 @@ def parse_slurm_cluster(section) -> dict:
         value = section.get(key, kind)
         if value is not None:
             cluster[key] = value
+    if cluster.get("gpus", 1) < 1:
+        raise InvalidInput("cluster.gpus", f"must be an integer >= 1, got {cluster['gpus']!r}")
     if cluster.get("worker_timeout", 1.0) <= 0:
         raise InvalidInput("cluster.worker_timeout", f"must be > 0 s, got {cluster['worker_timeout']!r}")
     try:
@@ -66,12 +70,13 @@ def parse_slurm_cluster(section) -> dict:
     return cluster
 
 
-def slurm_cluster(cluster: dict, credentials: str):
-    """A dask-jobqueue SLURMCluster for a spec's ``[cluster]`` (kind = "slurm"): one single-threaded
-    worker process per job, adapting between minimum_jobs and maximum_jobs.  Every connection is TLS with
-    credentials made for the run, which the workers read from ``credentials`` (a directory of mode 0700 that
-    the nodes see, files of mode 0600; the job scripts name the files, never hold the key); the dashboard listens on
-    ``cluster["dashboard"]``, each worker's diagnostics pages on its node's loopback.  Workers retire (with a
+def slurm_cluster(cluster: dict, credentials: str, gpus: bool = False):
+    """A dask-jobqueue SLURMCluster for a spec's ``[cluster]`` (kind = "slurm"): one single-threaded worker process
+    per core of a job, adapting between minimum_jobs and maximum_jobs; for a run on ``gpus``, jobs of
+    ``--gres=gpu:N`` (N: the key ``gpus``, default 1) and one worker process per GPU (:func:`slurm_client` pins
+    each to its own).  Every connection is TLS with credentials made for the run, which the workers read from
+    ``credentials`` (a directory of mode 0700 that the nodes see, files of mode 0600; the job scripts name the
+    files, never hold the key); the dashboard listens on ``cluster["dashboard"]``, each worker's diagnostics pages on its node's loopback.  Workers retire (with a
     stagger) before their walltime so the scheduler moves their work elsewhere instead of losing it
     (dask-jobqueue #691), and compile into a node-local, private NUMBA_CACHE_DIR (numba #7952;
     :data:`.slurm.NUMBA_CACHE_LINES`) unless the submitting environment sets one."""
@@ -84,9 +89,11 @@ def slurm_cluster(cluster: dict, credentials: str):
     lifetime = max(60, walltime - max(120, walltime // 10))
     stagger = max(1, min(300, lifetime // 10))
     prologue = list(site.setup) + NUMBA_CACHE_LINES + ["export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1"]
+    per_job = cluster.get("gpus", 1) if gpus else site.cores
+    devices = [f"--gres=gpu:{per_job}"] if gpus else []
     jobs = SLURMCluster(
-        cores=site.cores, processes=site.cores, memory=site.memory, walltime=site.time, queue=site.partition,
-        account=site.account, job_extra_directives=list(site.directives), job_script_prologue=prologue,
+        cores=site.cores, processes=per_job, memory=site.memory, walltime=site.time, queue=site.partition,
+        account=site.account, job_extra_directives=list(site.directives) + devices, job_script_prologue=prologue,
         python=sys.executable, interface=cluster.get("interface"), security=run_security_files(credentials),
         scheduler_options={"dashboard_address": f"{cluster.get('dashboard', LOOPBACK)}:0"},
         worker_extra_args=["--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{stagger}s",
@@ -97,14 +104,20 @@ def slurm_cluster(cluster: dict, credentials: str):
 
 
 @contextmanager
-def slurm_client(cluster: dict, shared_directory: str | None):
+def slurm_client(cluster: dict, shared_directory: str | None, gpus: bool = False):
     """A client of SLURM worker jobs; RunFailed when none joins within ``worker_timeout`` s.  The workers'
-    credentials go into a fresh private directory in ``shared_directory`` (the store's), removed after."""
+    credentials go into a fresh private directory in ``shared_directory`` (the store's), removed after.  On
+    ``gpus``, each worker of a job is pinned to one of the job's GPUs (:class:`armillary.ensemble.devices.GpuPinning`)
+    before its first task."""
     from distributed import Client
+
+    from armillary.ensemble.devices import GpuPinning
 
     shared = shared_directory or os.path.expanduser("~")
     with tempfile.TemporaryDirectory(dir=shared, prefix=".armillary-dask-") as credentials, \
-            slurm_cluster(cluster, credentials) as jobs, Client(jobs) as client:
+            slurm_cluster(cluster, credentials, gpus) as jobs, Client(jobs) as client:
+        if gpus:
+            client.register_plugin(GpuPinning(None, cluster.get("gpus", 1)))
         timeout = cluster.get("worker_timeout", 300.0)
         try:
             client.wait_for_workers(1, timeout=timeout)

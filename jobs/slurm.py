@@ -179,6 +179,8 @@ def render(spec_file: str, spec: Spec, site: Site, array_size: int) -> tuple[str
     directives = [f"#SBATCH --partition={site.partition}"] if site.partition else []
     directives += [f"#SBATCH --account={site.account}"] if site.account else []
     directives += [line if line.startswith("#SBATCH") else f"#SBATCH {line}" for line in site.directives]
+    if spec.device == "cuda" and not any("--gres" in line for line in directives):
+        directives.append("#SBATCH --gres=gpu:1")  # an array task steps its chunks itself, on one GPU
     values = {
         "job_name": "armillary-" + os.path.basename(spec.store.rstrip("/")).removesuffix(".zarr"),
         "last_index": array_size - 1, "array_size": array_size, "signal_seconds": site.signal_seconds,

@@ -23,9 +23,10 @@ Bits: the simulator (``NUMBA_ENABLE_CUDASIM=1`` with ``NUMBA_DISABLE_JIT=1``) ru
 IEEE scalars and equals the CPU bit for bit (tested).  On a device NVVM contracts a × b + c into one fused
 multiply-add wherever it can, which rounds once instead of twice: results agree with the CPU to round-off, are the
 same run to run, and do not depend on how members are grouped (a member's arithmetic never sees another's).  With
-``fma=False`` (``[execution] fma = false``) NVVM fuses nothing (``-fma=0``, :func:`nvvm_options`), and each
-operation rounds as on the CPU: the bits are the CPU's but for libdevice's transcendental functions (the
-logarithms of Benettin's sums, a system's sin and cos), which need not round as glibc's.
+``fma=False`` (``[execution] fma = false``) NVVM fuses nothing (``-fma=0``, :func:`nvvm_options`), so each
+product and sum rounds as on the CPU; on an H200 the results still were not the CPU's bits (libdevice's
+transcendental functions, the logarithms of Benettin's sums and a system's sin and cos, need not round as glibc's:
+one source of difference, not shown to be the only one), and the docs promise no more than round-off.
 
 What runs here is :data:`GPU_METHODS`, without forces, sections, close-encounter tracking or the system-parallel
 mode; :func:`check_supported` refuses the rest in one line.
@@ -95,6 +96,22 @@ def device_problem() -> str | None:
     except Exception as error:  # noqa: BLE001 (CudaSupportError or CudaDriverError, the driver's own words)
         reason = " ".join(str(error).split()).rstrip(":").strip() or type(error).__name__
     return f"{reason}; run on a GPU node (SLURM: --gres=gpu:1) or use device = 'cpu'"
+
+
+def visible_devices() -> list[str]:
+    """The CUDA devices this process may use, as ``CUDA_VISIBLE_DEVICES`` names them (what a worker is pinned to:
+    SLURM's ``--gres`` sets that variable to the job's devices), else their ordinals; asks the driver, so only where
+    :func:`device_problem` found none missing.  The simulator has one device unless the variable names more."""
+    named = [name.strip() for name in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if name.strip()]
+    return named or [str(ordinal) for ordinal in range(len(cuda_module().gpus))]
+
+
+def device_report() -> dict:
+    """What a short-lived child process tells the process that forks workers (which must not start the CUDA driver
+    itself: a process forked after the driver started cannot use it): ``problem``, :func:`device_problem`'s line
+    or None, and ``devices``, :func:`visible_devices` when there is no problem."""
+    problem = device_problem()
+    return {"problem": problem, "devices": [] if problem else visible_devices()}
 
 
 def check_supported(system, method: str, *, forced: bool, sections, track_encounters: bool, mode,

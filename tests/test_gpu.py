@@ -3,15 +3,20 @@ device, numba-cuda's simulator stepping each case equal to the CPU bit for bit (
 it continues), and what needs a GPU or does not run there yet refused in one line."""
 
 import functools
+import io
+import json
 import os
 import re
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 
 from armillary import ensemble
+from armillary.ensemble.execute import execute
+from armillary.ensemble.store import RunStore, write_template
 from armillary.jobs.cli import main
 from armillary.kernels import InvalidInput, get_system, gpu, integrate
 from armillary.kernels.sections import Section
@@ -92,11 +97,27 @@ def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_conti
                                       simulated[f"{whole}_{variable}"][:, middle:])
 
 
+#: a folder whose sitecustomize lays the CUDA driver's rule about fork over the simulator (read it)
+DRIVER_RULE = os.path.join(HERE, "fixtures", "cuda_driver_rule")
+
+
+def simulated_node(log, visible: str) -> dict:
+    """The environment of a process on a simulated GPU node: numba-cuda's simulator with the driver's rule about
+    fork (processes that start the driver recorded in ``log``) and the devices ``visible`` (CUDA_VISIBLE_DEVICES)."""
+    path = os.pathsep.join(filter(None, [DRIVER_RULE, os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBA_DISABLE_JIT="1", CUDA_VISIBLE_DEVICES=visible,
+                PYTHONPATH=path, ARMILLARY_TEST_DRIVER_LOG=str(log))
+
+
 def test_a_store_run_on_the_simulated_gpu_holds_the_cpu_stores_bits_and_verifies(tmp_path, capsys):
-    """The same spec run into a store on the CPU and, with --device cuda, through the simulator (a Dask local
-    cluster, 2 chunks × 2 segments, each segment a kernel call restarting from the last): the same bits in every
-    variable, and `armillary verify` passes on the GPU's store.  The members start from a file: the simulator's
-    NUMBA_DISABLE_JIT would also run the CPU's perturbation in Python, whose last bits differ from its kernel's."""
+    """The same spec run into a store on the CPU and, with --device cuda, through the simulator on a node of two
+    devices (a Dask local cluster of one worker per device, 2 chunks × 2 segments, each segment a kernel call
+    restarting from the last): the same bits in every variable, and `armillary verify` passes on the GPU's store.
+    With the driver's rule about fork laid over the simulator (:data:`DRIVER_RULE`), the command's own process,
+    which forks the workers, never starts the driver (it did, to compile the kernel before forking, and every
+    worker failed: "CUDA initialized before forking", the first time it ran on a GPU node); each worker starts its
+    own, pinned to one device.  The members start from a file: the simulator's NUMBA_DISABLE_JIT would also run
+    the CPU's perturbation in Python, whose last bits differ from its kernel's."""
     system, method, options, state, shadow = gpu_cases.case_state("explicit_vi", members=6)
     np.savez(tmp_path / "members.npz", q0=state["q"], omega0=state["omega"])
     cpu, on_gpu = (runner_spec(tmp_path, name, 'name = "sphere_nbody"\npreset = "paper"', ["q", "energy"],
@@ -107,9 +128,17 @@ def test_a_store_run_on_the_simulated_gpu_holds_the_cpu_stores_bits_and_verifies
         with open(path, "w") as spec:
             spec.write(text.replace("scale = 0.001\n", ""))
     assert main(["run", cpu]) == 0
-    environment = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBA_DISABLE_JIT="1")
-    subprocess.run([sys.executable, "-c", "import sys; from armillary.jobs.cli import main; sys.exit(main())", "run",
-                    on_gpu, "--device", "cuda"], env=environment, check=True, capture_output=True, timeout=300)
+    log = tmp_path / "driver.log"
+    run = subprocess.Popen([sys.executable, "-c", "import sys; from armillary.jobs.cli import main; sys.exit(main())",
+                            "run", on_gpu, "--device", "cuda"], env=simulated_node(log, "0,1"),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = run.communicate(timeout=300)[0]
+    assert run.returncode == 0, output
+    assert "2 local workers, one per CUDA device (0, 1)" in output
+    started = [json.loads(line) for line in log.read_text().splitlines()]
+    # the process that forked the workers never started the driver; each worker started its own, on its own device
+    assert started and run.pid not in {process["pid"] for process in started}, (run.pid, started)
+    assert {process["visible"] for process in started} <= {"0", "1"}, started
     stores = [path.replace(".toml", ".zarr") for path in (cpu, on_gpu)]
     assert_bitwise_equal(arrays(stores[0]), arrays(stores[1]))
     capsys.readouterr()
@@ -177,3 +206,51 @@ def test_device_cuda_without_a_gpu_is_refused_in_one_line_and_writes_nothing(tmp
     with pytest.raises(InvalidInput, match="execution.fma: false applies to device = \"cuda\""):
         ensemble.parse_spec(text + '\n[execution]\nfma = false\n')
     assert not store.exists()
+    # workers elsewhere (a scheduler's, SLURM's): the first to join checks its own device before any segment runs
+    remote = ensemble.load_spec(DEMO, device="cuda", store=str(tmp_path / "remote.zarr"), workers=1)
+    plan = ensemble.prepare(remote)[0]
+    write_template(plan)
+    with pytest.raises(InvalidInput, match="execution.device: on the cluster's workers: 'cuda' needs a CUDA GPU: "):
+        execute(plan, io.StringIO(), gpus=[])
+    assert RunStore(remote.store).done_grid().sum() == 0
+
+
+def test_each_worker_of_a_gpu_run_takes_its_own_device(tmp_path, capsys):
+    """Several GPUs without a GPU: a local cluster for two devices starts two workers, each pinned to one
+    (CUDA_VISIBLE_DEVICES set in the worker before its first task); a SLURM worker job of ``gpus = 2`` asks for
+    --gres=gpu:2 and runs two worker processes, whose names give each its device; an array task of a GPU spec asks
+    for one GPU; and a run asking for more GPUs than the node shows is refused in one line, nothing written."""
+    from armillary.ensemble.clusters import dask_client, worker_start_method
+    from armillary.ensemble.devices import worker_position
+    from armillary.jobs.clusters import slurm_cluster
+    from armillary.jobs.slurm import Site, render
+
+    with pytest.MonkeyPatch.context() as patch:  # a process that started CUDA itself spawns its workers
+        patch.setitem(sys.modules, "numba.cuda.cudadrv.driver", types.SimpleNamespace(
+            driver=types.SimpleNamespace(pid=os.getpid())))
+        assert worker_start_method() == "spawn"
+    with dask_client({"kind": "local", "workers": 1, "dashboard": "127.0.0.1"}, 1, None, ["3", "GPU-7f"]) as client:
+        pinned = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+    assert sorted(pinned.values()) == ["3", "GPU-7f"], pinned
+    assert [worker_position(name, 2) for name in ("SLURMCluster-4-0", "SLURMCluster-4-1")] == [0, 1]
+    assert worker_position("SLURMCluster-4", 1) == 0 and worker_position(1, 2) == 1
+    with slurm_cluster({"kind": "slurm", "minimum_jobs": 0, "gpus": 2}, str(tmp_path), gpus=True) as jobs:
+        script = jobs.job_script()
+    assert "#SBATCH --gres=gpu:2" in script and "--nworkers 2" in script, script
+    spec = ensemble.parse_spec(open(DEMO).read(), device="cuda", store=str(tmp_path / "run.zarr"))
+    assert "#SBATCH --gres=gpu:1" in render("spec.toml", spec, Site(), 2)[0]
+    assert "--gres" not in render("spec.toml", ensemble.parse_spec(open(DEMO).read()), Site(), 2)[0]
+    with open(DEMO) as demo:
+        (tmp_path / "three.toml").write_text(demo.read() + "\n[execution]\ndevice = \"cuda\"\n")
+    (tmp_path / "three.toml").write_text((tmp_path / "three.toml").read_text().replace("[cluster]\n",
+                                                                                         "[cluster]\ngpus = 3\n"))
+    store = tmp_path / "three.zarr"
+    command = [sys.executable, "-c", "import sys; from armillary.jobs.cli import main; sys.exit(main())"]
+    for verb in ("check", "run"):
+        completed = subprocess.run(command + [verb, str(tmp_path / "three.toml"), "--store", str(store)],
+                                   env=simulated_node(tmp_path / "driver.log", "0,1"), capture_output=True, text=True,
+                                   timeout=120)
+        assert completed.returncode == 2, completed.stderr
+        assert completed.stderr.strip().endswith("cluster.gpus: 3 GPUs asked for, this node has 2 visible (0, 1); "
+                                                 "at most 2"), completed.stderr
+    assert not store.exists() and not (tmp_path / "driver.log").exists()
