@@ -242,15 +242,23 @@ def existing_identity(url: str) -> str | None:
 
 
 def revision_change(plan) -> str | None:
-    """A one-line note when the store was written by another revision of its system's numerics (stores
-    from before revisions were recorded are revision 1): segments run now give other bits than the
+    """A one-line note when the store was written by another revision of its system's or its method's numerics
+    (stores from before revisions were recorded are revision 1): segments run now give other bits than the
     ones already written, so the resumed run is no longer bitwise one uninterrupted run."""
-    definition = plan.system.definition
-    written = zarr.open_group(plan.spec.store, mode="r").attrs.get("system_revision", 1)
-    if written == definition.revision:
+    definition, method = plan.system.definition, plan.method
+    attrs = zarr.open_group(plan.spec.store, mode="r").attrs
+    written, method_written = attrs.get("system_revision", 1), attrs.get("method_revision", 1)
+    notes = []
+    if written != definition.revision:
+        notes.append(f"revision {written} of {definition.name}'s numerics, this is revision {definition.revision}")
+    if method_written != method.revision:
+        notes.append(f"revision {method_written} of {method.name}'s numerics, this is revision {method.revision}")
+    if not notes:
         return None
-    return (f"note: {plan.spec.store!r} was written by revision {written} of {definition.name}'s numerics, this is "
-            f"revision {definition.revision}: the segments run now differ in the last bits from the ones written")
+    how = "draw other noise than" if method_written != method.revision and method.stochastic else \
+        "differ in the last bits from"
+    return (f"note: {plan.spec.store!r} was written by {' and '.join(notes)}: the segments run now {how} the ones "
+            f"written")
 
 
 def check_writable(url: str) -> None:
@@ -354,7 +362,8 @@ def write_template(plan: Plan) -> None:
         "status_meanings": json.dumps({str(code): STATUS_MEANINGS[code]
                                        for code in method.status + plan.system.definition.statuses
                                        + (ESCAPED,) * bool(spec.escape and spec.escape["stop"])}),
-        "method_order": method.order, "system_revision": plan.system.definition.revision, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "method_order": method.order, "system_revision": plan.system.definition.revision,
+        "method_revision": method.revision, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_versions(),
         # a model's text travels with its run: workers and analysis build the system from it, never from the file
         **({"model": spec.model, "model_source": spec.model_source} if spec.model_source is not None else {}),

@@ -16,9 +16,13 @@ import signal
 
 import numpy as np
 import pytest
+import zarr
 from scipy import stats
 
 from armillary import ensemble
+from armillary.ensemble.plan import Plan
+from armillary.ensemble.spec import parse_spec
+from armillary.ensemble.store import revision_change, write_template
 from armillary.kernels import InvalidInput, get_system, integrate
 from armillary.kernels.lyapunov import displaced_shadow
 from armillary.kernels.noise import philox_words
@@ -310,6 +314,19 @@ def test_a_langevin_store_killed_and_resumed_equals_one_call(tmp_path):
     for name, value in (("q", run.q), ("omega", run.omega), ("energy", run.energy), ("heat", run.heat)):
         assert np.array_equal(saved[name], value), name
     assert np.all(saved["status"] == 0)
+
+
+def test_a_store_of_the_old_noise_is_reported_when_resumed(tmp_path):
+    """langevin's revision 2 draws its normals by a Ziggurat (kernels.noise): a store written with revision 1's
+    Box–Muller normals (or before methods recorded a revision) says so when it is resumed; its own revision does
+    not."""
+    store = str(tmp_path / "old.zarr")
+    plan = Plan(parse_spec(STORE_SPEC.format(store=store)))
+    write_template(plan)
+    assert revision_change(plan) is None
+    zarr.open_group(store, mode="r+").attrs["method_revision"] = 1
+    note = revision_change(plan)
+    assert "revision 1 of langevin's numerics, this is revision 2" in note and "other noise" in note
 
 
 SWEEP_SPEC = STORE_SPEC.replace('temperature = 0.5\nfriction = 1.0', 'temperature = {{ values = [0.25, 1.0] }}\n'

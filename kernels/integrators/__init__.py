@@ -57,6 +57,9 @@ class Method:
     heat: bool = False
     #: whether it steps (S²)ⁿ systems with a diagonal inertia only (its per-body stages divide by M_ii)
     diagonal_only: bool = False
+    #: raised when the method's floating-point results change (a spec then gives other bits), as a system's
+    #: ``revision``: stores record it (``method_revision``) and a resume across revisions says so
+    revision: int = 1
 
     def resolve(self, options: dict) -> "Method":
         """The method that runs with these options (defaults filled in): a variant an option selects, or itself."""
@@ -265,7 +268,7 @@ ACTIVE_BROWNIAN = Method(
     "rotational diffusion split around the geodesic Euler–Maruyama move", 1, {},
     {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                               langevin.brownian_step, False, active=True))},
-    stochastic=True, diagonal_only=True,
+    stochastic=True, diagonal_only=True, revision=2,  # 2: Ziggurat normals (kernels.noise), not Box–Muller
     system_stages=(langevin.active_brownian_particle_drift, langevin.brownian_particle_kick))
 
 
@@ -336,14 +339,14 @@ METHODS: dict[str, Method] = {
                {"temperature": None, "cooling_rate": 0.0, "friction": 1.0},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.langevin_allocate, langevin.langevin_begin,
                                                          langevin.langevin_step, True))},
-               stochastic=True, heat=True, diagonal_only=True,
+               stochastic=True, heat=True, diagonal_only=True, revision=2,  # 2: Ziggurat normals, not Box–Muller
                system_stages=(langevin.langevin_particle_drift, langevin.langevin_particle_kick)),
         Method("brownian", "overdamped Langevin (Brownian) dynamics by geodesic Euler–Maruyama steps along the "
                "sphere's exponential map; weak order 1; ω is set to 0", 1,
                {"temperature": None, "cooling_rate": 0.0, "friction": 1.0, "diffusion": None, "active": None},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                                          langevin.brownian_step, False))},
-               stochastic=True, diagonal_only=True,
+               stochastic=True, diagonal_only=True, revision=2,  # 2: Ziggurat normals, not Box–Muller
                system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick),
                variants={"active": ACTIVE_BROWNIAN}),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},

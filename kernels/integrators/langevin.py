@@ -35,7 +35,8 @@ The bath rides in the last BATH_ROWS rows of the coefficient block c (per member
 member by member): T at t = 0 and its cooling rate (the bath's temperature in a step that starts at t is
 max(T − rate·t, 0)), γ, an active particle's speed and rotational diffusion, the two words of the noise key, the
 global member id (see :func:`with_bath`); the noise of body i in step j is
-:func:`kernels.noise.gaussian_quartet` (j, member, i, stage), j = round(t/h) the global step index (exact below
+:func:`kernels.noise.gaussian_triple` (j, member, i, stage) (an active particle's heading:
+:func:`kernels.noise.gaussian_pair` at the heading's stage), j = round(t/h) the global step index (exact below
 2·10¹⁵ steps).  Free names bound at
 specialisation: ``system_gradient``.
 """
@@ -43,7 +44,7 @@ specialisation: ``system_gradient``.
 import numpy as np
 
 from ..lanes import lane_function
-from ..noise import gaussian_quartet
+from ..noise import gaussian_pair, gaussian_triple
 from .vi import half_steps_over_mass
 
 #: the bath's rows at the end of the coefficient block, in order
@@ -133,7 +134,7 @@ def half_kick(q, omega, grad, half_h_over_mass, i, b):
 def ornstein_uhlenbeck(q, omega, mass, decay, spread, step, member, key0, key1, body, i, b):
     """O: ω_i ← e^{−γh} ω_i + √((1 − e^{−2γh}) T/M_ii) P_i ξ, ξ three of the step's normals for ``body`` (the
     particle's tag; i is its row); returns the kinetic energy the bath gave, ½ M_ii (|ω_i'|² − |ω_i|²) (J)."""
-    x0, x1, x2, _ = gaussian_quartet(step, member, body, O_STAGE, key0, key1)
+    x0, x1, x2 = gaussian_triple(step, member, body, O_STAGE, key0, key1)
     q0, q1, q2 = q[i, 0, b], q[i, 1, b], q[i, 2, b]
     radial = x0 * q0 + x1 * q1 + x2 * q2
     w0, w1, w2 = omega[i, 0, b], omega[i, 1, b], omega[i, 2, b]
@@ -254,7 +255,7 @@ def brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options,
                 active_move(q, omega, grad, h, mobility[i, b], spread[i, b] * thermal, speed, half_turn, step, member,
                             key0, key1, i, i, b)
                 continue
-            x0, x1, x2, _ = gaussian_quartet(step, member, i, O_STAGE, key0, key1)
+            x0, x1, x2 = gaussian_triple(step, member, i, O_STAGE, key0, key1)
             geodesic_move(q, grad, mobility[i, b], spread[i, b] * thermal, x0, x1, x2, i, b)
             for k in range(3):
                 omega[i, k, b] = 0.0
@@ -300,8 +301,8 @@ def active_move(q, omega, grad, h, mobility, spread, speed, half_turn, step, mem
     v = h ω × q + P(−(h/ζ) ∂V/∂q + √(2Dh) ξ) (the exponential map), and ω with it by the same rotation, about
     q × v by |v| (parallel transport along the great circle); ω turns about the new q by √(D_r h) η₂; then
     q ← q/‖q‖ and ω ← its tangent part rescaled to |ω| = v₀, so the heading stays tangent and unit."""
-    x0, x1, x2, _ = gaussian_quartet(step, member, body, O_STAGE, key0, key1)
-    y0, y1, _, _ = gaussian_quartet(step, member, body, HEADING_STAGE, key0, key1)
+    x0, x1, x2 = gaussian_triple(step, member, body, O_STAGE, key0, key1)
+    y0, y1 = gaussian_pair(step, member, body, HEADING_STAGE, key0, key1)
     scale_to(omega, speed, i, b)  # a start's ω gives the heading's direction only
     turn_about(q, omega, half_turn * y0, i, b)
     q0, q1, q2 = q[i, 0, b], q[i, 1, b], q[i, 2, b]
@@ -383,7 +384,7 @@ def brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step
         omega[i, k, 0] = 0.0
     mobility, spread = brownian_factors(coef, h, mass_diag[i, 0], 0)
     key0, key1, member = noise_counters(coef, 0)
-    x0, x1, x2, _ = gaussian_quartet(step, member, ids[i], O_STAGE, key0, key1)
+    x0, x1, x2 = gaussian_triple(step, member, ids[i], O_STAGE, key0, key1)
     geodesic_move(q_next, grad, mobility, spread * thermal_scale(coef, step, h, 0), x0, x1, x2, i, 0)
     return 1.0
 
