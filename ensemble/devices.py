@@ -21,34 +21,34 @@ from armillary.kernels.errors import InvalidInput
 
 #: how long the child may take to import numba-cuda and start the driver (seconds; both take a few on a GPU node)
 PROBE_SECONDS = 120
-#: the child's program: the kernels' report (kernels.gpu.device_report) as one JSON line
-_PROBE = "import json; from armillary.kernels.gpu import device_report; print(json.dumps(device_report()))"
+#: the child's program: the kernels' report (kernels.integration.cuda_report) as one JSON line
+_PROBE = "import json; from armillary.kernels.integration import cuda_report; print(json.dumps(cuda_report()))"
 
 
 def probe_cuda() -> tuple[str | None, list[str]]:
-    """(why no CUDA device can run a kernel here, or None; the devices a worker may be pinned to), asked of a child
-    process (this one's interpreter and environment, ``-P``: no module from the working directory) so that this
-    process, which forks workers, never starts the CUDA driver."""
+    """(what this machine lacks to run on 'cuda', one line, or None; the devices a worker may be pinned to), asked of
+    a child process (this one's interpreter and environment, ``-P``: no module from the working directory) so that
+    this process, which forks workers, never starts the CUDA driver."""
     try:
         completed = subprocess.run([sys.executable, "-P", "-c", _PROBE], capture_output=True, text=True,
                                    timeout=PROBE_SECONDS)
     except subprocess.TimeoutExpired:
-        return f"the CUDA driver did not start within {PROBE_SECONDS} s", []
+        return f"'cuda': the CUDA driver did not start within {PROBE_SECONDS} s", []
     lines = completed.stdout.strip().splitlines()
     if completed.returncode != 0 or not lines:
         said = (completed.stderr.strip() or f"exit status {completed.returncode}").splitlines()[-1]
-        return f"the device check failed: {said}", []
+        return f"'cuda': the device check failed: {said}", []
     report = json.loads(lines[-1])
-    return report["problem"], report["devices"]
+    return report["missing"], report["devices"]
 
 
 def cuda_devices(gpus: int | None = None) -> list[str]:
     """The devices a local run of device 'cuda' uses, one worker each: the first ``gpus`` of those visible here
     (every one when None).  InvalidInput naming ``execution.device`` where there is none, ``cluster.gpus`` where
     fewer than asked."""
-    problem, devices = probe_cuda()
-    if problem is not None:
-        raise InvalidInput("execution.device", f"'cuda' needs a CUDA GPU: {problem}")
+    missing, devices = probe_cuda()
+    if missing is not None:
+        raise InvalidInput("execution.device", missing)
     return chosen_devices(gpus, devices)
 
 
@@ -88,9 +88,9 @@ class GpuPinning(WorkerPlugin):
         self.devices, self.workers_per_node = devices, workers_per_node
 
     def setup(self, worker):
-        devices = self.devices
-        if devices is None:
-            devices = [name for name in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if name.strip()]
+        from armillary.kernels.gpu import named_devices  # in the worker, which imports the kernels anyway
+
+        devices = named_devices() if self.devices is None else self.devices
         if devices:
             position = worker_position(worker.name, self.workers_per_node)
-            os.environ["CUDA_VISIBLE_DEVICES"] = devices[position % len(devices)].strip()
+            os.environ["CUDA_VISIBLE_DEVICES"] = devices[position % len(devices)]

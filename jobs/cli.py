@@ -75,9 +75,9 @@ def check(args) -> int:
     if spec.device == "cuda":  # checked anywhere, run where the device is (a login node submits to GPU nodes)
         from armillary.ensemble.devices import chosen_devices, probe_cuda  # here: Dask is not for `--help`
 
-        problem, devices = probe_cuda()
-        if problem is not None:
-            print(f"armillary: execution.device: not here: 'cuda' needs a CUDA GPU: {problem}")
+        missing, devices = probe_cuda()
+        if missing is not None:
+            print(f"armillary: execution.device: not here: {missing}")
         elif spec.cluster["kind"] == "local":
             used = chosen_devices(spec.cluster.get("gpus"), devices)
             print(f"armillary: execution.device: cuda: {len(devices)} GPUs visible here ({', '.join(devices)}); a "

@@ -76,8 +76,8 @@ def slurm_cluster(cluster: dict, credentials: str, gpus: bool = False):
     ``--gres=gpu:N`` (N: the key ``gpus``, default 1) and one worker process per GPU (:func:`slurm_client` pins
     each to its own).  Every connection is TLS with credentials made for the run, which the workers read from
     ``credentials`` (a directory of mode 0700 that the nodes see, files of mode 0600; the job scripts name the
-    files, never hold the key); the dashboard listens on ``cluster["dashboard"]``, each worker's diagnostics pages on its node's loopback.  Workers retire (with a
-    stagger) before their walltime so the scheduler moves their work elsewhere instead of losing it
+    files, never hold the key); the dashboard listens on ``cluster["dashboard"]``, each worker's diagnostics pages
+    on its node's loopback.  Workers retire (with a stagger) before their walltime so the scheduler moves their work elsewhere instead of losing it
     (dask-jobqueue #691), and compile into a node-local, private NUMBA_CACHE_DIR (numba #7952;
     :data:`.slurm.NUMBA_CACHE_LINES`) unless the submitting environment sets one."""
     from dask_jobqueue import SLURMCluster

@@ -98,20 +98,17 @@ def device_problem() -> str | None:
     return f"{reason}; run on a GPU node (SLURM: --gres=gpu:1) or use device = 'cpu'"
 
 
+def named_devices() -> list[str]:
+    """The devices ``CUDA_VISIBLE_DEVICES`` names (ordinals, UUIDs or MIG names; SLURM's ``--gres`` sets it to a
+    job's devices), in its order; empty where it is unset.  Reads the environment only: the driver stays unstarted."""
+    return [name.strip() for name in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if name.strip()]
+
+
 def visible_devices() -> list[str]:
-    """The CUDA devices this process may use, as ``CUDA_VISIBLE_DEVICES`` names them (what a worker is pinned to:
-    SLURM's ``--gres`` sets that variable to the job's devices), else their ordinals; asks the driver, so only where
-    :func:`device_problem` found none missing.  The simulator has one device unless the variable names more."""
-    named = [name.strip() for name in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if name.strip()]
-    return named or [str(ordinal) for ordinal in range(len(cuda_module().gpus))]
-
-
-def device_report() -> dict:
-    """What a short-lived child process tells the process that forks workers (which must not start the CUDA driver
-    itself: a process forked after the driver started cannot use it): ``problem``, :func:`device_problem`'s line
-    or None, and ``devices``, :func:`visible_devices` when there is no problem."""
-    problem = device_problem()
-    return {"problem": problem, "devices": [] if problem else visible_devices()}
+    """The CUDA devices this process may use, as :func:`named_devices` names them (what a worker is pinned to),
+    else their ordinals; asks the driver, so only where :func:`device_problem` found none missing.  The simulator
+    has one device unless the variable names more."""
+    return named_devices() or [str(ordinal) for ordinal in range(len(cuda_module().gpus))]
 
 
 def check_supported(system, method: str, *, forced: bool, sections, track_encounters: bool, mode,

@@ -408,6 +408,18 @@ def device_missing(device: str) -> str | None:
     return None if problem is None else f"'cuda' needs a CUDA GPU: {problem}"
 
 
+def cuda_report() -> dict:
+    """What a short-lived child process tells the process that forks workers (which must not start the CUDA driver
+    itself: a process forked after the driver started cannot use it): ``missing``, :func:`device_missing`'s line
+    for "cuda" or None, and ``devices``, the devices a worker may be pinned to when none is missing."""
+    missing = device_missing("cuda")
+    if missing is not None:
+        return {"missing": missing, "devices": []}
+    from . import gpu
+
+    return {"missing": None, "devices": gpu.visible_devices()}
+
+
 def check_stochastic(runs: Method, system: System, shadows: bool, sections: bool) -> None:
     """Refuse what a stochastic method cannot do (InvalidInput naming ``shadow``, ``sections`` or ``method``):
     Benettin shadows, section crossings, forces (a full inertia is refused by :meth:`Method.supports`).  Also the

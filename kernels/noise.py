@@ -130,38 +130,37 @@ def signed_uniform(word):
     return (np.float64(np.int64(word >> _LAYER_BITS)) + _HALF) * _UNIFORM_SCALE - 1.0
 
 
+@njit(inline="always")
+def retry_words(c0, c1, c2, c3, k0, k1, lane, m):
+    """The four words of the m-th retry call of the normal on word ``lane`` (counter word 3 + 2²⁴·(1 + lane + 4m):
+    the module docstring)."""
+    return philox4x32_10(c0, c1, c2, c3 + _RETRY_UNIT * (np.uint64(1 + lane) + np.uint64(4 * m)), k0, k1)
+
+
 @njit
 def ziggurat_retry(word, c0, c1, c2, c3, k0, k1, lane):
     """The normal of word ``lane`` of the call at (c0, c1, c2, c3) once its first attempt ``word`` has failed the
     fast test: ZIGNOR's wedge test and tail (Doornik 2005, Algorithm ZIGNOR; Marsaglia's tail method), then new
-    attempts, every further word from the Philox call at c3 + 2²⁴·(1 + lane + 4m), m = 0, 1, … the retry call's
-    index: deterministic, so the normal stays a pure function of its counter."""
-    m = 0
-    while m < RETRIES:
-        layer = word & _LAYER_MASK
-        u = signed_uniform(word)
-        if abs(u) < _ZIG_RATIO[layer]:
-            return u * _ZIG_X[layer]
-        w0, w1, w2, w3 = philox4x32_10(c0, c1, c2, c3 + _RETRY_UNIT * (np.uint64(1 + lane) + np.uint64(4 * m)),
-                                       k0, k1)
-        m += 1
+    attempts, every further word from :func:`retry_words` m = 0, 1, …: deterministic, so the normal stays a pure
+    function of its counter.  After RETRIES calls (probability below 10⁻¹⁰⁰) the last attempt's u·X[i] stands."""
+    layer, u = word & _LAYER_MASK, signed_uniform(word)
+    for m in range(RETRIES):
+        w0, w1, _, _ = retry_words(c0, c1, c2, c3, k0, k1, lane, m)
         if layer == 0:  # the tail beyond R: x = R + E₁/R accepted when 2E₂ > (E₁/R)², E₁, E₂ exponential
-            while True:
+            for tail in range(m + 1, RETRIES + 1):
                 x = -np.log(open_uniform(w0)) / _ZIG_R
                 y = -np.log(open_uniform(w1))
-                if y + y > x * x:
+                if y + y > x * x or tail == RETRIES:
                     return _ZIG_R + x if u > 0.0 else -_ZIG_R - x
-                if m == RETRIES:
-                    return _ZIG_R + x if u > 0.0 else -_ZIG_R - x
-                w0, w1, w2, w3 = philox4x32_10(c0, c1, c2,
-                                               c3 + _RETRY_UNIT * (np.uint64(1 + lane) + np.uint64(4 * m)), k0, k1)
-                m += 1
+                w0, w1, _, _ = retry_words(c0, c1, c2, c3, k0, k1, lane, tail)
         x = u * _ZIG_X[layer]
         # the wedge between X[layer+1] and X[layer]: accept under f with a uniform height between the layer's edges
         if _ZIG_F[layer] + open_uniform(w0) * (_ZIG_F[layer + 1] - _ZIG_F[layer]) < np.exp(-0.5 * x * x):
             return x
-        word = w1
-    return signed_uniform(word) * _ZIG_X[word & _LAYER_MASK]
+        layer, u = w1 & _LAYER_MASK, signed_uniform(w1)  # a new attempt, from the retry call's second word
+        if abs(u) < _ZIG_RATIO[layer]:
+            return u * _ZIG_X[layer]
+    return u * _ZIG_X[layer]
 
 
 @njit(inline="always")
