@@ -286,11 +286,16 @@ def section_outputs(plan: SectionPlan | None, members: int, rows: int) -> list:
     memory, so that the members' j-th crossings lie together and a call touches memory in proportion to the
     crossings it stores (member-major, each member's first crossing fell on pages of its own: 130 µs of page
     faults per member with C = 1000, more than stepping it 2000 times); they are left unfilled: the kernels
-    write the first C crossings of each member and :func:`section_results` reads no further than the counts."""
+    write the first C crossings of each member and :func:`section_results` reads no further than the counts.
+    The memory has one member more than the views (times) and one row more (states), so that the views are
+    contiguous in neither order whatever S and C, and Numba types them 'A' every time: as plain views, the
+    times were 'F' with one section and 'A' with more, and a process compiled its sections kernel once for
+    each (5–16 s)."""
     count = len(plan.sections) if plan else 0
     capacity = plan.capacity if plan else 0
-    return [np.empty((count, capacity, members)).transpose(2, 0, 1),
-            np.empty((count, capacity, members, rows)).transpose(2, 0, 1, 3), np.zeros((members, count), np.int64)]
+    return [np.empty((count, capacity, members + 1))[:, :, :members].transpose(2, 0, 1),
+            np.empty((count, capacity, members, rows + 1))[..., :rows].transpose(2, 0, 1, 3),
+            np.zeros((members, count), np.int64)]
 
 
 def section_results(plan: SectionPlan | None, outputs: list, space, n: int, status: np.ndarray,

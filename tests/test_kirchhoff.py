@@ -436,8 +436,8 @@ def test_kill_9_and_resume_of_a_falling_plate_run_is_bitwise(tmp_path):
     them and a resume give the uninterrupted run's bits."""
     from ensemble_cases import kill_9_and_resume_match, runner_spec
 
-    spec = runner_spec(str(tmp_path), "plate.toml", PLATE, ["x", "energy"], method="lgvi", segment=500, chunk=100,
-                       workers=2, t_end=50.0, members=400)
+    spec = runner_spec(str(tmp_path), "plate.toml", PLATE, ["x", "energy"], method="lgvi", segment=40, chunk=100,
+                       workers=2, t_end=4.0, members=400)
     kill_9_and_resume_match(spec, str(tmp_path), ("x", "energy", "R0", "V0", "status"))
 
 

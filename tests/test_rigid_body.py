@@ -248,7 +248,7 @@ def test_heavy_top_stores_are_bitwise_equal_across_chunks_workers_and_segments(t
 
 
 def test_kill_9_and_resume_of_a_heavy_top_run_is_bitwise(tmp_path):
-    spec = top_spec(tmp_path, "long.toml", t_end=40.0, checkpoint_every=4000, members=800, chunk=200,
+    spec = top_spec(tmp_path, "long.toml", t_end=4.0, checkpoint_every=400, members=800, chunk=200,
                     workers=2, variables=("energy", "orthogonality_error"))
     kill_9_and_resume_match(spec, str(tmp_path), ("energy", "orthogonality_error", "R0", "Omega0", "status"))
 
