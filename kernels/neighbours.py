@@ -20,10 +20,17 @@ i's x-slab or the next one.  The list stays valid while no particle has moved mo
 since the build (triangle inequality: a pair now within r_c was within r_c + skin at the build); pairs
 beyond r_c add an exact 0.
 
-**Bits.**  Forces are scattered: i's row adds f·(q_i − q_j) to i and subtracts it from j.  The slabs run
-in two colours, even then odd: a slab's rows write only its own particles and the next slab's, so
-the slabs of one colour run in parallel (``numba.prange``) with no two threads writing one particle,
-each slab in storage order.  The order in which any particle's terms are added is therefore fixed by
+**Blocks.**  The pair passes run over blocks of consecutive storage indices (:func:`balanced_blocks`, redone at
+every build), each carrying the same number of pairs except where a block's rows would reach beyond the next
+block: the largest power of two of them, up to MAX_BLOCKS, whose heaviest block stays within BLOCK_IMBALANCE of the
+mean.  The count and the cuts are functions of the build's rows alone, never of the thread count; a power of two of
+blocks, half of each colour, splits evenly over 2, 4, 8, 16 … threads (the x-slabs of cells, the unit before, left
+36 slabs of a colour to 16 threads at 10⁵ particles: the heaviest thread carried 1.4× the mean).
+
+**Bits.**  Forces are scattered: i's row adds f·(q_i − q_j) to i and subtracts it from j.  The blocks run
+in two colours, even then odd: a block's rows write only its own particles and the next block's, so
+the blocks of one colour run in parallel (``numba.prange``) with no two threads writing one particle,
+each block in storage order.  The order in which any particle's terms are added is therefore fixed by
 the list, not by the threads: results are bitwise the same for any number of threads, and, the list
 being a function of the build's positions, for any restart at a build.  Against the full rows that
 each particle gathered before (and the all-pairs lane function), the same terms are summed in another
@@ -43,10 +50,15 @@ MAX_CELLS_PER_PARTICLE = 16
 #: overflow are detected by the build, which is then repeated with a larger capacity
 NEIGHBOUR_HEADROOM = 1.5
 NEIGHBOUR_SLACK = 12
-#: chunks of the parallel maxima (displacements); fixed, so no result depends on the thread count
+#: chunks of the parallel maxima (displacements) and scans (rows); fixed, so no result depends on the thread count
 REDUCTION_CHUNKS = 64
+#: at most this many blocks of the pair passes (a power of two, see :func:`balanced_blocks`), and at most this
+#: fraction more pairs in the heaviest block than in the mean
+MAX_BLOCKS = 1024
+BLOCK_IMBALANCE = 0.1
 #: positions in the tuple of :func:`allocate`
-STORAGE_CELL, CELL_START, ORDER, NEIGHBOURS, COUNTS, REFERENCE, SLAB_START, BY_ID = range(8)
+(STORAGE_CELL, CELL_START, ORDER, NEIGHBOURS, COUNTS, REFERENCE, SLAB_START, BY_ID, PAIRS_BEFORE, FURTHEST,
+ BLOCK_START) = range(11)
 
 _parallel = njit(parallel=True, error_model="numpy", nogil=True)
 _serial = njit(error_model="numpy", nogil=True)
@@ -87,20 +99,25 @@ def initial_capacity(n: int, list_range: float) -> int:
 
 @_serial
 def allocate(n, per_axis, capacity):
-    """The arrays of one neighbour list of n particles (indexed by STORAGE_CELL … BY_ID): each stored
+    """The arrays of one neighbour list of n particles (indexed by STORAGE_CELL … BLOCK_START): each stored
     particle's cell, the cells' first storage indices (L³ + 1), the build's permutation, the half rows
     (n, capacity + 1: the last column takes the candidates of a full row), their lengths, the build's
-    positions (n, 3), the slabs' first storage indices (L + 1) and each original index's storage index.
-    4(L³ + 5n + n·capacity) + 24n bytes."""
+    positions (n, 3), the slabs' first storage indices (L + 1), each original index's storage index, the
+    pairs of the rows before each row (n + 1), the furthest storage index the rows up to each row reach, and
+    the blocks' first storage indices (:func:`balanced_blocks`; set by :func:`rebuild`).
+    4(L³ + 8n + n·capacity) + 32n bytes."""
     return (np.empty(n, np.int32), np.zeros(per_axis**3 + 1, np.int32), np.empty(n, np.int32),
             np.empty((n, capacity + 1), np.int32), np.zeros(n, np.int32), np.empty((n, 3)),
-            np.zeros(per_axis + 1, np.int32), np.empty(n, np.int32))
+            np.zeros(per_axis + 1, np.int32), np.empty(n, np.int32), np.zeros(n + 1, np.int64),
+            np.empty(n, np.int32), np.zeros(2, np.int32))
 
 
 @_parallel
-def _assign_cells(q, per_axis, cell):
+def _assign_cells(q, ids, per_axis, cell, by_id):
+    """Each stored particle's cell, and each original index's storage index."""
     scale = 0.5 * per_axis
     for i in prange(q.shape[0]):
+        by_id[ids[i]] = i
         index = 0
         for k in range(3):
             # clamp: ‖q_i‖ = 1 only to round-off, and the cell [1, 1 + side) does not exist
@@ -139,15 +156,14 @@ def sort_by_cell(q, ids, per_axis, lists):
     """The storage order that puts particles cell by cell, cells in (x, y, z) order and each cell's
     particles in increasing original index (``ids``: each stored particle's).  Callers permute every
     per-particle array with it, including ``ids``; ``lists`` then describes the permuted storage (its
-    cells and slabs) for :func:`rebuild`.  O(n) serial work plus O(L³ + n) spread over the slabs."""
+    cells and slabs) for :func:`rebuild`.  Two O(n) serial passes (the slab counts and the particles' distribution
+    to their slabs) plus O(L³ + n) spread over the slabs."""
     storage_cell, cell_start, order, by_id, slab_start = (lists[STORAGE_CELL], lists[CELL_START], lists[ORDER],
                                                           lists[BY_ID], lists[SLAB_START])
     n = q.shape[0]
     per_slab = per_axis * per_axis
     cell = np.empty(n, np.int32)
-    _assign_cells(q, per_axis, cell)
-    for i in range(n):
-        by_id[ids[i]] = i
+    _assign_cells(q, ids, per_axis, cell, by_id)
     slab_start[:] = 0
     for i in range(n):
         slab_start[cell[i] // per_slab + 1] += 1
@@ -203,22 +219,99 @@ def _build_rows(q, list_range_squared, per_axis, storage_cell, cell_start, neigh
             reference[i, k] = q[i, k, 0]
 
 
+@_parallel
+def _scan_rows(neighbours, counts, chunk_totals, pairs_before, furthest):
+    """pairs_before[i] = Σ_{i' < i} counts[i'] (pairs_before has n + 1 entries) and furthest[i] = the largest storage
+    index a row i' ≤ i writes (its last partner: a row's partners increase; i' itself for an empty row), by
+    REDUCTION_CHUNKS chunks in parallel, a serial scan of their totals between the two passes.  Returns the longest
+    row.  Rows longer than the capacity are read up to it (the build is then redone)."""
+    n = counts.shape[0]
+    chunks = chunk_totals.shape[1]
+    stored = neighbours.shape[1]
+    for c in prange(chunks):
+        pairs = 0
+        reach = 0
+        longest = 0
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            pairs += counts[i]
+            reach = max(reach, neighbours[i, min(counts[i], stored) - 1] if counts[i] > 0 else i)
+            longest = max(longest, counts[i])
+        chunk_totals[0, c], chunk_totals[1, c], chunk_totals[2, c] = pairs, reach, longest
+    pairs = 0
+    reach = 0
+    longest = 0
+    for c in range(chunks):  # each chunk's pairs before it and the furthest reach before it
+        chunk_pairs, chunk_reach = chunk_totals[0, c], chunk_totals[1, c]
+        chunk_totals[0, c], chunk_totals[1, c] = pairs, reach
+        pairs += chunk_pairs
+        reach = max(reach, chunk_reach)
+        longest = max(longest, chunk_totals[2, c])
+    pairs_before[n] = pairs
+    for c in prange(chunks):
+        pairs = chunk_totals[0, c]
+        reach = chunk_totals[1, c]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            pairs_before[i] = pairs
+            pairs += counts[i]
+            reach = max(reach, neighbours[i, min(counts[i], stored) - 1] if counts[i] > 0 else i)
+            furthest[i] = reach
+    return longest
+
+
+@_serial
+def block_cuts(pairs_before, furthest, blocks):
+    """The first storage indices (blocks + 1) of ``blocks`` runs of rows with the same number of pairs, W/blocks
+    (W pairs in all), except where a block's rows reach further: block k starts at the first row with at least
+    ⌊k W / blocks⌋ pairs before it, or, if later, just after the furthest partner of the rows before block k − 1, so
+    that every block's rows write only its own particles and the next block's."""
+    n = furthest.shape[0]
+    total = pairs_before[n]
+    start = np.empty(blocks + 1, np.int32)
+    start[0] = 0
+    for k in range(1, blocks):
+        start[k] = np.searchsorted(pairs_before, k * total // blocks)
+        if k >= 2 and start[k - 1] > 0:
+            start[k] = max(start[k], furthest[start[k - 1] - 1] + 1)
+    start[blocks] = n
+    return start
+
+
+@_serial
+def balanced_blocks(pairs_before, furthest):
+    """The blocks of the pair passes (their first storage indices, blocks + 1): :func:`block_cuts` of the largest
+    power of two of blocks, up to MAX_BLOCKS, whose heaviest block carries at most BLOCK_IMBALANCE more pairs than
+    the mean (where the rows reach further than a block, the cuts move and the blocks grow unequal), else 2.  A
+    function of the rows alone, O(MAX_BLOCKS log n) for pairs_before and furthest from :func:`_scan_rows`."""
+    total = pairs_before[furthest.shape[0]]
+    blocks = MAX_BLOCKS
+    while blocks > 2:
+        start = block_cuts(pairs_before, furthest, blocks)
+        heaviest = 0
+        for k in range(blocks):
+            heaviest = max(heaviest, pairs_before[start[k + 1]] - pairs_before[start[k]])
+        if heaviest * blocks <= (1.0 + BLOCK_IMBALANCE) * total:
+            return start
+        blocks //= 2
+    return block_cuts(pairs_before, furthest, 2)
+
+
 @_serial
 def rebuild(q, list_range, per_axis, lists):
     """Build every half row at positions q, which must be in the storage order :func:`sort_by_cell` just
-    gave (every per-particle array permuted by it); grows the rows' capacity (new arrays) until no row
-    overflows.  Returns the lists (the same arrays unless they grew)."""
+    gave (every per-particle array permuted by it), and the blocks of the pair passes (:func:`balanced_blocks`);
+    grows the rows' capacity (new arrays) until no row overflows.  Returns the lists (the same arrays unless they
+    grew, and new blocks)."""
     n = q.shape[0]
     neighbours, counts = lists[NEIGHBOURS], lists[COUNTS]
+    pairs_before, furthest = lists[PAIRS_BEFORE], lists[FURTHEST]
+    chunk_totals = np.empty((3, REDUCTION_CHUNKS), np.int64)
     while True:
         _build_rows(q, list_range * list_range, per_axis, lists[STORAGE_CELL], lists[CELL_START], neighbours, counts,
                     lists[REFERENCE])
-        longest = 0
-        for i in range(n):
-            longest = max(longest, counts[i])
+        longest = _scan_rows(neighbours, counts, chunk_totals, pairs_before, furthest)
         if longest < neighbours.shape[1]:
             return (lists[STORAGE_CELL], lists[CELL_START], lists[ORDER], neighbours, counts, lists[REFERENCE],
-                    lists[SLAB_START], lists[BY_ID])
+                    lists[SLAB_START], lists[BY_ID], pairs_before, furthest, balanced_blocks(pairs_before, furthest))
         neighbours = np.empty((n, longest + NEIGHBOUR_SLACK + 1), np.int32)
 
 
@@ -259,10 +352,10 @@ def needs_rebuild(q, reference, skin, chunk_max):
     return beyond_half_skin(max_displacement_squared(q, reference, chunk_max), skin)
 
 
-def slab_gradient_template(q, coef, neighbours, counts, slab_start, x, out):
-    """Add slab x's pair terms to ∂V/∂q (J): for each pair (i, j) of a row, t = g(r_ij²)(q_i − q_j) is added
+def block_gradient_template(q, coef, neighbours, counts, block_start, x, out):
+    """Add block x's pair terms to ∂V/∂q (J): for each pair (i, j) of a row, t = g(r_ij²)(q_i − q_j) is added
     to out_i and subtracted from out_j (out_j = −t is what j's own gather of the pair would add, bit for bit)."""
-    for i in range(slab_start[x], slab_start[x + 1]):
+    for i in range(block_start[x], block_start[x + 1]):
         x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
         g0, g1, g2 = out[i, 0, 0], out[i, 1, 0], out[i, 2, 0]
         for s in range(counts[i]):
@@ -281,9 +374,9 @@ def slab_gradient_template(q, coef, neighbours, counts, slab_start, x, out):
         out[i, 0, 0], out[i, 1, 0], out[i, 2, 0] = g0, g1, g2
 
 
-def slab_energies_template(q, coef, neighbours, counts, slab_start, x, out):
-    """Add slab x's pair energies to the per-particle energies e_i = ½ Σ_j φ(r_ij²) (J; V = Σ_i e_i)."""
-    for i in range(slab_start[x], slab_start[x + 1]):
+def block_energies_template(q, coef, neighbours, counts, block_start, x, out):
+    """Add block x's pair energies to the per-particle energies e_i = ½ Σ_j φ(r_ij²) (J; V = Σ_i e_i)."""
+    for i in range(block_start[x], block_start[x + 1]):
         e = out[i]
         for s in range(counts[i]):
             j = neighbours[i, s]
@@ -297,27 +390,26 @@ def slab_energies_template(q, coef, neighbours, counts, slab_start, x, out):
 
 
 @_serial
-def clear_slabs(slab_start, x, out):
-    """Zero ``out`` (per particle, any trailing shape) on slab x and on slab x + 1, which x's rows also write:
-    what an even slab does before its rows."""
-    stop = slab_start[min(x + 2, slab_start.shape[0] - 1)]
-    for i in range(slab_start[x], stop):
+def clear_blocks(block_start, x, out):
+    """Zero ``out`` (per particle, any trailing shape) on block x and on block x + 1, which x's rows also write:
+    what an even block does before its rows."""
+    stop = block_start[min(x + 2, block_start.shape[0] - 1)]
+    for i in range(block_start[x], stop):
         out[i] = 0.0
 
 
-def colour_pass_template(q, coef, neighbours, counts, slab_start, colour, out):
-    """One colour of slabs in parallel: even slabs (``colour`` 0) clear their own and the next slab's rows of
-    ``out`` and add their pairs; then odd slabs (1) add theirs.  Call with 0, then 1."""
-    slabs = slab_start.shape[0] - 1
-    for half in prange((slabs - colour + 1) // 2):
+def colour_pass_template(q, coef, neighbours, counts, block_start, colour, out):
+    """One colour of blocks in parallel: even blocks (``colour`` 0) clear their own and the next block's rows of
+    ``out`` and add their pairs; then odd blocks (1) add theirs.  Call with 0, then 1."""
+    for half in prange((block_start.shape[0] - 1) // 2):
         x = 2 * half + colour
         if colour == 0:
-            clear_slabs(slab_start, x, out)
-        slab_pairs(q, coef, neighbours, counts, slab_start, x, out)  # noqa: F821
+            clear_blocks(block_start, x, out)
+        block_pairs(q, coef, neighbours, counts, block_start, x, out)  # noqa: F821
 
 
-def both_colours_template(q, coef, neighbours, counts, slab_start, out):
-    """Every pair's terms (∂V/∂q, or the per-particle energies, J) from the half rows: the even slabs (clearing what
+def both_colours_template(q, coef, neighbours, counts, block_start, out):
+    """Every pair's terms (∂V/∂q, or the per-particle energies, J) from the half rows: the even blocks (clearing what
     they write), then the odd ones."""
     for colour in range(2):
-        colour_pass(q, coef, neighbours, counts, slab_start, colour, out)  # noqa: F821
+        colour_pass(q, coef, neighbours, counts, block_start, colour, out)  # noqa: F821

@@ -7,8 +7,8 @@ the ensemble step calls) and the neighbour-list gradient (:mod:`kernels.neighbou
 ``numba.prange`` loops over particles.  Every parallel loop writes disjoint rows and every sum runs
 in a fixed order, so results are bitwise the same for any number of threads.
 
-Templates call free names bound by :mod:`kernels.compile`: ``integrator_drift``, ``integrator_kick``
-(a method's ``system_stages``), ``pair_energy``, ``pair_gradient_factor`` (a system's ``pair``) and
+Templates call free names bound by :mod:`kernels.compile`: ``integrator_drift``, ``integrator_kick``,
+``particle_factors`` (a method's ``system_stages``), ``pair_energy``, ``pair_gradient_factor`` (a system's ``pair``) and
 the helpers listed in PARALLEL_HELPERS / SERIAL_HELPERS.
 """
 
@@ -27,6 +27,7 @@ from .compile import KERNEL_FLAGS
 from .systems import system_definition
 from .errors import InvalidInput
 from .integrators import KERNEL_METHODS
+from .integrators.langevin import PARTICLE_FACTORS
 from .lanes import bind_template, body_kinetic_energy, constraint_errors_into
 from .source_hash import SOURCE_HASH
 from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
@@ -39,20 +40,22 @@ STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
 
 
 def advance_range_template(first, stop, q, q_next, omega, grad, half_h_over_mass, h, margin, reference, kick, drift,
-                           step, coef, mass_diag, ids, heat):
+                           step, coef, mass_diag, factors, ids, heat):
     """The per-body stages of bodies first … stop − 1 between two gradients.
 
     ``kick``: the last stage of step k (vi: second half kick of eq. (30)), q ← q_{k+1}, tracking the smallest
     margin 1 − ‖a_i‖² of the step and whether a NaN or inf appeared in q or ω.  ``drift``: then the first stage of
     step k + 1 (vi: half kick and drift, eqs. (29)–(30)), its margins, and the largest displacement² since the last
     list build (m²).  Each body's stages only read its own rows and its (complete) gradient.  Returns (the smallest
-    margin, NaN if a non-finite value appeared; the largest displacement²).  The stages also get what the
-    stochastic methods need: the global index ``step`` of the drift's step, the coefficients (the bath rides in
-    their last rows), masses, original ids (which key each particle's noise) and the step's heat per stored particle,
-    each particle writing its own entry."""
+    margin, NaN if a non-finite value appeared; the largest displacement²; with ``HEAT``, the heat the drifts' bath
+    gave, J, summed over the bodies in storage order, else 0).  The stages also get what the stochastic methods
+    need: the global index ``step`` of the drift's step, the coefficients (the bath rides in their last rows),
+    masses, the per-particle factors the method computed once per call (``particle_factors``), original ids (which
+    key each particle's noise) and the step's heat per stored particle, each particle writing its own entry."""
     smallest = 1.0
     poison = 0.0
     moved = 0.0
+    exchanged = 0.0
     for i in range(first, stop):
         if kick:
             integrator_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, mass_diag, ids, heat)  # noqa: F821
@@ -61,54 +64,60 @@ def advance_range_template(first, stop, q, q_next, omega, grad, half_h_over_mass
                 poison += q[i, k, 0] * 0.0 + omega[i, k, 0] * 0.0  # NaN iff some entry is NaN or inf
         if drift:
             margin[i] = integrator_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef,  # noqa: F821
-                                         mass_diag, ids, heat)
+                                         mass_diag, factors, ids, heat)
             moved = max(moved, nb.displacement_squared(q_next, reference, i))
-    return (smallest if poison == poison else np.nan), moved
+            if HEAT:  # noqa: F821 (bound at specialisation)
+                exchanged += heat[i]
+    return (smallest if poison == poison else np.nan), moved, exchanged
 
 
-def slab_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, rows_first, kick, drift,
-                       rows_after, slab_margin, slab_moved, step, coef, mass_diag, ids, heat):
-    """The slabs of one ``colour`` (0 even, 1 odd; see :mod:`kernels.neighbours`) in parallel, each in turn: with
+def block_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, rows_first, kick, drift,
+                        rows_after, block_margin, block_moved, block_heat, step, coef, mass_diag, factors, ids, heat):
+    """The blocks of one ``colour`` (0 even, 1 odd; see :mod:`kernels.neighbours`) in parallel, each in turn: with
     ``rows_first``, it adds its rows' pair terms at q_next to ∂V/∂q; then its bodies' stages
     (:func:`advance_range_template`, ``kick`` and ``drift``); then, with ``rows_after``, it clears its own and the
-    next slab's gradient and adds its rows' terms at the (drifted) q_next: an even slab starts the next gradient.
+    next block's gradient and adds its rows' terms at the (drifted) q_next: an even block starts the next gradient.
     One call site each for the rows and the stages (a loop over the three phases), so that Numba inlines each of
     them once."""
-    slab_start = lists[nb.SLAB_START]
-    for half in prange((slab_start.shape[0] - colour) // 2):
+    block_start = lists[nb.BLOCK_START]
+    for half in prange((block_start.shape[0] - 1) // 2):
         x = 2 * half + colour
         for phase in range(3):
             if phase == 1:
-                slab_margin[x], slab_moved[x] = advance_range(  # noqa: F821
-                    slab_start[x], slab_start[x + 1], q, q_next, omega, grad, half_h_over_mass, h, margin,
-                    lists[nb.REFERENCE], kick, drift, step, coef, mass_diag, ids, heat)
+                block_margin[x], block_moved[x], block_heat[x] = advance_range(  # noqa: F821
+                    block_start[x], block_start[x + 1], q, q_next, omega, grad, half_h_over_mass, h, margin,
+                    lists[nb.REFERENCE], kick, drift, step, coef, mass_diag, factors, ids, heat)
             elif (phase == 0 and rows_first) or (phase == 2 and rows_after):
                 if phase == 2:
-                    nb.clear_slabs(slab_start, x, grad)
-                slab_gradient(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], slab_start, x, grad)  # noqa: F821
+                    nb.clear_blocks(block_start, x, grad)
+                block_gradient(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], block_start, x, grad)  # noqa: F821
 
 
-def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, slab_margin, slab_moved,
-                     step, coef, mass_diag, ids, heat):
+def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, block_margin,
+                     block_moved, block_heat, step, coef, mass_diag, factors, ids, heat):
     """One step's work between two list checks, in two parallel loops (two forks and joins a step: each costs a
     wake-up of the other threads, milliseconds on a loaded machine).  With ``kick``, the gradient at q_next has
-    its even slabs' rows: the odd slabs add theirs, which completes their gradient, and take their stages; then
-    the even slabs, whose gradient the odd ones completed, take theirs.  With ``drift``, the even slabs then start
+    its even blocks' rows: the odd blocks add theirs, which completes their gradient, and take their stages; then
+    the even blocks, whose gradient the odd ones completed, take theirs.  With ``drift``, the even blocks then start
     the next gradient at once (the caller redoes them if the list must be rebuilt first).  Returns the step's status
     (VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or inf appeared in q or ω, else OK: the codes
-    and precedence of the ensemble driver) and the largest displacement² since the last build (m²)."""
+    and precedence of the ensemble driver), the largest displacement² since the last build (m²) and the heat of the
+    drifts' bath (J: the blocks' sums added in block order, so that no sum depends on the threads)."""
     for colour in (1, 0):
-        slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, kick and colour == 1,  # noqa: F821
-                  kick, drift, drift and colour == 0, slab_margin, slab_moved, step, coef, mass_diag, ids, heat)
+        block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, kick and colour == 1,  # noqa: F821
+                   kick, drift, drift and colour == 0, block_margin, block_moved, block_heat, step, coef, mass_diag,
+                   factors, ids, heat)
     code = OK
     largest = 0.0
-    for x in range(slab_margin.shape[0]):
-        largest = max(largest, slab_moved[x])
-        if slab_margin[x] < 0.0:
+    exchanged = 0.0
+    for x in range(lists[nb.BLOCK_START].shape[0] - 1):
+        largest = max(largest, block_moved[x])
+        exchanged += block_heat[x]
+        if block_margin[x] < 0.0:
             code = VI_STEP_INFEASIBLE
-        elif slab_margin[x] != slab_margin[x] and code == OK:
+        elif block_margin[x] != block_margin[x] and code == OK:
             code = NON_FINITE
-    return code, largest
+    return code, largest, exchanged
 
 
 def record_template(sample, q, omega, mass_diag, ids, coef, lists, per_particle, by_id, scratch,
@@ -118,7 +127,7 @@ def record_template(sample, q, omega, mass_diag, ids, coef, lists, per_particle,
     over original indices, and each particle's pair energy adds its terms in the order the list fixes, so none
     depends on the thread count."""
     n = q.shape[0]
-    pair_energies(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.SLAB_START], per_particle)  # noqa: F821
+    pair_energies(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], per_particle)  # noqa: F821
     for s in range(n):
         by_id[0, ids[s]] = body_kinetic_energy(q, omega, mass_diag, s, 0)
         by_id[1, ids[s]] = per_particle[s]
@@ -141,11 +150,11 @@ def record_template(sample, q, omega, mass_diag, ids, coef, lists, per_particle,
 
 
 @njit(parallel=True, error_model="numpy", nogil=True)
-def gather_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids, q_into, omega_into, mass_into,
-                     half_into, margin_into, ids_into):
-    """a_into[s] = a[order[s]] for each per-particle array (q, ω, masses, h/2M, margins, ids): one parallel loop
-    per list build.  (The arrays come one by one: unpacked from tuples inside the parallel function, the writes
-    were lost with Numba 0.68.1.)"""
+def gather_particles(order, q, omega, mass_diag, half_h_over_mass, margin, factors, ids, q_into, omega_into,
+                     mass_into, half_into, margin_into, factors_into, ids_into):
+    """a_into[s] = a[order[s]] for each per-particle array (q, ω, masses, h/2M, margins, the method's factors, ids):
+    one parallel loop per list build.  (The arrays come one by one: unpacked from tuples inside the parallel
+    function, the writes were lost with Numba 0.68.1.)"""
     for s in prange(q.shape[0]):
         source = order[s]
         q_into[s] = q[source]
@@ -153,15 +162,16 @@ def gather_particles(order, q, omega, mass_diag, half_h_over_mass, margin, ids, 
         mass_into[s] = mass_diag[source]
         half_into[s] = half_h_over_mass[source]
         margin_into[s] = margin[source]
+        factors_into[s] = factors[source]
         ids_into[s] = ids[source]
 
 
 @njit(error_model="numpy", nogil=True)
 def sort_and_rebuild(particles, spare, list_range, per_axis, lists):
-    """Put the particles (q, ω, masses, h/2M, margins, original ids) in cell order, gathered into the arrays of
-    ``spare``, and build the half rows there (see :mod:`kernels.neighbours`).  Returns (lists, the particles'
-    arrays now, the spare ones)."""
-    order = nb.sort_by_cell(particles[0], particles[5], per_axis, lists)
+    """Put the particles (q, ω, masses, h/2M, margins, the method's factors, original ids) in cell order, gathered
+    into the arrays of ``spare``, and build the half rows there (see :mod:`kernels.neighbours`).  Returns (lists,
+    the particles' arrays now, the spare ones)."""
+    order = nb.sort_by_cell(particles[0], particles[6], per_axis, lists)
     gather_particles(order, *particles, *spare)
     return nb.rebuild(spare[0], list_range, per_axis, lists), spare, particles
 
@@ -176,18 +186,21 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     with ``adaptive``, each rebuild first sets the skin by :func:`~kernels.neighbours.automatic_skin` from the last
     list's life.  ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity]
     and ``skin_end`` the last skin (m).  With ``HEAT`` (a method that stores its bath's heat), each step's heat
-    Σ_i ΔK_i, summed in storage order (fixed by the list, not by the threads; each particle writes its own entry in
-    the order it is stepped), is added to the heat since the run began (J, from ``heat_start``), which goes to
-    ``heat_out`` at the samples and ``heat_end``."""
+    (summed inside the parallel passes: each block's particles in storage order, then the blocks in block order,
+    fixed by the list, not by the threads) is added to the heat since the run began (J, from ``heat_start``), which
+    goes to ``heat_out`` at the samples and ``heat_end``."""
     n = q_start.shape[0]
     half_h_over_mass = np.empty((n, 1))
-    for i in range(n):
+    factors = np.zeros((n, PARTICLE_FACTORS))
+    for i in range(n):  # once per call: what the stages would otherwise compute every step
         half_h_over_mass[i, 0] = 0.5 * h / mass_start[i, 0]
+        particle_factors(coef, h, mass_start, i, factors)  # noqa: F821 (bound at specialisation)
     # the per-particle arrays, in storage (cell) order; ids maps them back.  Each build gathers them into the spare
     # set and swaps the two.
-    particles = (q_start.copy(), omega_start.copy(), mass_start.copy(), half_h_over_mass, np.ones(n), np.arange(n))
+    particles = (q_start.copy(), omega_start.copy(), mass_start.copy(), half_h_over_mass, np.ones(n), factors,
+                 np.arange(n))
     spare = (np.empty_like(q_start), np.empty_like(q_start), np.empty_like(mass_start), np.empty_like(half_h_over_mass),
-             np.empty(n), np.empty(n, np.int64))
+             np.empty(n), np.empty_like(factors), np.empty(n, np.int64))
     q = np.empty_like(q_start)
     grad = np.empty_like(q_start)
     per_particle = np.empty(n)
@@ -198,27 +211,32 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     per_axis = nb.grid_cells_per_axis(n, cutoff + skin)
     lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis,
                                                nb.allocate(n, per_axis, capacity))
-    q_next, omega, mass_diag, half_h_over_mass, margin, ids = particles
+    q_next, omega, mass_diag, half_h_over_mass, margin, factors, ids = particles
     rebuilds = 1
     built_at = 0
     q[:] = q_next
-    slab_margin = np.empty(per_axis)
-    slab_moved = np.zeros(per_axis)
+    block_margin = np.empty(nb.MAX_BLOCKS)
+    block_moved = np.zeros(nb.MAX_BLOCKS)
+    block_heat = np.zeros(nb.MAX_BLOCKS)
     # the passes' flags are run-time values: Numba compiles a function once for every literal argument it is given
-    # (literal True and False at the call sites had the slab pass compiled five times and the step three)
+    # (literal True and False at the call sites had the block pass compiled five times and the step three)
     no = n_steps < 0
     yes = not no
-    for colour in range(2):  # ∂V/∂q at q: the even slabs' rows (clearing what they write), then the odd ones'
-        slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, colour == 1, no,  # noqa: F821
-                  no, colour == 0, slab_margin, slab_moved, step_offset, coef, mass_diag, ids, heat)
+    for colour in range(2):  # ∂V/∂q at q: the even blocks' rows (clearing what they write), then the odd ones'
+        block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, colour == 1, no,  # noqa: F821
+                   no, colour == 0, block_margin, block_moved, block_heat, step_offset, coef, mass_diag, factors,
+                   ids, heat)
     record_system_sample(0, q, omega, mass_diag, ids, coef, lists, per_particle, by_id,  # noqa: F821
                          scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
                          exchanged, heat_out)
     # the drift of step k (1-based in the call) is the run's step step_offset + k − 1
-    status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, no,  # noqa: F821
-                                   n_steps > 0, slab_margin, slab_moved, step_offset, coef, mass_diag, ids, heat)
+    status, moved, step_heat = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists,  # noqa: F821
+                                              no, n_steps > 0, block_margin, block_moved, block_heat, step_offset,
+                                              coef, mass_diag, factors, ids, heat)
     failed = -1
     for k in range(1, n_steps + 1):
+        if HEAT:  # noqa: F821: step k's drift gave step_heat (the last drift's: a kick alone gives 0)
+            exchanged += step_heat
         if nb.beyond_half_skin(moved, skin):
             if adaptive:
                 skin = nb.automatic_skin(skin, k - built_at, cutoff)
@@ -226,26 +244,20 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
                 if cells != per_axis:
                     per_axis = cells
                     lists = nb.allocate(n, per_axis, lists[nb.NEIGHBOURS].shape[1] - 1)
-                    slab_margin = np.empty(per_axis)
-                    slab_moved = np.zeros(per_axis)
             lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis, lists)
-            q_next, omega, mass_diag, half_h_over_mass, margin, ids = particles
+            q_next, omega, mass_diag, half_h_over_mass, margin, factors, ids = particles
             rebuilds += 1
             built_at = k
-            # the even slabs' rows of this gradient, again with the new list (the odd ones follow in the kick)
+            # the even blocks' rows of this gradient, again with the new list (the odd ones follow in the kick)
             for colour in range(1):
-                slab_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, no, no, no,  # noqa: F821
-                          yes, slab_margin, slab_moved, step_offset + k, coef, mass_diag, ids, heat)
-        if HEAT:  # noqa: F821 (bound at specialisation): step k's drift wrote its heat; the next drift overwrites it
-            step_heat = 0.0
-            for i in range(n):
-                step_heat += heat[i]
-            exchanged += step_heat
+                block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, no, no,  # noqa: F821
+                           no, yes, block_margin, block_moved, block_heat, step_offset + k, coef, mass_diag,
+                           factors, ids, heat)
         saved = k % save_every == 0
         # the next step's drift joins this kick unless a sample (the state between them) is recorded first
-        status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                       lists, yes, k < n_steps and not saved, slab_margin, slab_moved,
-                                       step_offset + k, coef, mass_diag, ids, heat)
+        status, moved, step_heat = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
+                                                  lists, yes, k < n_steps and not saved, block_margin, block_moved,
+                                                  block_heat, step_offset + k, coef, mass_diag, factors, ids, heat)
         if status != OK:
             failed = k
             break
@@ -254,9 +266,10 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
                                  per_particle, by_id, scratch, save_state, q_out, omega_out, energy, temperature,
                                  unit_error, tangency_error, exchanged, heat_out)
             if k < n_steps:
-                status, moved = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                               lists, no, yes, slab_margin, slab_moved, step_offset + k, coef,
-                                               mass_diag, ids, heat)
+                status, moved, step_heat = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h,  # noqa: F821
+                                                          margin, lists, no, yes, block_margin, block_moved,
+                                                          block_heat, step_offset + k, coef, mass_diag, factors, ids,
+                                                          heat)
     for s in range(n):
         for c in range(3):
             q_end[ids[s], c] = q[s, c, 0]
@@ -270,7 +283,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
 
 
 #: (bound name, template, parallel) in the order they are bound: each may call those before it
-HELPERS = (("advance_range", advance_range_template, False), ("slab_pass", slab_pass_template, True),
+HELPERS = (("advance_range", advance_range_template, False), ("block_pass", block_pass_template, True),
            ("advance_bodies", advance_template, False),
            ("record_system_sample", record_template, False))
 #: the per-body stages' loop and a slab's pair rows, inlined into the parallel loops at every optimisation level
@@ -389,7 +402,7 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
         order = nb.sort_by_cell(q, np.arange(n), per_axis, lists)
         q = np.ascontiguousarray(q[order])
         lists = nb.rebuild(q, cutoff + skin, per_axis, lists)
-        rows = (lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.SLAB_START])
+        rows = (lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START])
         gradient = np.empty_like(q)
         energies = np.empty(n)
         kernel.pair_gradient(q, coef, *rows, gradient)
@@ -403,8 +416,8 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
 
 @functools.cache
 def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
-    """The half-list pair kernels of ``system``'s pair potential (:mod:`kernels.neighbours`): one slab's rows
-    (``slab_gradient``, ``slab_energies``), one colour of slabs in parallel (``gradient_colour_pass``,
+    """The half-list pair kernels of ``system``'s pair potential (:mod:`kernels.neighbours`): one block's rows
+    (``block_gradient``, ``block_energies``), one colour of blocks in parallel (``gradient_colour_pass``,
     ``energies_colour_pass``) and both colours (``pair_gradient``, ``pair_energies``)."""
     pair = system_definition(system).pair
     bindings = {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
@@ -415,11 +428,11 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
         bindings[name] = njit(**flags)(bind_template(template, f"{name}__{tag}", {**bindings, **more}))
 
     for quantity in ("gradient", "energies"):
-        bound(getattr(nb, f"slab_{quantity}_template"), f"slab_{quantity}")
-        bound(nb.colour_pass_template, f"{quantity}_colour_pass", parallel=True, slab_pairs=bindings[f"slab_{quantity}"])
+        bound(getattr(nb, f"block_{quantity}_template"), f"block_{quantity}")
+        bound(nb.colour_pass_template, f"{quantity}_colour_pass", parallel=True, block_pairs=bindings[f"block_{quantity}"])
         bound(nb.both_colours_template, f"pair_{quantity}", colour_pass=bindings[f"{quantity}_colour_pass"])
     return types.SimpleNamespace(**{name: bindings[name] for name in (
-        "slab_gradient", "slab_energies", "gradient_colour_pass", "energies_colour_pass", "pair_gradient",
+        "block_gradient", "block_energies", "gradient_colour_pass", "energies_colour_pass", "pair_gradient",
         "pair_energies")})
 
 
@@ -427,10 +440,10 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
 def compiled_system_kernel(method: str, system: str):
     """The jitted system-parallel driver (:mod:`kernels.system_parallel`) of ``method`` for ``system``."""
     kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
-    drift, kick = KERNEL_METHODS[method].system_stages
+    drift, kick, factors = KERNEL_METHODS[method].system_stages
     tag = f"{method}__{system}__system__{SOURCE_HASH}"
     bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
-                "HEAT": KERNEL_METHODS[method].heat}
+                "particle_factors": factors, "HEAT": KERNEL_METHODS[method].heat}
     for name, template, parallel in HELPERS:
         flags = {"parallel": True, **KERNEL_FLAGS} if parallel else (INLINED if name == "advance_range" else KERNEL_FLAGS)
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))

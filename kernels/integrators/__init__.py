@@ -37,8 +37,9 @@ class Method:
     status: tuple = (codes.OK, codes.NON_FINITE)  # the status codes it can report (kernels.status)
     carry: tuple = ()  # per-member solver state a later segment continues from (names in Trajectory.carry)
     lanes: int | None = None  # members per SIMD block; None: chosen from the ensemble size
-    #: per-body (first, last) stages of one step around a gradient evaluation, for the system-parallel
-    #: driver (kernels.system_parallel); None: the method has no such split (implicit or multistage)
+    #: per-body (first, last) stages of one step around a gradient evaluation, and the per-body factors they take,
+    #: computed once per call, for the system-parallel driver (kernels.system_parallel); None: the method has no
+    #: such split (implicit or multistage)
     system_stages: tuple | None = None
     #: option names that travel to the kernel as a float vector, in kernel order
     option_vector: tuple = ()
@@ -269,7 +270,8 @@ ACTIVE_BROWNIAN = Method(
     {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                               langevin.brownian_step, False, active=True))},
     stochastic=True, diagonal_only=True, revision=2,  # 2: Ziggurat normals (kernels.noise), not Box–Muller
-    system_stages=(langevin.active_brownian_particle_drift, langevin.brownian_particle_kick))
+    system_stages=(langevin.active_brownian_particle_drift, langevin.brownian_particle_kick,
+                   langevin.brownian_particle_factors))
 
 
 def _runge_kutta(name, summary, order, options, spheres_recipe_of, other_spaces, motion_recipe_of=None,
@@ -311,7 +313,9 @@ METHODS: dict[str, Method] = {
                {"implicit": False, "newton_tol": 1e-14, "newton_max_iterations": 20, "adaptive": False,
                 "tolerance": 0.005, "max_step": None, "max_steps": None},
                {SPHERES: (ANY_INERTIA_ON_SPHERES, _vi_recipe)},
-               status=NEWTON + (codes.VI_STEP_INFEASIBLE,), system_stages=(vi.explicit_vi_particle_drift, vi.explicit_vi_particle_kick),
+               status=NEWTON + (codes.VI_STEP_INFEASIBLE,),
+               system_stages=(vi.explicit_vi_particle_drift, vi.explicit_vi_particle_kick,
+                              vi.explicit_vi_particle_factors),
                option_vector=("newton_tol", "newton_max_iterations"), variants={"adaptive": ADAPTIVE_VI}),
         Method("lgvi", "Lee–Leok–McClamroch Lie group variational integrator on SO(3)ⁿ, and its extension to SE(3)ⁿ "
                "with a 6×6 inertia; F_k (and t_k) by Newton in Cayley coordinates", 2,
@@ -340,14 +344,16 @@ METHODS: dict[str, Method] = {
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.langevin_allocate, langevin.langevin_begin,
                                                          langevin.langevin_step, True))},
                stochastic=True, heat=True, diagonal_only=True, revision=2,  # 2: Ziggurat normals, not Box–Muller
-               system_stages=(langevin.langevin_particle_drift, langevin.langevin_particle_kick)),
+               system_stages=(langevin.langevin_particle_drift, langevin.langevin_particle_kick,
+                              langevin.langevin_particle_factors)),
         Method("brownian", "overdamped Langevin (Brownian) dynamics by geodesic Euler–Maruyama steps along the "
                "sphere's exponential map; weak order 1; ω is set to 0", 1,
                {"temperature": None, "cooling_rate": 0.0, "friction": 1.0, "diffusion": None, "active": None},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                                          langevin.brownian_step, False))},
                stochastic=True, diagonal_only=True, revision=2,  # 2: Ziggurat normals, not Box–Muller
-               system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick),
+               system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick,
+                              langevin.brownian_particle_factors),
                variants={"active": ACTIVE_BROWNIAN}),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),

@@ -52,6 +52,9 @@ BATH_ROWS = ("temperature", "cooling_rate", "friction", "diffusion", "speed", "r
              "noise_key1", "member")
 TEMPERATURE, COOLING_RATE, FRICTION, DIFFUSION, SPEED, ROTATIONAL_DIFFUSION, KEY0, KEY1, MEMBER = range(
     -len(BATH_ROWS), 0)
+#: columns of the per-particle factors the system-parallel stages take, computed once per call
+#: (:func:`langevin_particle_factors`, :func:`brownian_particle_factors`)
+PARTICLE_FACTORS = 2
 #: the stages of a step that draw noise (counter word 3): the Ornstein–Uhlenbeck or Brownian kick, and an active
 #: particle's two half turns of its heading
 O_STAGE, HEADING_STAGE = 0, 1
@@ -357,15 +360,23 @@ def copy_body(source, target, i):
 
 
 @lane_function
-def langevin_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
-    """B, A, O, A of particle i into q_next (q keeps q_k until the kick); the heat of O goes to heat[i].
-    Returns 1 (a Langevin step is never infeasible)."""
+def langevin_particle_factors(coef, h, mass_diag, i, factors):
+    """Particle i's Ornstein–Uhlenbeck factors, once per call: e^{−γh} and √((1 − e^{−2γh})/M_ii)
+    (:func:`bath_factors`)."""
+    factors[i, 0], factors[i, 1] = bath_factors(coef, h, mass_diag[i, 0], 0)
+
+
+@lane_function
+def langevin_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, factors, ids,
+                            heat):
+    """B, A, O, A of particle i into q_next (q keeps q_k until the kick), its bath's factors from
+    :func:`langevin_particle_factors`; the heat of O goes to heat[i].  Returns 1 (a Langevin step is never
+    infeasible)."""
     copy_body(q, q_next, i)
-    decay, spread = bath_factors(coef, h, mass_diag[i, 0], 0)
     key0, key1, member = noise_counters(coef, 0)
-    heat[i] = langevin_first_half(q_next, omega, grad, half_h_over_mass, h, decay,
-                                  spread * thermal_scale(coef, step, h, 0), mass_diag[i, 0], step, member, key0, key1,
-                                  ids[i], i, 0)
+    heat[i] = langevin_first_half(q_next, omega, grad, half_h_over_mass, h, factors[i, 0],
+                                  factors[i, 1] * thermal_scale(coef, step, h, 0), mass_diag[i, 0], step, member, key0,
+                                  key1, ids[i], i, 0)
     return 1.0
 
 
@@ -377,15 +388,22 @@ def langevin_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, ma
 
 
 @lane_function
-def brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
-    """The geodesic Euler–Maruyama step of particle i from q (∂V/∂q there) into q_next; ω_i = 0.  Returns 1."""
+def brownian_particle_factors(coef, h, mass_diag, i, factors):
+    """Particle i's Brownian factors, once per call: h/ζ_i and √(2h/ζ_i) (:func:`brownian_factors`)."""
+    factors[i, 0], factors[i, 1] = brownian_factors(coef, h, mass_diag[i, 0], 0)
+
+
+@lane_function
+def brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, factors, ids,
+                            heat):
+    """The geodesic Euler–Maruyama step of particle i from q (∂V/∂q there) into q_next, its factors from
+    :func:`brownian_particle_factors`; ω_i = 0.  Returns 1."""
     copy_body(q, q_next, i)
     for k in range(3):
         omega[i, k, 0] = 0.0
-    mobility, spread = brownian_factors(coef, h, mass_diag[i, 0], 0)
     key0, key1, member = noise_counters(coef, 0)
     x0, x1, x2 = gaussian_triple(step, member, ids[i], O_STAGE, key0, key1)
-    geodesic_move(q_next, grad, mobility, spread * thermal_scale(coef, step, h, 0), x0, x1, x2, i, 0)
+    geodesic_move(q_next, grad, factors[i, 0], factors[i, 1] * thermal_scale(coef, step, h, 0), x0, x1, x2, i, 0)
     return 1.0
 
 
@@ -396,12 +414,13 @@ def brownian_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, ma
 
 
 @lane_function
-def active_brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
-    """:func:`active_move` of particle i from q into q_next.  Returns 1."""
+def active_brownian_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, factors,
+                                   ids, heat):
+    """:func:`active_move` of particle i from q into q_next, its factors from :func:`brownian_particle_factors`.
+    Returns 1."""
     copy_body(q, q_next, i)
-    mobility, spread = brownian_factors(coef, h, mass_diag[i, 0], 0)
     speed, half_turn = active_factors(coef, h, 0)
     key0, key1, member = noise_counters(coef, 0)
-    active_move(q_next, omega, grad, h, mobility, spread * thermal_scale(coef, step, h, 0), speed, half_turn, step,
-                member, key0, key1, ids[i], i, 0)
+    active_move(q_next, omega, grad, h, factors[i, 0], factors[i, 1] * thermal_scale(coef, step, h, 0), speed,
+                half_turn, step, member, key0, key1, ids[i], i, 0)
     return 1.0

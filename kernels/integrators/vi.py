@@ -96,10 +96,16 @@ def explicit_vi_kick(q_next, omega, grad, half_h_over_mass, q, i, b):
 
 
 @lane_function
-def explicit_vi_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, ids, heat):
+def explicit_vi_particle_factors(coef, h, mass_diag, i, factors):
+    """The system-parallel driver's per-call factors of particle i: vi's stages need none beyond h/(2M_ii)."""
+
+
+@lane_function
+def explicit_vi_particle_drift(q, omega, grad, half_h_over_mass, h, q_next, i, step, coef, mass_diag, factors, ids,
+                               heat):
     """The system-parallel driver's first stage of particle i (:mod:`kernels.system_parallel`, whose stages all take
-    the step index, coefficients, masses, original ids and heat that the stochastic methods need): the half kick and
-    drift of :func:`explicit_vi_drift`."""
+    the step index, coefficients, masses, per-call factors, original ids and heat that the stochastic methods need):
+    the half kick and drift of :func:`explicit_vi_drift`."""
     return explicit_vi_drift(q, omega, grad, half_h_over_mass, h, q_next, i, 0)
 
 
