@@ -37,6 +37,10 @@ MODES = ("ensemble", "system")
 SYSTEM_PARALLEL_MIN_BODIES = 1000
 #: rows of the driver's ``info`` output
 STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
+#: the revision of this mode's sums, which a store run in it records (ensemble-mode runs step each member by the
+#: all-pairs lane function and are not concerned): 1, the pair passes over x-slabs of cells; 2, over blocks of
+#: equal pair counts (:func:`kernels.neighbours.balanced_blocks`), which add each particle's terms in another order
+SYSTEM_MODE_REVISION = 2
 
 
 def advance_range_template(first, stop, q, q_next, omega, grad, half_h_over_mass, h, margin, reference, kick, drift,

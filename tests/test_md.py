@@ -498,3 +498,24 @@ def test_md_spec_errors(tmp_path, change, message):
     with pytest.raises(InvalidInput) as error:
         Plan(md_spec(tmp_path, **change)).validate()
     assert str(error.value).startswith(message), str(error.value)
+
+
+def test_a_system_mode_store_of_the_slab_sums_is_reported_when_resumed(tmp_path):
+    """The system-parallel mode's pair passes run over blocks of equal pair counts (revision 2 of its sums): a
+    system-mode store written with the x-slabs (or before the mode recorded a revision) says so when it is resumed,
+    and an ensemble-mode store of the same system, whose bits did not change, records no such revision."""
+    import zarr
+
+    from armillary.ensemble.plan import Plan
+    from armillary.ensemble.store import revision_change, write_template
+
+    plan = Plan(md_spec(tmp_path))
+    assert plan.mode == "system"
+    write_template(plan)
+    assert revision_change(plan) is None
+    zarr.open_group(str(plan.spec.store), mode="r+").attrs["system_mode_revision"] = 1
+    assert "revision 1 of the system-parallel mode's sums, this is revision 2" in revision_change(plan)
+    ensemble_plan = Plan(md_spec(tmp_path, members=2, variables='["energy"]', name="members.zarr"))
+    assert ensemble_plan.mode == "ensemble"
+    write_template(ensemble_plan)
+    assert "system_mode_revision" not in zarr.open_group(str(ensemble_plan.spec.store), mode="r").attrs
