@@ -135,7 +135,7 @@ def heaviest_thread_over_mean(lists, threads):
 def test_pair_passes_split_evenly_over_16_threads(arrangement):
     """At 10⁵ particles, ρ* = 0.8, the heaviest of 16 threads carries at most 5 % more pairs than the mean in each
     colour pass, for random positions (their density fluctuates more than a liquid's) and for the Fibonacci lattice
-    (a crystal).  The x-slabs of cells that the passes ran over before (36 of a colour) gave 1.34–1.38×."""
+    (a crystal).  The x-slabs of cells that the passes ran over before (36 of a colour) gave 1.43× and 1.40×."""
     n = 100_000
     _, sigma = lj_at_density(n)
     if arrangement == "liquid":
