@@ -30,6 +30,10 @@ from armillary.kernels.sections import Section
 
 from ensemble_cases import armillary, arrays, wait_for_records
 
+#: one pytest worker for the file: its tests share kernels (brownian on the spring pendula, compiled by both
+#: workers at once before, 8 s)
+pytestmark = pytest.mark.xdist_group("stochastic")
+
 #: Random123's known-answer vectors of Philox4×32-10 (its tests/kat_vectors): counter, key, output
 PHILOX_ANSWERS = [
     ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
