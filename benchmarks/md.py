@@ -222,11 +222,11 @@ def partition_imbalance(n: int, counts: list) -> dict:
         lists = nb.allocate(n, per_axis, nb.initial_capacity(n, list_range))
         order = nb.sort_by_cell(np.ascontiguousarray(q[:, :, None]), np.arange(n), per_axis, lists)
         lists = nb.rebuild(np.ascontiguousarray(q[order][:, :, None]), list_range, per_axis, lists)
-        pairs = np.add.reduceat(lists[nb.COUNTS].astype(np.int64), lists[nb.BLOCK_START][:-1])
         for count in counts:
-            heaviest = sum(max(part.sum() for part in np.array_split(pairs[colour::2], count)) for colour in (0, 1))
-            worst[count] = max(worst[count], count * heaviest / pairs.sum())
-    return {"imbalance": worst, "pairs_per_particle": float(lists[nb.COUNTS].mean()), "blocks": len(pairs)}
+            loads = nb.thread_pairs(lists, count)
+            worst[count] = max(worst[count], count * loads.max(axis=1).sum() / loads.sum())
+    return {"imbalance": worst, "pairs_per_particle": float(lists[nb.COUNTS].mean()),
+            "blocks": len(lists[nb.BLOCK_START]) - 1}
 
 
 def serial_share(rate_one: float, rate_many: float, threads: int, imbalance: float) -> float:

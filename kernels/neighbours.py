@@ -295,6 +295,14 @@ def balanced_blocks(pairs_before, furthest):
     return block_cuts(pairs_before, furthest, 2)
 
 
+def thread_pairs(lists, threads: int) -> np.ndarray:
+    """The pairs each of ``threads`` threads carries in each colour pass of the lists' blocks, (2, threads): a
+    colour's blocks shared out as Numba's static schedule of a parallel loop does, in runs of consecutive blocks as
+    even as the count allows.  What the balance test and benchmarks/md.py's model read the partition by."""
+    per_block = np.add.reduceat(lists[COUNTS].astype(np.int64), lists[BLOCK_START][:-1])
+    return np.array([[part.sum() for part in np.array_split(per_block[colour::2], threads)] for colour in (0, 1)])
+
+
 @_serial
 def rebuild(q, list_range, per_axis, lists):
     """Build every half row at positions q, which must be in the storage order :func:`sort_by_cell` just

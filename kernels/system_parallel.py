@@ -27,7 +27,6 @@ from .compile import KERNEL_FLAGS
 from .systems import system_definition
 from .errors import InvalidInput
 from .integrators import KERNEL_METHODS
-from .integrators.langevin import PARTICLE_FACTORS
 from .lanes import bind_template, body_kinetic_energy, constraint_errors_into
 from .source_hash import SOURCE_HASH
 from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
@@ -41,6 +40,9 @@ STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
 #: all-pairs lane function and are not concerned): 1, the pair passes over x-slabs of cells; 2, over blocks of
 #: equal pair counts (:func:`kernels.neighbours.balanced_blocks`), which add each particle's terms in another order
 SYSTEM_MODE_REVISION = 2
+#: columns of the per-particle factors a method's ``particle_factors`` stage may fill once per call (langevin: e^{−γh}
+#: and its spread; brownian: h/ζ and its spread) for its drift stage to read
+PARTICLE_FACTORS = 2
 
 
 def advance_range_template(first, stop, q, q_next, omega, grad, half_h_over_mass, h, margin, reference, kick, drift,

@@ -123,12 +123,8 @@ def test_half_rows_hold_each_pair_once_in_an_order_set_by_the_positions():
 def heaviest_thread_over_mean(lists, threads):
     """The largest pair count a thread carries in a colour pass over the mean, for the blocks of the pair passes
     split into even shares of each colour's blocks (Numba's static schedule of a parallel loop)."""
-    per_block = np.add.reduceat(lists[nb.COUNTS].astype(np.int64), lists[nb.BLOCK_START][:-1])
-    ratios = []
-    for colour in (0, 1):
-        loads = [part.sum() for part in np.array_split(per_block[colour::2], threads)]
-        ratios.append(max(loads) / np.mean(loads))
-    return max(ratios)
+    loads = nb.thread_pairs(lists, threads)
+    return float((loads.max(axis=1) / loads.mean(axis=1)).max())
 
 
 @pytest.mark.parametrize("arrangement", ["liquid", "crystal"])

@@ -52,9 +52,6 @@ BATH_ROWS = ("temperature", "cooling_rate", "friction", "diffusion", "speed", "r
              "noise_key1", "member")
 TEMPERATURE, COOLING_RATE, FRICTION, DIFFUSION, SPEED, ROTATIONAL_DIFFUSION, KEY0, KEY1, MEMBER = range(
     -len(BATH_ROWS), 0)
-#: columns of the per-particle factors the system-parallel stages take, computed once per call
-#: (:func:`langevin_particle_factors`, :func:`brownian_particle_factors`)
-PARTICLE_FACTORS = 2
 #: the stages of a step that draw noise (counter word 3): the Ornstein–Uhlenbeck or Brownian kick, and an active
 #: particle's two half turns of its heading
 O_STAGE, HEADING_STAGE = 0, 1
