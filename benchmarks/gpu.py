@@ -11,16 +11,18 @@ Cases (issue 50's):
   an H100-class GPU and ≥ 20× the same machine's 16 cores.
 - ``lgvi_top``: the chaotic heavy top on SO(3). Target ≥ 5×10⁹.
 - ``rk4_cart``: rk4 on sympy's cart with 5 unit links and masses (``multibody``, the articulated-body algorithm),
-  released at rest from q = (0, 1.0, 1.2, 1.4, 1.6, 1.8). Target ≥ 10⁹. Its work is some 27 kB per member (the
-  method's and the system's, Kane's and the closures' scratch included): 10⁶ members take 27 GB of the GPU's
-  memory, and their moves to and from it count in the transfer share.
+  released at rest from q = (0, 1.0, 1.2, 1.4, 1.6, 1.8). Target ≥ 10⁹. Its work is some 27 kB per thread (the
+  method's and the system's, Kane's and the closures' scratch included), in each thread's local memory: the
+  GPU reserves it for the threads resident at once, not for every member, and none of it crosses from the host
+  but one member's start.
 - ``rk45_chain``: rk45 on Example 1 (default tolerances), in accepted member-steps/s: the rates of ``--steps``
   units of time scaled by the CPU run's mean accepted steps per member. Target ≥ 10⁹.
 
 Members are the preset's (or the case's) state perturbed by 1e-3 (seed 0). The GPU steps ``--members``, the CPU ``--cpu-members``
 on all its cores (the rates are per member-step, so the sizes may differ). Each case is timed ``--repeats``
-times after a compiling call, and the fastest counts. The transfer share is that of the fastest GPU run, from
-:data:`kernels.gpu.last_run_seconds`, at one saved sample per ``--save-every`` steps. The difference from the CPU
+times after a compiling call, and the fastest counts. The transfer share is that of the last GPU run, from
+:data:`kernels.gpu.last_run_seconds`, at one saved sample per ``--save-every`` steps, with the bytes it moved per
+member (:data:`kernels.gpu.last_run_bytes`). The difference from the CPU
 is the largest |q_gpu − q_cpu| / max |q_cpu| over the first ``--cpu-members`` members' end states.
 
 Without a GPU (or its driver) the script says what is missing and exits 2. ``NUMBA_ENABLE_CUDASIM=1`` runs it
@@ -66,7 +68,7 @@ def measure(name: str, args) -> dict:
     state = members_of(system, base or system.initial_state(), args.members)
     gpu_rates = armillary_rates(system, method, state, dt, args.steps, args.repeats, save_every=args.save_every,
                                 device="cuda")
-    parts = dict(gpu.last_run_seconds)
+    parts, moved = dict(gpu.last_run_seconds), dict(gpu.last_run_bytes)
     cpu_state = {variable: value[:args.cpu_members] for variable, value in state.items()}
     cpu_rates = armillary_rates(system, method, cpu_state, dt, args.steps, args.repeats,
                                 save_every=args.save_every)
@@ -82,9 +84,11 @@ def measure(name: str, args) -> dict:
     transfer = (parts["to_device"] + parts["to_host"]) / sum(parts.values())
     result = {"case": name, "gpu": max(gpu_rates), "cpu": max(cpu_rates), "ratio": max(gpu_rates) / max(cpu_rates),
               "transfer_share": transfer, "relative_difference": difference, "target": target,
-              "gpu_rates": gpu_rates, "cpu_rates": cpu_rates, "parts_seconds": parts}
+              "gpu_rates": gpu_rates, "cpu_rates": cpu_rates, "parts_seconds": parts,
+              "bytes_per_member": {way: count / args.members for way, count in moved.items()}}
     print(f"{name:<12} gpu {rates_text(gpu_rates)}  cpu ({default_threads()} threads) {rates_text(cpu_rates)}  "
-          f"ratio {result['ratio']:.1f}×  transfers {100 * transfer:.1f} %  max rel diff {difference:.1e}"
+          f"ratio {result['ratio']:.1f}×  transfers {100 * transfer:.1f} % ({moved['to_device'] / args.members:.0f} B "
+          f"in, {moved['to_host'] / args.members:.0f} B out per member)  max rel diff {difference:.1e}"
           + (f"  target {target:.0e}: {'met' if result['gpu'] >= target else 'not met'}" if target else ""),
           flush=True)
     return result

@@ -2,19 +2,22 @@
 
 The stages a fixed-step driver calls (``integrator_begin``, ``integrator_step``, ``record_sample``, the shadows',
 and through them the system's gradient, potential or vector field) are Python functions in lane layout: a member's
-scalar arithmetic inside loops over a block's lanes (:mod:`kernels.lanes`).  The GPU runs that same source.
-:func:`march_members_template` (for (S²)ⁿ) and :func:`march_flat_members_template` (for the flat spaces) give
-thread m the views ``[..., m::members]`` of arrays whose lanes are the whole ensemble (its shadows' lanes too:
-shadow j of member m is lane j·members + m), so every lane loop runs over its own member only, neighbouring threads
-touch neighbouring addresses (coalesced loads), and numba-cuda compiles the stages that
+scalar arithmetic inside loops over a block's lanes (:mod:`kernels.lanes`).  The GPU runs that same source, each
+thread on arrays of one lane (its member; its shadows' lanes for the shadows) that are its own: the kernel
+(:func:`member_kernel_source`, written out for the run's shapes) copies thread m's part of the state, its shadows
+and its parameters (lanes ``m + j·members`` of the ensemble's arrays) and the workspace into ``cuda.local.array``
+before the first step, and the template steps those.  Their shapes are constants of the kernel, so NVVM unrolls
+the stages' loops and keeps a small system's arrays in registers, a larger one's in the thread's local memory;
+from the first step to the last a thread reads only its read-only parameters (topology, options) from global
+memory and writes only its samples (the suite checks this in the PTX).  numba-cuda compiles the stages that
 :func:`kernels.compile.specialised_stages` jitted for the CPU again for the device.  A segment runs on the device
 from its first step to its last; the samples, the outcome and the end state cross to the host once, at its end,
 and the next segment starts from ``final`` as on the CPU (the store's restarts).
 
 The GPU's templates (:data:`TEMPLATES`: the fixed-step drivers' and rk45's adaptive ones, for (S²)ⁿ and the flat
 spaces) are the CPU drivers' loops without their allocations: the arrays a driver allocates per block are made on
-the host, for the whole ensemble (:func:`gpu_workspace` and its kin); what a step does is the stages' (rk45's
-attempt is ``dopri_attempt``, the CPU's own).  One body shared by
+the host for one member (:func:`gpu_workspace` and its kin), every thread's start of its own; what a step does is
+the stages' (rk45's attempt is ``dopri_attempt``, the CPU's own).  One body shared by
 CPU and GPU, taking those arrays as a tuple, cost 2.1–4.5 s more to compile per CPU kernel at -O1 (Example 2's
 explicit vi 7.2 → 9.3 s, Example 1's implicit vi 11.3 → 15.8 s, measured), Numba taking the tuples apart again
 in its IR, so the CPU keeps its drivers and the GPU its templates, which leave out what it refuses.
@@ -36,11 +39,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 import os
 import threading
 import time
 import types
+import typing
 
 import numba
 import numpy as np
@@ -52,7 +57,7 @@ from .flat_driver import check_flat_lanes, drive_flat_fixed, flat_shadow_factor,
 from .integrators.flat_rk import copy_rows, drive_flat_adaptive, flat_dense_into, flat_error_norm
 from .integrators.runge_kutta import (ATOL, MAX_STEPS, RTOL, dopri_dense_into, dopri_error_norm, dopri_gave_up,
                                       dopri_next_step, drive_adaptive)
-from .lanes import bind_template, copy_block, lane_function
+from .lanes import bind_template, copy_block
 from .lyapunov import (record_indicators, record_sphere_indicators, tile_lanes_2d, tile_lanes_3d,
                        write_final_shadows)
 
@@ -145,109 +150,96 @@ def _register_numpy_math() -> None:
         table.setdefault(getattr(np, name), {"d->d": lower})
 
 
-class PerMember:
-    """A workspace array that a block's lanes share on the CPU, using it one after another (one member's scratch:
-    the articulated-body algorithm's joint rows), given every GPU thread its own: ``array`` has the CPU's shape
-    and a last axis of members, and thread m's view is ``array[..., m]``."""
+class Tiled:
+    """A workspace array holding a member's parameters once per lane of its shadows (``array``: as made for one
+    member; shadow j's lane j holds the member's own ``source``): each thread tiles its own parameters, the kernel
+    argument ``source`` names, rather than reading the host's copy."""
 
-    def __init__(self, array: np.ndarray):
-        self.array = array
-
-
-def for_members(make, per_member: int, members: int):
-    """The work ``make(lanes)`` (a method's or system's allocate: arrays, in tuples) gives a block, for ``members``
-    threads of ``per_member`` lanes each (1, or a member's shadows): an array with lanes last (its last axis grows
-    with ``lanes``: told apart by making it for 1 and 2 lanes) is made for per_member · members lanes, thread m's
-    every members-th (:func:`member_views_source`); one the lanes share, as made for ``per_member`` lanes,
-    becomes :class:`PerMember`."""
-    return _spread(make(per_member * members), make(per_member), make(1), make(2), members)
+    def __init__(self, source: str, array: np.ndarray):
+        self.source, self.array = source, array
 
 
-def _spread(whole, own, one, two, members: int):
-    if isinstance(whole, tuple):
-        return tuple(_spread(*parts, members) for parts in zip(whole, own, one, two))
-    if one.shape[-1:] == (1,) and two.shape == one.shape[:-1] + (2,):
-        return whole
-    return PerMember(np.repeat(own[..., np.newaxis], members, axis=-1))
+def member_kernel_source(template, owned: dict, workspace: tuple, members: int) -> str:
+    """The source of the kernel around ``template`` (one of :data:`TEMPLATES`).  Thread m copies its member's part
+    of every array ``owned`` names (a kernel argument: its block 0, lanes last) into arrays of its own
+    (``cuda.local.array``), and the ``workspace`` made for one member (nested tuples of arrays, the same start for
+    every thread; a :class:`Tiled` array made from the thread's own parameters), calls the template with them and
+    its other arguments, and so touches global memory only to read its start here and, inside the template, its
+    read-only parameters and to write samples, outcome and end state.  Written out for the arrays' shapes, which
+    the local arrays must know at compile time: NVVM keeps an array whose every index is a constant after
+    unrolling (small systems) in registers, the others in the thread's local memory, which no other thread
+    shares (so the CPU's scratch shared by a block's lanes is each thread's own here).  Member m's part of an
+    owned array of ``lanes`` per member is ``[..., m + j·members]``, j < lanes (shadow j of member m); an empty
+    part, as of a member without shadows, is the global array as it is (a local array has a size)."""
+    parameters = list(inspect.signature(template).parameters)[2:]
+    lines = [f"def {template.__name__}_kernel(workspace, {', '.join(parameters)}):",
+             "    m = cuda.grid(1)", "    if m >= members:", "        return"]
+    locals_of = {}
 
+    def own(item, path: str, lanes_of=None) -> str:
+        """A local array for ``item`` read at ``path`` (its lane j at ``lanes_of(j)``), written into ``lines``."""
+        if isinstance(item, tuple):
+            return "(" + "".join(own(part, f"{path}[{i}]") + ", " for i, part in enumerate(item)) + ")"
+        array = item.array if isinstance(item, Tiled) else item
+        shape = array.shape[:-1] + (array.shape[-1] // members,) if lanes_of else array.shape
+        if 0 in shape:  # nothing to copy (no shadows): the global array, as empty, never read
+            return path
+        if isinstance(item, Tiled):
+            path, lanes_of = locals_of[item.source], (lambda lane: "0")
+        name = f"own{len(lines)}"
+        rows = "".join(f"i{d}, " for d in range(len(shape) - 1))
+        lane = f"i{len(shape) - 1}"
+        lines.append(f"    {name} = cuda.local.array({shape}, np.{array.dtype.name})")
+        lines.extend(f"    {'    ' * d}for i{d} in range({size}):" for d, size in enumerate(shape))
+        lines.append(f"    {'    ' * len(shape)}{name}[{rows}{lane}] = {path}[{rows}{lanes_of(lane) if lanes_of else lane}]")
+        return name
 
-def _view_expression(item, path: str) -> str:
-    """Source of member m's view of ``item`` (an array, lanes last, a :class:`PerMember` or a tuple of them,
-    nested) read at ``path``."""
-    if isinstance(item, tuple):
-        return "(" + "".join(_view_expression(part, f"{path}[{i}]") + ", " for i, part in enumerate(item)) + ")"
-    return f"{path}[..., m]" if isinstance(item, PerMember) else f"{path}[..., m::lanes]"
-
-
-def member_views_source(workspace: tuple, members: int) -> str:
-    """A function returning member m's views of a workspace of ``members`` lanes (:func:`gpu_workspace`), written
-    out for the workspace's shape: Numba indexes a tuple of mixed arrays only by constants.  Every array must have
-    its lanes last, a whole number of lanes per member, or be a :class:`PerMember` (a scratch shared by the lanes
-    of a block and not made per member, which the threads would share, is refused: AssertionError naming its
-    shape)."""
-    arrays = []
-    _each_array(workspace, arrays.append)
-    for array in arrays:
-        assert array.ndim and array.shape[-1] % members == 0, f"GPU workspace array {array.shape} has no lanes last"
-    return f"def member_views(workspace, m, lanes):\n    return {_view_expression(workspace, 'workspace')}\n"
+    for name, array in owned.items():
+        locals_of[name] = own(array[0], f"{name}[0]", lambda lane: f"m + {lane} * members")
+    parts = [*locals_of.values(), own(workspace, "workspace")]
+    lines.append(f"    {template.__name__}(({''.join(part + ', ' for part in parts)}), m, {', '.join(parameters)})")
+    return "\n".join(lines) + "\n"
 
 
 def _each_array(item, function):
-    """``item`` (a value, or arrays and :class:`PerMember` in tuples, nested) with ``function`` applied to each
-    array (a PerMember's own: what the kernel gets); other values as they are."""
+    """``item`` (a value, or arrays and :class:`Tiled` in tuples, nested) with ``function`` applied to each array
+    (a Tiled's own: what the kernel gets); other values as they are."""
     if isinstance(item, tuple):
         return tuple(_each_array(part, function) for part in item)
-    if isinstance(item, PerMember):
+    if isinstance(item, Tiled):
         item = item.array
     return function(item) if isinstance(item, np.ndarray) else item
 
 
-@lane_function
-def sphere_member_views(q_blocks, omega_blocks, mass_diag, mass_full, coef, m, members):
-    """Member m's views (q, ω, diagonal and full M, coefficients) of an (S²)ⁿ kernel's one block of every member."""
-    mine = slice(m, None, members)
-    return (q_blocks[0][:, :, mine], omega_blocks[0][:, :, mine], mass_diag[0][:, mine], mass_full[0][:, :, mine],
-            coef[0][:, mine])
-
-
-def gpu_workspace(bindings: dict, blocks: dict, members: int) -> tuple:
-    """The arrays :func:`kernels.driver.drive_fixed_step` allocates per block, for one block of every member (lanes
-    last; shadow j of member m in lane j·members + m), made on the host: the method's work (``allocate``, its
-    ``integrator_allocate``) for the members and for their shadows, the bookkeeping, the scratch, and the shadows'
-    coefficients and scratch.  Member m's lanes of every one are ``[..., m::members]``."""
+def gpu_workspace(bindings: dict, one: dict) -> tuple:
+    """The arrays :func:`kernels.driver.drive_fixed_step` allocates per block, for one member (``one``: its blocks,
+    its own lanes last), made on the host as every thread's start (:func:`member_kernel_source`): the method's work
+    (``integrator_allocate``) for the member and for its shadows, the bookkeeping, the scratch, and the shadows'
+    scratch and coefficients (the member's parameters, :class:`Tiled`)."""
     allocate = bindings["integrator_allocate"]
-    n, count = blocks["q"].shape[1], blocks["shadow_q"].shape[-1] // members
-    shadows = count * members
-    return (allocate(n, members), np.empty((4, members)), lane_bookkeeping(0, members, members), allocate(n, shadows),
-            (np.zeros(shadows, np.bool_), np.zeros(shadows, np.int64), np.zeros(shadows, np.int64)),
-            (np.empty((3 * n, shadows)), np.empty((3 * n, shadows)), np.empty((count, count, members)),
-             np.empty(max(count, 1) * members)),
-            (tile_lanes_2d(blocks["mass_diag"][0], count), tile_lanes_3d(blocks["mass_full"][0], count),
-             tile_lanes_2d(blocks["coef"][0], count)))
+    n, count = one["q"].shape[1], one["shadow_q"].shape[-1]
+    return (allocate(n, 1), np.empty((4, 1)), lane_bookkeeping(0, 1, 1), allocate(n, count),
+            (np.zeros(count, np.bool_), np.zeros(count, np.int64), np.zeros(count, np.int64)),
+            (np.empty((3 * n, count)), np.empty((3 * n, count)), np.empty((count, count, 1)), np.empty(max(count, 1))),
+            (Tiled("mass_diag", tile_lanes_2d(one["mass_diag"][0], count)),
+             Tiled("mass_full", tile_lanes_3d(one["mass_full"][0], count)),
+             Tiled("coef", tile_lanes_2d(one["coef"][0], count))))
 
 
-def march_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks,
+def march_members_template(own, m, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks,
                            shadow_omega_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology, h,
                            n_steps, save_every, options, d0, renormalise_every, step_offset, track_encounters,
                            section_modes, members, save_state, q_out, omega_out, energy, unit_error, tangency_error,
                            work_out, status, failed_step, iterations, q_end, omega_end, carried, min_separation,
                            sample_time, log_growth_out, indicator_out, shadow_q_end, shadow_omega_end, log_growth_end,
                            reference_end, indicators_end, section_time, section_state, section_count):
-    """Thread m's part of :func:`kernels.driver.drive_fixed_step` (the same arguments, every member in one block, and
-    the ``workspace`` of :func:`gpu_workspace`): member m and its shadows stepped by the same stages on their views
-    ``[..., m::members]``.  What the GPU refuses (forces, sections, encounters) is left out; their arguments are
-    unused.  Free names bound at specialisation: the stages of :func:`kernels.compile.specialised_stages`,
-    ``member_views`` (:func:`member_views_source`) and ``cuda``."""
-    m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
-    if m >= members:
-        return
-    mine = slice(m, None, members)
-    q, omega, md, mf, c = sphere_member_views(q_blocks, omega_blocks, mass_diag, mass_full, coef, m, members)
-    shadow_q, shadow_omega = shadow_q_blocks[0][:, :, mine], shadow_omega_blocks[0][:, :, mine]
-    log_growth, reference = log_growth_blocks[0][mine], reference_blocks[0][mine]
-    indicators = indicator_blocks[0][:, mine]
-    work, scratch, bookkeeping, shadow_work, shadow_flags, shadow_scratch, shadow_coefficients = member_views(  # noqa: F821
-        workspace, m, members)
+    """Thread m's part of :func:`kernels.driver.drive_fixed_step` (the same arguments, every member in one block):
+    member m and its shadows stepped by the same stages on the arrays of its own in ``own``
+    (:func:`member_kernel_source`: its state, shadows, parameters and the workspace of :func:`gpu_workspace`).
+    What the GPU refuses (forces, sections, encounters) is left out; their arguments are unused.  Free names
+    bound at specialisation: the stages of :func:`kernels.compile.specialised_stages`."""
+    (q, omega, md, mf, c, shadow_q, shadow_omega, log_growth, reference, indicators,
+     (work, scratch, bookkeeping, shadow_work, shadow_flags, shadow_scratch, shadow_coefficients)) = own
     lane_status, lane_failed, lane_iterations, step_iterations, code, active = bookkeeping
     shadow_active, shadow_code, shadow_iterations = shadow_flags
     dq, dw, rmat, column = shadow_scratch
@@ -277,51 +269,39 @@ def march_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_fu
     if tracking:
         rows, count = 3 * q.shape[0], shadow_q.shape[2]
         ends = shadow_q_end.shape[0]
-        for shadow, shadow_end, growth, kept in ((shadow_q_blocks[0], shadow_q_end, log_growth, indicators),
-                                                 (shadow_omega_blocks[0], shadow_omega_end, log_growth[:0],
-                                                  indicators[:0])):
-            write_final_shadows(shadow.reshape(rows, count * members)[:, mine], growth, reference[:growth.shape[0]],
+        for shadow, shadow_end, growth, kept in ((shadow_q, shadow_q_end, log_growth, indicators),
+                                                 (shadow_omega, shadow_omega_end, log_growth[:0], indicators[:0])):
+            write_final_shadows(shadow.reshape(rows, count), growth, reference[:growth.shape[0]],
                                 kept, m, members, shadow_end.reshape(ends, count, rows), log_growth_end,
                                 reference_end, indicators_end)
 
 
-def flat_gpu_workspace(bindings: dict, blocks: dict, members: int, n: int, diagnostics: int) -> tuple:
-    """:func:`gpu_workspace` of :func:`kernels.flat_driver.drive_flat_fixed` (state rows (rows, members), n bodies):
+def flat_gpu_workspace(bindings: dict, one: dict, n: int, diagnostics: int) -> tuple:
+    """:func:`gpu_workspace` of :func:`kernels.flat_driver.drive_flat_fixed` (state rows (rows, lanes), n bodies):
     the method's work (its ``integrator_allocate(rows, n, lanes)``) and the system's (``vector_field_work``) for
-    the members, the scratch, the bookkeeping, the constraints' record of moved lanes, the method's and system's
-    work for the shadows, the shadows' flags, scratch and coefficients (:func:`for_members`)."""
+    the member, the scratch, the bookkeeping, the constraints' record of moved lanes, the method's and system's
+    work for the shadows, the shadows' flags, scratch and coefficients (:class:`Tiled`)."""
     allocate, system_work = bindings["integrator_allocate"], bindings["vector_field_work"]
-    rows, count = blocks["x"].shape[1], blocks["shadow"].shape[-1] // members
-    shadows = count * members
-    method_work = functools.partial(allocate, rows, n)
-    system_work = functools.partial(system_work, rows, n)
-    return (for_members(method_work, 1, members), for_members(system_work, 1, members),
-            np.empty((diagnostics + 2, members)), lane_bookkeeping(0, members, members), np.zeros(members),
-            for_members(method_work, count, members), for_members(system_work, count, members),
-            (np.zeros(shadows, np.bool_), np.zeros(shadows, np.int64), np.zeros(shadows, np.int64)),
-            (np.empty((rows, shadows)), np.empty((count, count, members)), np.empty(max(count, 1) * members)),
-            tile_lanes_2d(blocks["coef"][0], count))
+    rows, count = one["x"].shape[1], one["shadow"].shape[-1]
+    return (allocate(rows, n, 1), system_work(rows, n, 1), np.empty((diagnostics + 2, 1)), lane_bookkeeping(0, 1, 1),
+            np.zeros(1), allocate(rows, n, count), system_work(rows, n, count),
+            (np.zeros(count, np.bool_), np.zeros(count, np.int64), np.zeros(count, np.int64)),
+            (np.empty((rows, count)), np.empty((count, count, 1)), np.empty(max(count, 1))),
+            Tiled("coef", tile_lanes_2d(one["coef"][0], count)))
 
 
-def march_flat_members_template(workspace, x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks,
+def march_flat_members_template(own, m, x_blocks, coef, shadow_blocks, log_growth_blocks, reference_blocks,
                                 indicator_blocks, topology, n, h, n_steps, save_every, options, d0, renormalise_every,
                                 step_offset, section_modes, members, save_state, state_out, energy, diagnostics,
                                 status, failed_step, iterations, x_end, carried, log_growth_out, indicator_out,
                                 shadow_end, log_growth_end, reference_end, indicators_end, section_time, section_state,
                                 section_count):
-    """Thread m's part of :func:`kernels.flat_driver.drive_flat_fixed` (its arguments, every member in one block, and
-    the ``workspace`` of :func:`flat_gpu_workspace`): member m and its shadows stepped by the same stages on their
-    views ``[..., m::members]``, kept on the system's constraints after every step, as on the CPU.  Sections are
+    """Thread m's part of :func:`kernels.flat_driver.drive_flat_fixed` (its arguments, every member in one block):
+    member m and its shadows stepped by the same stages on the arrays of its own in ``own`` (the workspace of
+    :func:`flat_gpu_workspace`), kept on the system's constraints after every step, as on the CPU.  Sections are
     refused on the GPU so far; their arguments are unused.  Free names as :func:`march_members_template`'s."""
-    m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
-    if m >= members:
-        return
-    mine = slice(m, None, members)
-    x, c, shadow = x_blocks[0][:, mine], coef[0][:, mine], shadow_blocks[0][:, mine]
-    log_growth, reference = log_growth_blocks[0][mine], reference_blocks[0][mine]
-    indicators = indicator_blocks[0][:, mine]
-    (work, system_work, scratch, bookkeeping, moved, shadow_work, shadow_system_work, shadow_flags, shadow_scratch,
-     shadow_c) = member_views(workspace, m, members)  # noqa: F821
+    (x, c, shadow, log_growth, reference, indicators, (work, system_work, scratch, bookkeeping, moved, shadow_work,
+                                                       shadow_system_work, shadow_flags, shadow_scratch, shadow_c)) = own
     lane_status, lane_failed, lane_iterations, step_iterations, code, active = bookkeeping
     shadow_active, shadow_code, shadow_iterations = shadow_flags
     displacement, rmat, column = shadow_scratch
@@ -357,19 +337,18 @@ def march_flat_members_template(workspace, x_blocks, coef, shadow_blocks, log_gr
                             reference_end, indicators_end)
 
 
-def adaptive_gpu_workspace(bindings: dict, blocks: dict, members: int) -> tuple:
-    """The arrays :func:`kernels.integrators.runge_kutta.drive_adaptive` allocates per member, for every member
-    (lanes last): the stages kq, kw; the stage, step and sample states yq, yw, q_new, ω_new, ω and the formulation's
+def adaptive_gpu_workspace(bindings: dict, one: dict) -> tuple:
+    """The arrays :func:`kernels.integrators.runge_kutta.drive_adaptive` allocates per member, for one (lanes
+    last): the stages kq, kw; the stage, step and sample states yq, yw, q_new, ω_new, ω and the formulation's
     velocity; the equations' work (``equations_allocate``); the sample scratch; and status, failing step and
     accepted steps."""
-    n = blocks["q"].shape[1]
-    return ((np.empty((7, n, 3, members)), np.empty((7, n, 3, members))),
-            tuple(np.empty((n, 3, members)) for _ in range(6)), bindings["equations_allocate"](n, members),
-            np.empty((4, members)), (np.zeros(members, np.int64), np.full(members, -1, np.int64),
-                                     np.zeros(members, np.int64)))
+    n = one["q"].shape[1]
+    return ((np.empty((7, n, 3, 1)), np.empty((7, n, 3, 1))), tuple(np.empty((n, 3, 1)) for _ in range(6)),
+            bindings["equations_allocate"](n, 1), np.empty((4, 1)),
+            (np.zeros(1, np.int64), np.full(1, -1, np.int64), np.zeros(1, np.int64)))
 
 
-def march_adaptive_members_template(workspace, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks,
+def march_adaptive_members_template(own, m, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks,
                                     shadow_omega_blocks, log_growth_blocks, reference_blocks, indicator_blocks,
                                     topology, dt, n_steps, save_every, options, d0, renormalise_every, step_offset,
                                     track_encounters, section_modes, members, save_state, q_out, omega_out, energy,
@@ -379,14 +358,10 @@ def march_adaptive_members_template(workspace, q_blocks, omega_blocks, mass_diag
                                     section_time, section_state, section_count):
     """Thread m's member of :func:`kernels.integrators.runge_kutta.drive_adaptive` (Dormand–Prince 5(4), a step
     size per member, dense output at the save times, the last step clipped onto n_steps·dt, the next step in
-    ``carried[m, 0]``), with the ``workspace`` of :func:`adaptive_gpu_workspace`; what the GPU refuses (forces,
+    ``carried[m, 0]``), on the arrays of its own in ``own`` (the workspace of :func:`adaptive_gpu_workspace`); what the GPU refuses (forces,
     sections, encounters; shadows, which rk45 never takes) is left out.  Free names as
     :func:`march_members_template`'s."""
-    m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
-    if m >= members:
-        return
-    q, omega, md, mf, c = sphere_member_views(q_blocks, omega_blocks, mass_diag, mass_full, coef, m, members)
-    stages, states, eq_work, scratch, bookkeeping = member_views(workspace, m, members)  # noqa: F821
+    q, omega, md, mf, c, (stages, states, eq_work, scratch, bookkeeping) = own
     kq, kw = stages
     yq, yw, q_new, omega_new, yomega, velocity = states
     lane_status, lane_failed, accepted = bookkeeping
@@ -446,35 +421,28 @@ def march_adaptive_members_template(workspace, q_blocks, omega_blocks, mass_diag
     carried[m, 0] = h
 
 
-def flat_adaptive_gpu_workspace(bindings: dict, blocks: dict, members: int, n: int, diagnostics: int) -> tuple:
-    """The arrays :func:`kernels.integrators.flat_rk.drive_flat_adaptive` allocates per member, for every member
-    (lanes last): the stages k; the stage, step, scratch and formulation states y, x_new, scratch_field, u; the
-    vector field's work (``vector_field_work``); the sample scratch; the constraints' record of moved lanes; and
-    status, failing step, accepted steps and the step's code."""
-    rows = blocks["x"].shape[1]
-    return (np.empty((7, rows, members)), tuple(np.empty((rows, members)) for _ in range(4)),
-            for_members(functools.partial(bindings["vector_field_work"], rows, n), 1, members),
-            np.empty((diagnostics + 2, members)), np.zeros(members),
-            (np.zeros(members, np.int64), np.full(members, -1, np.int64), np.zeros(members, np.int64),
-             np.zeros(members, np.int64)))
+def flat_adaptive_gpu_workspace(bindings: dict, one: dict, n: int, diagnostics: int) -> tuple:
+    """The arrays :func:`kernels.integrators.flat_rk.drive_flat_adaptive` allocates per member, for one (lanes
+    last): the stages k; the stage, step, scratch and formulation states y, x_new, scratch_field, u; the vector
+    field's work (``vector_field_work``); the sample scratch; the constraints' record of moved lanes; and status,
+    failing step, accepted steps and the step's code."""
+    rows = one["x"].shape[1]
+    return (np.empty((7, rows, 1)), tuple(np.empty((rows, 1)) for _ in range(4)),
+            bindings["vector_field_work"](rows, n, 1), np.empty((diagnostics + 2, 1)), np.zeros(1),
+            (np.zeros(1, np.int64), np.full(1, -1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64)))
 
 
-def march_flat_adaptive_members_template(workspace, x_blocks, coef, shadow_blocks, log_growth_blocks,
+def march_flat_adaptive_members_template(own, m, x_blocks, coef, shadow_blocks, log_growth_blocks,
                                          reference_blocks, indicator_blocks, topology, n, dt, n_steps, save_every,
                                          options, d0, renormalise_every, step_offset, section_modes, members,
                                          save_state, state_out, energy, diagnostics, status, failed_step, iterations,
                                          x_end, carried, log_growth_out, indicator_out, shadow_end, log_growth_end,
                                          reference_end, indicators_end, section_time, section_state, section_count):
     """Thread m's member of :func:`kernels.integrators.flat_rk.drive_flat_adaptive` (the flat spaces' rk45, kept on
-    the system's constraints after every accepted step), with the ``workspace`` of
-    :func:`flat_adaptive_gpu_workspace`; sections are refused on the GPU so far.  Free names as
+    the system's constraints after every accepted step), on the arrays of its own in ``own`` (the workspace of
+    :func:`flat_adaptive_gpu_workspace`); sections are refused on the GPU so far.  Free names as
     :func:`march_members_template`'s."""
-    m = cuda.grid(1)  # noqa: F821 (bound at specialisation: numba-cuda's module)
-    if m >= members:
-        return
-    mine = slice(m, None, members)
-    x, c = x_blocks[0][:, mine], coef[0][:, mine]
-    k, states, field_work, scratch, moved, bookkeeping = member_views(workspace, m, members)  # noqa: F821
+    x, c, (k, states, field_work, scratch, moved, bookkeeping) = own
     y, x_new, scratch_field, formulated = states
     lane_status, lane_failed, accepted, code = bookkeeping
     t_end = n_steps * dt
@@ -540,12 +508,19 @@ def march_flat_adaptive_members_template(workspace, x_blocks, coef, shadow_block
                      carried)
 
 
-#: per CPU driver (a recipe's): the GPU's driver template and the host function making its workspace from the
-#: kernel's bindings (:func:`kernels.compile.specialised_stages`)
-TEMPLATES = {drive_fixed_step: (march_members_template, gpu_workspace),
-             drive_flat_fixed: (march_flat_members_template, flat_gpu_workspace),
-             drive_adaptive: (march_adaptive_members_template, adaptive_gpu_workspace),
-             drive_flat_adaptive: (march_flat_adaptive_members_template, flat_adaptive_gpu_workspace)}
+#: per CPU driver (a recipe's): the GPU's driver template, the host function making its workspace from the
+#: kernel's bindings (:func:`kernels.compile.specialised_stages`), and the template's arguments whose member part
+#: each thread keeps as its own (:func:`member_kernel_source`: the state, its shadows and the parameters)
+TEMPLATES = {
+    drive_fixed_step: (march_members_template, gpu_workspace,
+                       ("q_blocks", "omega_blocks", "mass_diag", "mass_full", "coef", "shadow_q_blocks",
+                        "shadow_omega_blocks", "log_growth_blocks", "reference_blocks", "indicator_blocks")),
+    drive_flat_fixed: (march_flat_members_template, flat_gpu_workspace,
+                       ("x_blocks", "coef", "shadow_blocks", "log_growth_blocks", "reference_blocks",
+                        "indicator_blocks")),
+    drive_adaptive: (march_adaptive_members_template, adaptive_gpu_workspace,
+                     ("q_blocks", "omega_blocks", "mass_diag", "mass_full", "coef")),
+    drive_flat_adaptive: (march_flat_adaptive_members_template, flat_adaptive_gpu_workspace, ("x_blocks", "coef"))}
 
 
 @contextlib.contextmanager
@@ -571,39 +546,58 @@ def nvvm_options(fma: bool):
 
 
 @functools.cache
-def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, views_source: str, fma: bool = True):
-    """The CUDA kernel of ``method`` for ``system``: the GPU's twin (:data:`TEMPLATES`) of the method's CPU driver, with
-    the CPU's
-    stages bound (:func:`kernels.compile.specialised_stages`), as a Python function for numba-cuda (``cuda.jit``
-    launches it, ``compile_ptx`` checks it); one per ``fma`` (:func:`nvvm_options`), whose dispatchers differ."""
+def gpu_kernel(method: str, system: str, inertia_kind: str, shadows: bool, kernel_source: str, fma: bool = True):
+    """The CUDA kernel of ``method`` for ``system``: ``kernel_source`` (:func:`member_kernel_source`) calling the
+    GPU's twin (:data:`TEMPLATES`) of the method's CPU driver with the CPU's stages bound
+    (:func:`kernels.compile.specialised_stages`), as a Python function for numba-cuda (``cuda.jit`` launches it,
+    ``compile_ptx`` checks it); one per ``fma`` (:func:`nvvm_options`), whose dispatchers differ."""
     cuda = cuda_module()
     _register_numpy_math()
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
-    namespace = {}
-    exec(views_source, namespace)  # noqa: S102 (our own text: the views of the workspace's arrays)
-    # the drivers' own helpers (check_lanes, write_final_state, …) are this module's globals already
-    stages = dict(bindings, cuda=cuda, member_views=numba.njit(**KERNEL_FLAGS)(namespace["member_views"]))
     template = TEMPLATES[recipe.driver][0]
-    return bind_template(template, f"{template.__name__}__{tag}", stages)
+    # the drivers' own helpers (check_lanes, write_final_state, …) are this module's globals already
+    body = numba.njit(**KERNEL_FLAGS)(bind_template(template, f"{template.__name__}__{tag}", bindings))
+    namespace = {"__name__": __name__, "cuda": cuda, "np": np, template.__name__: body}
+    exec(kernel_source, namespace)  # noqa: S102 (our own text: the member's arrays copied to its own)
+    kernel = namespace[f"{template.__name__}_kernel"]
+    kernel.__name__ = kernel.__qualname__ = f"{template.__name__}__{tag}"
+    return kernel
 
 
 def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, blocks: dict, shared: tuple,
                keep_state: bool, outputs: list, members: int, fma: bool = True, **workspace_options) -> None:
-    """The GPU's :func:`kernels.blocks.run_in_threads`: the same driver arguments, every member in one block (``blocks`` (1, ..., members)); the workspace is made on the host
-    (:data:`TEMPLATES`, with ``workspace_options``) and moved to the device with the inputs and outputs, the kernel
-    (compiled with ``fma``, see :func:`nvvm_options`) launched with one thread per member, the outputs copied back."""
+    """The GPU's :func:`kernels.blocks.run_in_threads`: the same driver arguments, every member in one block
+    (``blocks`` (1, ..., members)).  The workspace is made on the host for one member (:data:`TEMPLATES`, with
+    ``workspace_options``), every thread's start of its own arrays (:func:`member_kernel_source`); it, the inputs
+    and the outputs that do not start as one value throughout go to the device, the others are made and filled
+    there (:func:`_output_on_device`); the kernel (compiled with ``fma``, see :func:`nvvm_options`) runs one
+    thread per member, and the outputs come back.  :data:`last_run_seconds` and :data:`last_run_bytes` say what
+    the transfers took."""
     recipe, bindings, tag = specialised_stages(method, system, inertia_kind, shadows)
-    workspace = TEMPLATES[recipe.driver][1](bindings, blocks, members, **workspace_options)
-    function = gpu_kernel(method, system, inertia_kind, shadows, member_views_source(workspace, members), fma)
+    template, make_workspace, owned = TEMPLATES[recipe.driver]
+    one = {name: array[..., :array.shape[-1] // members] for name, array in blocks.items()}
+    workspace = make_workspace(bindings, one, **workspace_options)
     arguments = (_each_array(workspace, lambda array: array), *blocks.values(), *shared, members, keep_state, *outputs)
+    named = dict(zip(list(inspect.signature(template).parameters)[2:], arguments[1:]))
+    source = member_kernel_source(template, {name: named[name] for name in owned}, workspace, members)
+    function = gpu_kernel(method, system, inertia_kind, shadows, source, fma)
     if _ptx_only.compiled is not None:  # ptx_of: compile for a device this machine lacks, step nothing
         with nvvm_options(fma):
-            _ptx_only.compiled.append(_compile_ptx(function, arguments))
+            parameters = [each for name, argument in zip(["workspace", *named], arguments)
+                          for each in _parameters(name, argument)]
+            empty = frozenset(name.removesuffix(".nitems") for name, value in parameters
+                              if name.endswith(".nitems") and value == 0)
+            _ptx_only.compiled.append(KernelPtx(_compile_ptx(function, arguments), [name for name, _ in parameters],
+                                                empty))
         return
     cuda = cuda_module()
     kernel = _launchable(function)
     started = time.perf_counter()
-    on_device = [_each_array(argument, cuda.to_device) for argument in arguments]
+    copied = []
+    inputs = [_each_array(argument, lambda array: copied.append(array.nbytes) or cuda.to_device(array))
+              for argument in arguments[:-len(outputs)]]
+    on_device = inputs + [_output_on_device(array, copied) for array in outputs]
+    cuda.synchronize()
     launched = time.perf_counter()
     with nvvm_options(fma):  # the first launch compiles
         kernel[-(-members // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*on_device)
@@ -613,6 +607,35 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, block
         copy.copy_to_host(array)
     last_run_seconds.update(to_device=launched - started, kernel=stepped - launched,
                             to_host=time.perf_counter() - stepped)
+    last_run_bytes.update(to_device=sum(copied), to_host=sum(array.nbytes for array in outputs))
+
+
+def _output_on_device(array: np.ndarray, copied: list):
+    """An output array on the device: made there and filled when the host's holds one value throughout (the NaN,
+    infinity, zero or -1 an output starts as), else copied (its bytes appended to ``copied``)."""
+    cuda = cuda_module()
+    flat = array.reshape(-1) if array.flags.c_contiguous else array
+    if flat.ndim == 1 and flat.size and np.array_equal(flat, np.broadcast_to(flat[0], flat.shape),
+                                                       equal_nan=flat.dtype.kind == "f"):
+        made = cuda.device_array(array.shape, array.dtype)
+        _filler()[-(-flat.size // THREADS_PER_BLOCK), THREADS_PER_BLOCK](made.reshape(flat.size), flat[0])
+        return made
+    copied.append(array.nbytes)
+    return cuda.to_device(array)
+
+
+def fill_template(flat, value):
+    """Every element of the one-dimensional device array ``flat`` set to ``value``, a thread each.  Free name:
+    ``cuda``, bound by :func:`_filler` (the simulator swaps a kernel's global ``cuda`` for its own)."""
+    i = cuda.grid(1)  # noqa: F821
+    if i < flat.size:
+        flat[i] = value
+
+
+@functools.cache
+def _filler():
+    """:func:`fill_template` as a CUDA kernel."""
+    return cuda_module().jit(bind_template(fill_template, "fill", {"cuda": cuda_module()}))
 
 
 @functools.cache
@@ -625,6 +648,33 @@ def _launchable(function):
 #: ``kernel`` (the steps, the first launch's compile included) and ``to_host`` (the outputs back), for
 #: benchmarks/gpu.py's share of transfers
 last_run_seconds = {}
+#: bytes the last GPU run moved: ``to_device`` (inputs, the one member's workspace and the outputs that do not
+#: start as one value) and ``to_host`` (the outputs)
+last_run_bytes = {}
+
+class KernelPtx(typing.NamedTuple):
+    """A kernel's PTX (:func:`ptx_of`) and the name of each of its parameters, in order.  numba-cuda passes a
+    tuple as its items and an array as its fields, each a parameter of its own: meminfo, parent, nitems,
+    itemsize, data, the shape's and the strides' entries (``q_blocks.data``, ``workspace[0][1].shape0``);
+    ``empty``: the arrays among them without elements (a member's shadows where it has none), which the kernel's
+    code may name but never reads or writes."""
+
+    ptx: str
+    parameters: list
+    empty: frozenset
+
+
+def _parameters(name: str, value) -> list[tuple]:
+    """The PTX parameters an argument ``value`` named ``name`` is passed as (:class:`KernelPtx`): (name, value)."""
+    if isinstance(value, tuple):
+        return [each for i, part in enumerate(value) for each in _parameters(f"{name}[{i}]", part)]
+    if not isinstance(value, np.ndarray):
+        return [(name, value)]
+    fields = {"meminfo": None, "parent": None, "nitems": value.size, "itemsize": value.itemsize, "data": None,
+              **{f"shape{d}": size for d, size in enumerate(value.shape)},
+              **{f"strides{d}": stride for d, stride in enumerate(value.strides)}}
+    return [(f"{name}.{field}", each) for field, each in fields.items()]
+
 
 class _PtxOnly(threading.local):
     """:func:`ptx_of`'s state, per thread: the PTX compiled by the runs inside it (None outside)."""
@@ -635,8 +685,8 @@ class _PtxOnly(threading.local):
 _ptx_only = _PtxOnly()
 
 
-def ptx_of(run, compute_capability: tuple = DEFAULT_COMPUTE_CAPABILITY) -> list[str]:
-    """The PTX of every GPU kernel ``run()`` launches (a call of :func:`kernels.integrate` with ``device="cuda"``),
+def ptx_of(run, compute_capability: tuple = DEFAULT_COMPUTE_CAPABILITY) -> list[KernelPtx]:
+    """The PTX (:class:`KernelPtx`) of every GPU kernel ``run()`` launches (a call of :func:`kernels.integrate` with ``device="cuda"``),
     compiled for ``compute_capability`` without a GPU and without stepping anything (the run's results are NaN and
     are dropped).  How the suite checks that each method and space of the GPU compiles for the device on a machine
     without one."""

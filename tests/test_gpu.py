@@ -22,6 +22,7 @@ from armillary.kernels import InvalidInput, get_system, gpu, integrate
 from armillary.kernels.sections import Section
 
 import gpu_cases
+import ptx_memory
 from ensemble_cases import arrays, assert_bitwise_equal, runner_spec
 
 HERE = os.path.dirname(__file__)
@@ -35,13 +36,18 @@ PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotatio
 
 
 @functools.cache
-def ptx(case: str, fma: bool = True) -> str:
-    """The PTX of the kernel case ``case`` would launch (compute capability 8.0), compiled once per test worker."""
+def ptx_kernel(case: str, fma: bool = True) -> gpu.KernelPtx:
+    """The kernel case ``case`` would launch, compiled to PTX (compute capability 8.0) once per test worker."""
     system, method, options, state, shadow = gpu_cases.case_state(case)
     kernels = gpu.ptx_of(lambda: integrate(system, method, state, gpu_cases.DT, 2, 1, shadow=shadow, device="cuda",
                                            fma=fma, **options))
     assert len(kernels) == 1
     return kernels[0]
+
+
+def ptx(case: str, fma: bool = True) -> str:
+    """The PTX text of :func:`ptx_kernel`."""
+    return ptx_kernel(case, fma).ptx
 
 
 #: the PTX tests share a worker, and with it :func:`ptx`'s compiles
@@ -57,6 +63,29 @@ def test_each_gpu_kernel_compiles_to_ptx_with_ieee_division_and_square_root(case
     reciprocal itself)."""
     assert ptx(case).count(".entry ") == 1 and ".target sm_80" in ptx(case)
     assert set(re.findall(r"\b(?:div|sqrt)\.[\w.]+\.f64", ptx(case))) <= {"div.rn.f64", "sqrt.rn.f64"}
+
+
+#: what a time loop may touch in global memory besides the samples it saves: the read-only parameters it reads
+READ_ONLY = {"topology", "options"}
+#: the arrays the saved samples are written to
+SAMPLES = {"energy", "unit_error", "tangency_error", "diagnostics"}
+
+
+@PTX_GROUP
+@pytest.mark.parametrize("case", PTX_CASES)
+def test_each_gpu_kernel_keeps_its_member_in_its_own_memory_from_the_first_step_to_the_last(case):
+    """A thread keeps its member's state, shadows, parameters and the method's work (stage values, scratch) in
+    arrays of its own (``cuda.local.array``: registers where NVVM can, else its local memory) from the segment's
+    first step to its last: in the PTX, the time loop's global loads and stores, each followed back to the kernel
+    argument it addresses (tests/ptx_memory.py), are the saved samples' stores and reads of the read-only
+    topology and options.  Fails on the kernels of 04945ae, whose stages read and wrote the state and the
+    workspace in global memory every step (explicit vi: 78 loads and 9 stores of q per loop)."""
+    accesses = ptx_memory.time_loop_accesses(ptx_kernel(case, True))  # ptx(case)'s compile, cached
+    stored = {argument for kind, argument in accesses if kind == "st"}
+    loaded = {argument for kind, argument in accesses if kind == "ld"}
+    assert "energy" in stored  # the analysis finds the samples' stores
+    assert stored <= SAMPLES | {name for name in stored if name.endswith("_out")}, stored
+    assert loaded <= READ_ONLY, loaded
 
 
 @PTX_GROUP
