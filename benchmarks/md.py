@@ -218,10 +218,7 @@ def partition_imbalance(n: int, counts: list) -> dict:
     random = np.random.default_rng(0).standard_normal((n, 3))
     worst = {count: 0.0 for count in counts}
     for q in (fibonacci_sphere(n), random / np.linalg.norm(random, axis=1, keepdims=True)):
-        per_axis = nb.grid_cells_per_axis(n, list_range)
-        lists = nb.allocate(n, per_axis, nb.initial_capacity(n, list_range))
-        order = nb.sort_by_cell(np.ascontiguousarray(q[:, :, None]), np.arange(n), per_axis, lists)
-        lists = nb.rebuild(np.ascontiguousarray(q[order][:, :, None]), list_range, per_axis, lists)
+        lists = nb.fresh_lists(np.ascontiguousarray(q[:, :, None]), np.arange(n), list_range)[0]
         for count in counts:
             loads = nb.thread_pairs(lists, count)
             worst[count] = max(worst[count], count * loads.max(axis=1).sum() / loads.sum())

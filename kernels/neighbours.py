@@ -323,6 +323,20 @@ def rebuild(q, list_range, per_axis, lists):
         neighbours = np.empty((n, longest + NEIGHBOUR_SLACK + 1), np.int32)
 
 
+def fresh_lists(q, ids, list_range):
+    """A neighbour list built from nothing for the particles ``ids`` at positions q (n, 3, 1): allocated, the
+    particles put in storage order (:func:`sort_by_cell`) and the rows and blocks built (:func:`rebuild`).
+    Returns the lists, the storage order (storage position k holds q[order[k]]) and the positions in storage
+    order.  For one configuration (tests, benchmarks, :func:`kernels.system_parallel.pair_terms`); a run keeps
+    its lists across steps and rebuilds them in place."""
+    n = q.shape[0]
+    per_axis = grid_cells_per_axis(n, list_range)
+    lists = allocate(n, per_axis, initial_capacity(n, list_range))
+    order = sort_by_cell(q, ids, per_axis, lists)
+    stored = np.ascontiguousarray(q[order])
+    return rebuild(stored, list_range, per_axis, lists), order, stored
+
+
 @_serial
 def displacement_squared(q, reference, i):
     """‖q_i − q_i(at the last build)‖² (m²)."""

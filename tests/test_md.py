@@ -92,13 +92,9 @@ def test_half_rows_hold_each_pair_once_in_an_order_set_by_the_positions():
     index) and so the rows do not depend on the order the particles were stored in before the build."""
     n, list_range = 2000, 0.1
     q = np.ascontiguousarray(random_uniform_separated(n, 0.03, 2)[:, :, np.newaxis])
-    per_axis = nb.grid_cells_per_axis(n, list_range)
     rows = []
     for before in (np.arange(n), np.random.default_rng(0).permutation(n)):
-        lists = nb.allocate(n, per_axis, nb.initial_capacity(n, list_range))
-        order = nb.sort_by_cell(q[before], before, per_axis, lists)
-        stored = np.ascontiguousarray(q[before][order])
-        lists = nb.rebuild(stored, list_range, per_axis, lists)
+        lists, order, _ = nb.fresh_lists(q[before], before, list_range)
         ids = before[order]
         rows.append(sorted((min(ids[i], ids[j]), max(ids[i], ids[j]))
                            for i in range(n) for j in lists[nb.NEIGHBOURS][i, :lists[nb.COUNTS][i]]))
@@ -140,10 +136,7 @@ def test_pair_passes_split_evenly_over_16_threads(arrangement):
     else:
         q = fibonacci_sphere(n)
     list_range = 2.8 * sigma
-    per_axis = nb.grid_cells_per_axis(n, list_range)
-    lists = nb.allocate(n, per_axis, nb.initial_capacity(n, list_range))
-    order = nb.sort_by_cell(np.ascontiguousarray(q[:, :, np.newaxis]), np.arange(n), per_axis, lists)
-    lists = nb.rebuild(np.ascontiguousarray(q[order][:, :, np.newaxis]), list_range, per_axis, lists)
+    lists = nb.fresh_lists(np.ascontiguousarray(q[:, :, np.newaxis]), np.arange(n), list_range)[0]
     assert heaviest_thread_over_mean(lists, 16) <= 1.05
 
 
