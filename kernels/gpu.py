@@ -189,9 +189,11 @@ def member_kernel_source(template, owned: dict, workspace: tuple, members: int) 
         name = f"own{len(lines)}"
         rows = "".join(f"i{d}, " for d in range(len(shape) - 1))
         lane = f"i{len(shape) - 1}"
-        lines.append(f"    {name} = cuda.local.array({shape}, np.{array.dtype.name})")
+        # the scalar type's own name: np.bool_ under NumPy 1.26, np.bool under 2 (a dtype's name is 'bool' in both)
+        lines.append(f"    {name} = cuda.local.array({shape}, np.{array.dtype.type.__name__})")
         lines.extend(f"    {'    ' * d}for i{d} in range({size}):" for d, size in enumerate(shape))
-        lines.append(f"    {'    ' * len(shape)}{name}[{rows}{lane}] = {path}[{rows}{lanes_of(lane) if lanes_of else lane}]")
+        source_lane = lanes_of(lane) if lanes_of else lane
+        lines.append(f"    {'    ' * len(shape)}{name}[{rows}{lane}] = {path}[{rows}{source_lane}]")
         return name
 
     for name, array in owned.items():
@@ -686,7 +688,8 @@ _ptx_only = _PtxOnly()
 
 
 def ptx_of(run, compute_capability: tuple = DEFAULT_COMPUTE_CAPABILITY) -> list[KernelPtx]:
-    """The PTX (:class:`KernelPtx`) of every GPU kernel ``run()`` launches (a call of :func:`kernels.integrate` with ``device="cuda"``),
+    """The PTX (:class:`KernelPtx`) of every GPU kernel ``run()`` launches (a call of :func:`kernels.integrate`
+    with ``device="cuda"``),
     compiled for ``compute_capability`` without a GPU and without stepping anything (the run's results are NaN and
     are dropped).  How the suite checks that each method and space of the GPU compiles for the device on a machine
     without one."""

@@ -112,17 +112,24 @@ def allocate(n, per_axis, capacity):
             np.empty(n, np.int32), np.zeros(2, np.int32))
 
 
+@_serial
+def cell_index(x, y, z, per_axis):
+    """The cell of the point (x, y, z) of [−1, 1]³ in a grid of per_axis³ cells, numbered in (x, y, z) order (the
+    CPU's builds and the GPU's, :mod:`kernels.gpu_neighbours`)."""
+    scale = 0.5 * per_axis
+    index = 0
+    for coordinate in (x, y, z):
+        # clamp: ‖q_i‖ = 1 only to round-off, and the cell [1, 1 + side) does not exist
+        index = index * per_axis + min(max(int((coordinate + 1.0) * scale), 0), per_axis - 1)
+    return index
+
+
 @_parallel
 def _assign_cells(q, ids, per_axis, cell, by_id):
     """Each stored particle's cell, and each original index's storage index."""
-    scale = 0.5 * per_axis
     for i in prange(q.shape[0]):
         by_id[ids[i]] = i
-        index = 0
-        for k in range(3):
-            # clamp: ‖q_i‖ = 1 only to round-off, and the cell [1, 1 + side) does not exist
-            index = index * per_axis + min(max(int((q[i, k, 0] + 1.0) * scale), 0), per_axis - 1)
-        cell[i] = index
+        cell[i] = cell_index(q[i, 0, 0], q[i, 1, 0], q[i, 2, 0], per_axis)
 
 
 @_parallel

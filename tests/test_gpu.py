@@ -18,10 +18,13 @@ from armillary import ensemble
 from armillary.ensemble.execute import execute
 from armillary.ensemble.store import RunStore, write_template
 from armillary.jobs.cli import main
-from armillary.kernels import InvalidInput, get_system, gpu, integrate
+from armillary.kernels import InvalidInput, get_system, gpu, gpu_neighbours, integrate
+from armillary.kernels import neighbours as nb
 from armillary.kernels.sections import Section
+from armillary.kernels.system_parallel import pair_terms
 
 import gpu_cases
+import gpu_lists
 import ptx_memory
 from ensemble_cases import arrays, assert_bitwise_equal, runner_spec
 
@@ -98,6 +101,58 @@ def test_without_fused_multiply_adds_the_kernel_rounds_as_the_cpu():
     system, method, options, state, shadow = gpu_cases.case_state("explicit_vi")
     with pytest.raises(InvalidInput, match="fma: false applies to device 'cuda'"):
         integrate(system, method, state, gpu_cases.DT, 2, fma=False)
+
+
+def test_the_gpu_builds_full_neighbour_rows_in_the_cpus_storage_order(tmp_path):
+    """kernels/gpu_neighbours.py in numba-cuda's simulator (tests/gpu_lists.py: 400 LJ particles at ρ* = 0.8,
+    r_list = 2.8σ, a liquid and a crystal, and the liquid again from a capacity of 2, so that the rows grow):
+    every row holds exactly the other particles closer than r_list (the O(n²) chord matrix), each once, in
+    increasing storage index, and the storage order is the CPU's (kernels.neighbours.fresh_lists) for the same
+    positions.  The LJ gradient and energies each particle's thread gathers from its row equal the CPU's half-list
+    passes (system_parallel.pair_terms) to round-off: the same terms in another order."""
+    out = tmp_path / "lists.npz"
+    subprocess.run([sys.executable, os.path.join(HERE, "gpu_lists.py"), str(out)], check=True,
+                   env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"})
+    built = np.load(out)
+    for name in gpu_lists.CASES:
+        q, order, rows = built[f"{name}_q"], built[f"{name}_order"], built[f"{name}_rows"]
+        n = len(q)
+        cpu_order = nb.fresh_lists(np.ascontiguousarray(q[:, :, np.newaxis]), np.arange(n), gpu_lists.LIST_RANGE)[1]
+        assert np.array_equal(order, cpu_order)
+        chords = np.linalg.norm(q[:, np.newaxis] - q[np.newaxis], axis=-1)
+        near = (chords < gpu_lists.LIST_RANGE) & ~np.eye(n, dtype=bool)
+        for k in range(n):
+            row = rows[k][rows[k] >= 0]
+            assert np.all(np.diff(row) > 0) and np.array_equal(np.sort(order[row]), np.flatnonzero(near[order[k]]))
+    assert built["liquid_grown_rows"].shape[1] < built["liquid_rows"].shape[1]  # grown to the longest row + slack
+    for name in gpu_lists.PAIR_CASES:
+        order = built[f"{name}_order"]
+        gradient, energies = np.empty_like(built[f"{name}_gradient"]), np.empty_like(built[f"{name}_energies"])
+        gradient[order], energies[order] = built[f"{name}_gradient"], built[f"{name}_energies"]
+        cpu_gradient, cpu_energies, _ = pair_terms(gpu_lists.lj_system(), built[f"{name}_q"])
+        assert np.abs(gradient - cpu_gradient).max() <= 1e-12 * np.abs(cpu_gradient).max()
+        assert np.abs(energies - cpu_energies).max() <= 1e-12 * np.abs(cpu_energies).max()
+
+
+@PTX_GROUP
+def test_the_gpu_neighbour_list_kernels_compile_to_ptx():
+    """Each kernel of the GPU's list build and LJ's pair passes compiled for compute capability 8.0 (one entry
+    point each)."""
+    n, cells = 8, 27
+    ints = {size: np.zeros(size, np.int32) for size in (n, cells, cells + 1)}
+    arguments = {"count_cells": (np.zeros((n, 3)), 3, ints[n], ints[cells]),
+                 "cell_starts": (ints[cells], ints[cells + 1], ints[cells]),
+                 "scatter": (ints[n], ints[cells], ints[n]),
+                 "sort_cells": (ints[cells + 1], ints[n]),
+                 "gather": (np.zeros((n, 3)), ints[n], ints[n], np.zeros((n, 3)), ints[n]),
+                 "full_rows": (np.zeros((n, 3)), ints[n], ints[cells + 1], 3, 0.1, np.zeros((n, 4), np.int32),
+                               ints[n], np.zeros(1, np.int32))}
+    arguments.update({name: (np.zeros((n, 3)), np.zeros((3, 1)), np.zeros((n, 4), np.int32), ints[n], out)
+                      for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))})
+    functions = {**gpu_neighbours.kernel_functions(), **gpu_neighbours.pair_kernel_functions("sphere_lj")}
+    assert set(functions) == set(arguments)
+    for name, function in functions.items():
+        assert gpu._compile_ptx(function, arguments[name]).count(".entry ") == 1, name
 
 
 def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_continues(tmp_path):
