@@ -39,8 +39,9 @@ PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotatio
 
 
 @functools.cache
-def ptx_kernel(case: str, fma: bool = True) -> gpu.KernelPtx:
-    """The kernel case ``case`` would launch, compiled to PTX (compute capability 8.0) once per test worker."""
+def ptx_kernel(case: str, fma: bool) -> gpu.KernelPtx:
+    """The kernel case ``case`` would launch, compiled to PTX (compute capability 8.0) once per test worker (both
+    arguments given, so that every call of one kernel has one cache key)."""
     system, method, options, state, shadow = gpu_cases.case_state(case)
     kernels = gpu.ptx_of(lambda: integrate(system, method, state, gpu_cases.DT, 2, 1, shadow=shadow, device="cuda",
                                            fma=fma, **options))
@@ -83,7 +84,7 @@ def test_each_gpu_kernel_keeps_its_member_in_its_own_memory_from_the_first_step_
     argument it addresses (tests/ptx_memory.py), are the saved samples' stores and reads of the read-only
     topology and options.  Fails on the kernels of 04945ae, whose stages read and wrote the state and the
     workspace in global memory every step (explicit vi: 78 loads and 9 stores of q per loop)."""
-    accesses = ptx_memory.time_loop_accesses(ptx_kernel(case, True))  # ptx(case)'s compile, cached
+    accesses = ptx_memory.time_loop_accesses(ptx_kernel(case, True))
     stored = {argument for kind, argument in accesses if kind == "st"}
     loaded = {argument for kind, argument in accesses if kind == "ld"}
     assert "energy" in stored  # the analysis finds the samples' stores
