@@ -31,8 +31,8 @@ product and sum rounds as on the CPU; on an H200 the results still were not the 
 transcendental functions, the logarithms of Benettin's sums and a system's sin and cos, need not round as glibc's:
 one source of difference, not shown to be the only one), and the docs promise no more than round-off.
 
-What runs here is :data:`GPU_METHODS`, without forces, sections, close-encounter tracking or the system-parallel
-mode; :func:`check_supported` refuses the rest in one line.
+What runs here is :data:`GPU_METHODS`, without forces, sections or close-encounter tracking; the system mode (one
+large member) is :mod:`kernels.gpu_system`'s; :func:`check_supported` refuses the rest in one line.
 """
 
 from __future__ import annotations
@@ -118,19 +118,20 @@ def visible_devices() -> list[str]:
 
 def check_supported(system, method: str, *, forced: bool, sections, track_encounters: bool, mode,
                     stochastic: bool) -> None:
-    """Refuse, in one line naming the option, what the GPU does not run yet."""
+    """Refuse, in one line naming the option, what the GPU does not run yet.  ``mode``: the mode the run takes
+    ("system": one large member, :mod:`kernels.gpu_system`, whose methods the mode's own choice checked)."""
     space = system.space.name
-    if method not in GPU_METHODS or stochastic:
-        raise InvalidInput("method", f"{method!r} does not run on device 'cuda' yet; there: {', '.join(GPU_METHODS)} "
-                           "(vi explicit and implicit, rk4 and rk45 in their default formulations)")
-    spaces = GPU_METHODS[method]
-    if space not in spaces:
+    if mode != "system" and (method not in GPU_METHODS or stochastic):
+        raise InvalidInput("method", f"{method!r} does not run on device 'cuda' in the ensemble mode yet; there: "
+                           f"{', '.join(GPU_METHODS)} (vi explicit and implicit, rk4 and rk45 in their default "
+                           "formulations); langevin and brownian run there in the system mode (one large member)")
+    spaces = GPU_METHODS.get(method, ())
+    if mode != "system" and space not in spaces:
         raise InvalidInput("device", f"{method} runs on device 'cuda' for {', '.join(spaces)} systems so far; "
                            f"{system.name} is on {space}: use device = 'cpu'")
     for name, what, present in (
             ("sections", "surfaces of section", bool(sections)), ("forcing", f"forces ({system.name} is forced)", forced),
-            ("outputs", "close-encounter tracking (min_separation)", track_encounters),
-            ("mode", "the system-parallel mode (one large member)", mode == "system")):
+            ("outputs", "close-encounter tracking (min_separation)", track_encounters)):
         if present:
             raise InvalidInput(name, f"device 'cuda' does not run {what} yet; use device = 'cpu' for it")
 
@@ -159,8 +160,9 @@ class Tiled:
         self.source, self.array = source, array
 
 
-def member_kernel_source(template, owned: dict, workspace: tuple, members: int) -> str:
-    """The source of the kernel around ``template`` (one of :data:`TEMPLATES`).  Thread m copies its member's part
+def member_kernel_source(template, parameters: list, owned: dict, workspace: tuple, members: int) -> str:
+    """The source of the kernel around ``template`` (one of :data:`TEMPLATES`), whose arguments after ``(own, m)``
+    are named ``parameters`` (the kernel's arguments after ``workspace``).  Thread m copies its member's part
     of every array ``owned`` names (a kernel argument: its block 0, lanes last) into arrays of its own
     (``cuda.local.array``), and the ``workspace`` made for one member (nested tuples of arrays, the same start for
     every thread; a :class:`Tiled` array made from the thread's own parameters), calls the template with them and
@@ -171,7 +173,6 @@ def member_kernel_source(template, owned: dict, workspace: tuple, members: int) 
     shares (so the CPU's scratch shared by a block's lanes is each thread's own here).  Member m's part of an
     owned array of ``lanes`` per member is ``[..., m + j·members]``, j < lanes (shadow j of member m); an empty
     part, as of a member without shadows, is the global array as it is (a local array has a size)."""
-    parameters = list(inspect.signature(template).parameters)[2:]
     lines = [f"def {template.__name__}_kernel(workspace, {', '.join(parameters)}):",
              "    m = cuda.grid(1)", "    if m >= members:", "        return"]
     locals_of = {}
@@ -581,7 +582,7 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, block
     workspace = make_workspace(bindings, one, **workspace_options)
     arguments = (_each_array(workspace, lambda array: array), *blocks.values(), *shared, members, keep_state, *outputs)
     named = dict(zip(list(inspect.signature(template).parameters)[2:], arguments[1:]))
-    source = member_kernel_source(template, {name: named[name] for name in owned}, workspace, members)
+    source = member_kernel_source(template, list(named), {name: named[name] for name in owned}, workspace, members)
     function = gpu_kernel(method, system, inertia_kind, shadows, source, fma)
     if _ptx_only.compiled is not None:  # ptx_of: compile for a device this machine lacks, step nothing
         with nvvm_options(fma):
@@ -602,7 +603,7 @@ def run_blocks(method: str, system: str, inertia_kind: str, shadows: bool, block
     cuda.synchronize()
     launched = time.perf_counter()
     with nvvm_options(fma):  # the first launch compiles
-        kernel[-(-members // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*on_device)
+        launch(kernel, members, *on_device)
     cuda.synchronize()
     stepped = time.perf_counter()
     for array, copy in zip(outputs, on_device[-len(outputs):]):
@@ -620,10 +621,16 @@ def _output_on_device(array: np.ndarray, copied: list):
     if flat.ndim == 1 and flat.size and np.array_equal(flat, np.broadcast_to(flat[0], flat.shape),
                                                        equal_nan=flat.dtype.kind == "f"):
         made = cuda.device_array(array.shape, array.dtype)
-        _filler()[-(-flat.size // THREADS_PER_BLOCK), THREADS_PER_BLOCK](made.reshape(flat.size), flat[0])
+        launch(_filler(), flat.size, made.reshape(flat.size), flat[0])
         return made
     copied.append(array.nbytes)
     return cuda.to_device(array)
+
+
+def launch(kernel, threads: int, *arguments) -> None:
+    """``kernel`` launched on ``threads`` threads or a few more (whole blocks of :data:`THREADS_PER_BLOCK`, at least
+    one), each of which checks its index against the size it serves: the grid of every launch here."""
+    kernel[max(1, -(-threads // THREADS_PER_BLOCK)), THREADS_PER_BLOCK](*arguments)
 
 
 def fill_template(flat, value):

@@ -7,16 +7,21 @@ device, and so does every step of the build.
   own), counted per cell with atomic additions (a count does not depend on their order).
 - **Storage order.**  The counts' running sum gives each cell's first storage index (one thread: O(L³), L³ at most
   16 n); each particle takes a slot of its cell by an atomic increment, whose order varies from launch to
-  launch, and then each cell's particles are sorted by original index (a thread per cell), so the storage order
-  is the CPU's (:func:`kernels.neighbours.sort_by_cell`): cells in (x, y, z) order, each cell's particles in
-  increasing original index, a function of the positions alone.
+  launch, and then each cell's particles are sorted by id (their original index), so the storage order is the
+  CPU's (:func:`kernels.neighbours.sort_by_cell`): cells in (x, y, z) order, each cell's particles in increasing
+  id, a function of the positions alone.
 - **Full rows.**  Thread k (a stored particle) scans the 27 cells around its own, column by column in (x, y)
   order, each column's z-run of storage indices at once, and appends every other particle closer than r_list
-  (chord): its row holds each such partner once, in increasing storage index.  A row longer than the capacity
-  is counted but not written; the build says so (the longest row) and the caller builds again with room for it.
+  (chord): its row holds each such partner once.  A row longer than the capacity is counted but not written; the
+  build says so (the longest row) and the caller builds again with room for it.  Each row is then put in
+  increasing id of its partners.
 - **Pair terms.**  Each thread sums its own particle's gradient and energy over its row
-  (:func:`pair_terms_on_device`), with no atomics: the sums are the same for any launch configuration, and
-  agree with the CPU's half-list passes to round-off (the same terms, to their signs, in another order).
+  (:func:`pair_terms_on_device`), with no atomics, in the order the partners' ids fix.  A partner between r_c and
+  r_list adds an exact zero (a pair function vanishes beyond r_c), which changes no sum, so a particle's sums are
+  the same bits from any list that holds its partners within r_c, whenever and from whatever storage order it was
+  built: the system mode on the GPU (:mod:`kernels.gpu_system`) gives the same bits whatever its rebuilds and
+  restarts.  They agree with the CPU's half-list passes to round-off (the same terms, to their signs, in another
+  order).
 
 Arrays: positions (n, 3) on the device; templates with the free name ``cuda`` (numba-cuda's module), bound by
 :func:`kernel_functions` so that the simulator can swap it.
@@ -29,7 +34,7 @@ import typing
 
 import numpy as np
 
-from .gpu import THREADS_PER_BLOCK, cuda_module
+from .gpu import _register_numpy_math, cuda_module, launch
 from .lanes import bind_template
 from .neighbours import NEIGHBOUR_SLACK, cell_index, grid_cells_per_axis, initial_capacity
 from .systems import system_definition
@@ -76,14 +81,14 @@ def scatter_template(cell, cursor, order):
         order[cuda.atomic.add(cursor, cell[i], 1)] = i  # noqa: F821
 
 
-def sort_cells_template(cell_start, order):
-    """Each cell's particles in increasing original index (insertion sort: a cell holds a few)."""
+def sort_cells_template(cell_start, ids, order):
+    """Each cell's particles in increasing id (insertion sort: a cell holds a few)."""
     c = cuda.grid(1)  # noqa: F821
     if c < cell_start.shape[0] - 1:
         for k in range(cell_start[c] + 1, cell_start[c + 1]):
             particle = order[k]
             j = k - 1
-            while j >= cell_start[c] and order[j] > particle:
+            while j >= cell_start[c] and ids[order[j]] > ids[particle]:
                 order[j + 1] = order[j]
                 j -= 1
             order[j + 1] = particle
@@ -124,8 +129,23 @@ def full_rows_template(stored, storage_cell, cell_start, per_axis, list_range_sq
         cuda.atomic.max(longest, 0, count)  # noqa: F821
 
 
+def sort_rows_template(order, ids, neighbours, counts):
+    """Row k in increasing id of its particles (insertion sort; ``order`` maps a storage index to an index of the
+    ``ids``), so that a particle's sums over its row run in an order its neighbours' ids fix."""
+    k = cuda.grid(1)  # noqa: F821
+    if k < counts.shape[0]:
+        for s in range(1, counts[k]):
+            partner = neighbours[k, s]
+            j = s - 1
+            while j >= 0 and ids[order[neighbours[k, j]]] > ids[order[partner]]:
+                neighbours[k, j + 1] = neighbours[k, j]
+                j -= 1
+            neighbours[k, j + 1] = partner
+
+
 def gather_gradient_template(stored, coef, neighbours, counts, out):
-    """∂V/∂q_k (J) of stored particle k, gathered by its own thread from its full row in the row's order:
+    """∂V/∂q_k (J) of stored particle k at positions ``stored`` (n, 3), gathered by its own thread from its full row
+    in the row's order:
     Σ_j g(r_kj²)(q_k − q_j).  Each term is, to its sign, the CPU's half-list term of the pair bit for bit
     (:func:`kernels.neighbours.block_gradient_template`); only the order of the sum differs."""
     k = cuda.grid(1)  # noqa: F821
@@ -155,7 +175,7 @@ def gather_energies_template(stored, coef, neighbours, counts, out):
 
 
 TEMPLATES = (count_cells_template, cell_starts_template, scatter_template, sort_cells_template, gather_template,
-             full_rows_template)
+             full_rows_template, sort_rows_template)
 
 
 @functools.cache
@@ -175,6 +195,7 @@ PAIR_TEMPLATES = (gather_gradient_template, gather_energies_template)
 def pair_kernel_functions(system: str) -> dict:
     """The pair passes of :data:`PAIR_TEMPLATES` with ``system``'s pair potential (``pair_energy``,
     ``pair_gradient_factor``) and numba-cuda's module bound, by name (``gather_gradient``, ``gather_energies``)."""
+    _register_numpy_math()  # a model's pair functions call np.exp, np.sqrt, … on scalars
     pair = system_definition(system).pair
     bindings = {"cuda": cuda_module(), "pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
     return {template.__name__.removesuffix("_template"): bind_template(template, f"{template.__name__}__{system}",
@@ -191,8 +212,8 @@ def pair_terms_on_device(system, lists: DeviceLists) -> tuple:
     coef = cuda.to_device(np.ascontiguousarray(system.definition.coefficients(system.broadcast(1, n), n).T))
     kernels = _launchable(system.name)
     gradient, energies = cuda.device_array((n, 3)), cuda.device_array(n)
-    _launch(kernels["gather_gradient"], n, lists.stored, coef, lists.neighbours, lists.counts, gradient)
-    _launch(kernels["gather_energies"], n, lists.stored, coef, lists.neighbours, lists.counts, energies)
+    launch(kernels["gather_gradient"], n, lists.stored, coef, lists.neighbours, lists.counts, gradient)
+    launch(kernels["gather_energies"], n, lists.stored, coef, lists.neighbours, lists.counts, energies)
     return gradient, energies
 
 
@@ -204,36 +225,36 @@ def _launchable(system: str | None = None) -> dict:
     return {name: cuda_module().jit(function) for name, function in functions.items()}
 
 
-def _launch(kernel, threads: int, *arguments) -> None:
-    kernel[max(1, -(-threads // THREADS_PER_BLOCK)), THREADS_PER_BLOCK](*arguments)
-
-
-def build_full_rows(q, list_range: float, capacity: int | None = None) -> DeviceLists:
+def build_full_rows(q, list_range: float, capacity: int | None = None, ids=None) -> DeviceLists:
     """A neighbour list with full rows of the n positions ``q`` ((n, 3) on the device, unit vectors) within
-    ``list_range`` (chord), built on the device (see the module's text).  ``capacity`` (default: twice the half
-    rows' of :func:`kernels.neighbours.initial_capacity`) grows until every row fits: a row that did not is
-    found by the build itself, and only its length crosses to the host."""
+    ``list_range`` (chord), built on the device (see the module's text); ``ids`` (n,) on the device: the particles'
+    ids, which order each cell and each row (default: their index in ``q``).  ``capacity`` (default: twice the half
+    rows' of :func:`kernels.neighbours.initial_capacity`) grows until every row fits: a row that did not is found
+    by the build itself, and only its length crosses to the host."""
     cuda = cuda_module()
     kernels = _launchable()
     n = q.shape[0]
     per_axis = grid_cells_per_axis(n, list_range)
     cells = per_axis ** 3
+    if ids is None:
+        ids = cuda.to_device(np.arange(n, dtype=np.int64))
     cell, counts_per_cell = cuda.device_array(n, np.int32), cuda.to_device(np.zeros(cells, np.int32))
     cell_start, cursor = cuda.device_array(cells + 1, np.int32), cuda.device_array(cells, np.int32)
     order, storage_cell = cuda.device_array(n, np.int32), cuda.device_array(n, np.int32)
     stored = cuda.device_array((n, 3))
-    _launch(kernels["count_cells"], n, q, per_axis, cell, counts_per_cell)
-    _launch(kernels["cell_starts"], 1, counts_per_cell, cell_start, cursor)
-    _launch(kernels["scatter"], n, cell, cursor, order)
-    _launch(kernels["sort_cells"], cells, cell_start, order)
-    _launch(kernels["gather"], n, q, cell, order, stored, storage_cell)
+    launch(kernels["count_cells"], n, q, per_axis, cell, counts_per_cell)
+    launch(kernels["cell_starts"], 1, counts_per_cell, cell_start, cursor)
+    launch(kernels["scatter"], n, cell, cursor, order)
+    launch(kernels["sort_cells"], cells, cell_start, ids, order)
+    launch(kernels["gather"], n, q, cell, order, stored, storage_cell)
     capacity = capacity or 2 * initial_capacity(n, list_range)
     counts = cuda.device_array(n, np.int32)
     while True:
         neighbours, longest = cuda.device_array((n, capacity), np.int32), cuda.to_device(np.zeros(1, np.int32))
-        _launch(kernels["full_rows"], n, stored, storage_cell, cell_start, per_axis, list_range * list_range,
-                neighbours, counts, longest)
+        launch(kernels["full_rows"], n, stored, storage_cell, cell_start, per_axis, list_range * list_range,
+               neighbours, counts, longest)
         needed = int(longest.copy_to_host()[0])
         if needed <= capacity:
+            launch(kernels["sort_rows"], n, order, ids, neighbours, counts)
             return DeviceLists(order, stored, storage_cell, cell_start, neighbours, counts, per_axis)
         capacity = needed + NEIGHBOUR_SLACK

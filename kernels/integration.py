@@ -307,8 +307,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     (``member_ids``, default 0 … members − 1: give a chunk of a larger ensemble its own ids), the global step and
     the body (:mod:`kernels.noise`), so a run split in chunks or segments has the same bits.
     ``device``: "cpu" (the default) or "cuda", the ensemble on one CUDA GPU, one thread per member
-    (:mod:`kernels.gpu`: its first tranche of methods and spaces; the rest, and a machine without a GPU, are
-    refused naming what is missing); ``fma`` (cuda): False compiles the GPU's kernel without fused multiply–adds,
+    (:mod:`kernels.gpu`: its first tranche of methods and spaces), or the system mode there, one thread per
+    particle (:mod:`kernels.gpu_system`: vi, langevin and brownian); the rest, and a machine without a GPU, are
+    refused naming what is missing; ``fma`` (cuda): False compiles the GPU's kernel without fused multiply–adds,
     so that its bits are the CPU's (but for libdevice's transcendental functions).
     Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
@@ -353,7 +354,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         _check_headings(state, restart)
     section_plan = plan_sections(sections, space, space.body_count(state),
                                  parameter_shapes(system, space.body_count(state)) if sections else None)
-    on_gpu = check_device(device, system, runs, sections, "min_separation" in outputs, mode, fma=fma)
+    chosen = (execution_mode(system, runs.name, members, state["q"].shape[1], shadow is not None, mode, **options)
+              if space.layout == "sphere" else mode)
+    on_gpu = check_device(device, system, runs, sections, "min_separation" in outputs, chosen, fma=fma)
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)

@@ -275,10 +275,18 @@ def constraint_errors_into(q, omega, unit_error, tangency_error):
         tangency_error[b] = 0.0
     for i in range(n):
         for b in range(lanes):
-            norm = np.sqrt(q[i, 0, b] ** 2 + q[i, 1, b] ** 2 + q[i, 2, b] ** 2)
-            unit_error[b] = max(unit_error[b], abs(norm - 1.0))
-            dot = q[i, 0, b] * omega[i, 0, b] + q[i, 1, b] * omega[i, 1, b] + q[i, 2, b] * omega[i, 2, b]
-            tangency_error[b] = max(tangency_error[b], abs(dot))
+            unit, tangency = body_constraint_errors(q, omega, i, b)
+            unit_error[b] = max(unit_error[b], unit)
+            tangency_error[b] = max(tangency_error[b], tangency)
+
+
+@lane_function
+def body_constraint_errors(q, omega, i, b):
+    """|‖q_i‖ − 1| and |q_i·ω_i| of body i in lane b (the GPU's system mode takes their maxima over bodies in a
+    reduction of its own)."""
+    norm = np.sqrt(q[i, 0, b] ** 2 + q[i, 1, b] ** 2 + q[i, 2, b] ** 2)
+    dot = q[i, 0, b] * omega[i, 0, b] + q[i, 1, b] * omega[i, 1, b] + q[i, 2, b] * omega[i, 2, b]
+    return abs(norm - 1.0), abs(dot)
 
 
 @intrinsic

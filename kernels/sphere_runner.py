@@ -46,7 +46,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     index of the step the call continues after (time origin of time-dependent forces); ``sections``: the
     checked sections whose crossings are located (:mod:`kernels.sections`); ``bath``: a stochastic method's
     (temperature, friction, noise key, member ids) (:func:`kernels.integrators.langevin.with_bath`); ``device``:
-    "cuda" steps the ensemble on the GPU (:mod:`kernels.gpu`, which :func:`kernels.integrate` checked it can),
+    "cuda" steps the ensemble on the GPU (:mod:`kernels.gpu`, which :func:`kernels.integrate` checked it can; the
+    system mode: :mod:`kernels.gpu_system`),
     with fused multiply-adds or not (``fma``)."""
     q, omega = state["q"], state["omega"]
     members, n = q.shape[:2]
@@ -95,7 +96,12 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         raise InvalidInput("mode", f"the system-parallel mode steps unforced systems; {system.name} is forced here")
     if sections is not None and chosen == "system":
         raise InvalidInput("section", "sections run in the ensemble mode (members in parallel); set mode = 'ensemble'")
-    if chosen == "system":
+    if chosen == "system" and device == "cuda":
+        from . import gpu_system  # numba-cuda: imported only where a run asks for the GPU
+
+        result.update(gpu_system.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
+                                     keep_state, threads, start_step, carried, fma))
+    elif chosen == "system":
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
                                           skin, keep_state, threads, start_step, carried))
     else:

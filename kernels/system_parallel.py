@@ -341,24 +341,12 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     ``skin``: the Verlet skin (m, chord), or "auto" (what None means): set at each rebuild by
     :func:`~kernels.neighbours.automatic_skin`, starting from the system's ``pair.default_skin``; the last one
     comes back as ``neighbour_skin`` (1,)."""
-    params = system.broadcast(1, q.shape[1])
-    cutoff = cutoff_of(system, params)
-    adaptive = skin is None or (isinstance(skin, str) and skin == "auto")
-    if adaptive:
-        skin = float(system.definition.pair.default_skin(params))
-    if not (isinstance(skin, (int, float, np.floating)) and np.isfinite(skin) and skin > 0):
-        raise InvalidInput("skin", f"must be \"auto\" or a finite number > 0 (m, chord), got {skin!r}")
+    cutoff, skin, adaptive = list_ranges(system, q.shape[1], skin)
     n = q.shape[1]
-    samples = n_steps // save_every + 1
-    state_samples = samples if keep_state else 0
-    out = {name: np.full((1, samples), np.nan) for name in ("energy", "temperature", "unit_error", "tangency_error")}
-    out["q"] = np.full((1, state_samples, n, 3), np.nan)
-    out["omega"] = np.full((1, state_samples, n, 3), np.nan)
+    out = empty_outputs(n, n_steps, save_every, keep_state)
     lanes_q = np.ascontiguousarray(q[0, :, :, np.newaxis])
     lanes_omega = np.ascontiguousarray(omega[0, :, :, np.newaxis])
     info = np.zeros(4, np.int64)
-    out["exchanged"] = np.full((1, samples), np.nan)
-    out["neighbour_skin"] = np.full(1, np.nan)
     heat_end = carried[0, -1:].copy()
     q_final = np.empty((1, n, 3))
     omega_final = np.empty((1, n, 3))
@@ -367,13 +355,46 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
         kernel(lanes_q, lanes_omega, np.ascontiguousarray(mass_diag[0, :, np.newaxis]),
-               np.ascontiguousarray(coef.T), float(dt), n_steps, save_every, cutoff, float(skin), adaptive,
-               nb.initial_capacity(n, cutoff + float(skin)), keep_state, out["q"][0], out["omega"][0],
+               np.ascontiguousarray(coef.T), float(dt), n_steps, save_every, cutoff, skin, adaptive,
+               nb.initial_capacity(n, cutoff + skin), keep_state, out["q"][0], out["omega"][0],
                out["energy"][0], out["temperature"][0], out["unit_error"][0], out["tangency_error"][0], q_final[0],
                omega_final[0], info, int(start_step), float(heat_end[0]), out["exchanged"][0], heat_end,
                out["neighbour_skin"])
     finally:
         numba.set_num_threads(previous)
+    return finished(out, method, info, q_final, omega_final, heat_end, carried)
+
+
+def list_ranges(system, n: int, skin: float | str | None) -> tuple[float, float, bool]:
+    """(r_c (m), the first skin (m), whether the skin is automatic) of a run of ``system``'s n bodies with the
+    ``skin`` :func:`run` takes, checked."""
+    params = system.broadcast(1, n)
+    cutoff = cutoff_of(system, params)
+    adaptive = skin is None or (isinstance(skin, str) and skin == "auto")
+    if adaptive:
+        skin = float(system.definition.pair.default_skin(params))
+    if not (isinstance(skin, (int, float, np.floating)) and np.isfinite(skin) and skin > 0):
+        raise InvalidInput("skin", f"must be \"auto\" or a finite number > 0 (m, chord), got {skin!r}")
+    return cutoff, float(skin), adaptive
+
+
+def empty_outputs(n: int, n_steps: int, save_every: int, keep_state: bool) -> dict:
+    """The sample arrays a system-mode run fills (NaN until written): energy, temperature, the constraint errors
+    and exchanged (1, samples), q and ω (1, samples or 0, n, 3), neighbour_skin (1,)."""
+    samples = n_steps // save_every + 1
+    state_samples = samples if keep_state else 0
+    out = {name: np.full((1, samples), np.nan) for name in ("energy", "temperature", "unit_error", "tangency_error",
+                                                            "exchanged")}
+    out["q"] = np.full((1, state_samples, n, 3), np.nan)
+    out["omega"] = np.full((1, state_samples, n, 3), np.nan)
+    out["neighbour_skin"] = np.full(1, np.nan)
+    return out
+
+
+def finished(out: dict, method: str, info: np.ndarray, q_final, omega_final, heat_end, carried) -> dict:
+    """``out`` with a system-mode run's outcome (``info``: [status, failed step, builds, capacity]), its end state
+    (NaN where it failed) and the bath's heat carried on (``heat_end`` (1,) into the last column of ``carried``)."""
+    n = q_final.shape[1]
     ok = info[STATUS] == OK
     if KERNEL_METHODS[method].heat:
         carried[0, -1] = heat_end[0]

@@ -18,13 +18,15 @@ from armillary import ensemble
 from armillary.ensemble.execute import execute
 from armillary.ensemble.store import RunStore, write_template
 from armillary.jobs.cli import main
-from armillary.kernels import InvalidInput, get_system, gpu, gpu_neighbours, integrate
+from armillary.kernels import InvalidInput, get_system, gpu, gpu_neighbours, gpu_system, integrate, system_parallel
 from armillary.kernels import neighbours as nb
+from armillary.kernels.models import build_model
 from armillary.kernels.sections import Section
 from armillary.kernels.system_parallel import pair_terms
 
 import gpu_cases
 import gpu_lists
+import gpu_system as gpu_system_cases
 import ptx_memory
 from ensemble_cases import arrays, assert_bitwise_equal, runner_spec
 
@@ -108,7 +110,7 @@ def test_the_gpu_builds_full_neighbour_rows_in_the_cpus_storage_order(tmp_path):
     """kernels/gpu_neighbours.py in numba-cuda's simulator (tests/gpu_lists.py: 400 LJ particles at ρ* = 0.8,
     r_list = 2.8σ, a liquid and a crystal, and the liquid again from a capacity of 2, so that the rows grow):
     every row holds exactly the other particles closer than r_list (the O(n²) chord matrix), each once, in
-    increasing storage index, and the storage order is the CPU's (kernels.neighbours.fresh_lists) for the same
+    increasing original index, and the storage order is the CPU's (kernels.neighbours.fresh_lists) for the same
     positions.  The LJ gradient and energies each particle's thread gathers from its row equal the CPU's half-list
     passes (system_parallel.pair_terms) to round-off: the same terms in another order."""
     out = tmp_path / "lists.npz"
@@ -124,7 +126,7 @@ def test_the_gpu_builds_full_neighbour_rows_in_the_cpus_storage_order(tmp_path):
         near = (chords < gpu_lists.LIST_RANGE) & ~np.eye(n, dtype=bool)
         for k in range(n):
             row = rows[k][rows[k] >= 0]
-            assert np.all(np.diff(row) > 0) and np.array_equal(np.sort(order[row]), np.flatnonzero(near[order[k]]))
+            assert np.array_equal(order[row], np.flatnonzero(near[order[k]]))
     assert built["liquid_grown_rows"].shape[1] < built["liquid_rows"].shape[1]  # grown to the longest row + slack
     for name in gpu_lists.PAIR_CASES:
         order = built[f"{name}_order"]
@@ -144,16 +146,105 @@ def test_the_gpu_neighbour_list_kernels_compile_to_ptx():
     arguments = {"count_cells": (np.zeros((n, 3)), 3, ints[n], ints[cells]),
                  "cell_starts": (ints[cells], ints[cells + 1], ints[cells]),
                  "scatter": (ints[n], ints[cells], ints[n]),
-                 "sort_cells": (ints[cells + 1], ints[n]),
+                 "sort_cells": (ints[cells + 1], np.zeros(n, np.int64), ints[n]),
                  "gather": (np.zeros((n, 3)), ints[n], ints[n], np.zeros((n, 3)), ints[n]),
                  "full_rows": (np.zeros((n, 3)), ints[n], ints[cells + 1], 3, 0.1, np.zeros((n, 4), np.int32),
-                               ints[n], np.zeros(1, np.int32))}
+                               ints[n], np.zeros(1, np.int32)),
+                 "sort_rows": (ints[n], np.zeros(n, np.int64), np.zeros((n, 4), np.int32), ints[n])}
     arguments.update({name: (np.zeros((n, 3)), np.zeros((3, 1)), np.zeros((n, 4), np.int32), ints[n], out)
                       for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))})
     functions = {**gpu_neighbours.kernel_functions(), **gpu_neighbours.pair_kernel_functions("sphere_lj")}
     assert set(functions) == set(arguments)
     for name, function in functions.items():
         assert gpu._compile_ptx(function, arguments[name]).count(".entry ") == 1, name
+
+
+@PTX_GROUP
+def test_the_gpu_system_mode_kernels_compile_to_ptx():
+    """Each kernel of the GPU's system mode compiled for compute capability 8.0 (one entry point each), with the
+    stages of vi and langevin (Philox and the Ziggurat's tables on the device) and brownian with active particles,
+    and the pair passes of a model file's pair potential (the tutorial's Yukawa, with its exponential)."""
+    n = 8
+    state, column, ids, terms = np.zeros((n, 3, 1)), np.zeros((n, 1)), np.zeros(n, np.int64), np.zeros((n, 4))
+    coef = np.zeros((20, 1))
+    arguments = {"setup": (0.1, column, coef, column, np.zeros((n, system_parallel.PARTICLE_FACTORS))),
+                 "advance": (True, True, 3, 0.1, state, state, state, state, column, np.ones(n), coef, column,
+                             np.zeros((n, system_parallel.PARTICLE_FACTORS)), ids, np.zeros(n), np.zeros((n, 3)),
+                             terms),
+                 "sample_terms": (state, state, column, ids, np.zeros(n), terms),
+                 "fold": (terms, np.zeros((1, 4))),
+                 "permute_rows": (np.zeros(n, np.int32), np.zeros((n, 3)), np.zeros((n, 3))),
+                 "rows_by_id": (ids, np.zeros((n, 3)), np.zeros((n, 3))),
+                 **{name: (np.zeros((n, 3)), coef, np.zeros((n, 4), np.int32), np.zeros(n, np.int32), out)
+                    for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))}}
+    with open(os.path.join(HERE, os.pardir, "examples", "models", "sphere_yukawa.py")) as model:
+        yukawa = build_model(model.read(), "sphere_yukawa.py").name
+    for method, system in (("vi", "sphere_lj"), ("langevin", "sphere_lj"), ("brownian_active", "sphere_lj"),
+                           ("vi", yukawa)):
+        functions = gpu_system.kernel_functions(method, system)
+        assert set(functions) == set(arguments)
+        names = {"vi": functions, "langevin": ("setup", "advance"), "brownian_active": ("setup", "advance")}[method]
+        for name in names if system == "sphere_lj" else ("gather_gradient", "gather_energies"):
+            assert gpu._compile_ptx(functions[name], arguments[name]).count(".entry ") == 1, (method, system, name)
+
+
+@pytest.mark.xdist_group("md_bath")  # the worker that compiles the CPU's system kernels of vi, langevin and brownian
+def test_the_gpu_system_mode_follows_the_cpus_and_restarts_bit_for_bit(tmp_path):
+    """kernels/gpu_system.py in numba-cuda's simulator (tests/gpu_system.py: 400 LJ particles at ρ* = 0.8 from a
+    lattice at T = 2, the lists rebuilt within the runs): vi and langevin for 20 steps and brownian for 10 in the
+    system mode with device="cuda" follow the CPU's system mode to round-off (q and ω within 1e-12, energy within
+    1e-12 of its size, heat within 1e-10 J; their sums run in another order), with the same status and as many
+    rebuilds; and langevin split at step 10 and restarted (its list built afresh there, at other steps than the
+    run's) equals the uninterrupted run bit for bit."""
+    out = tmp_path / "system.npz"
+    subprocess.run([sys.executable, os.path.join(HERE, "gpu_system.py"), str(out)], check=True, timeout=600,
+                   env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"})
+    simulated = np.load(out)
+    for name in gpu_system_cases.RUNS:
+        cpu = gpu_system_cases.outcome(gpu_system_cases.run(name, "cpu"))
+        for key, value in cpu.items():
+            tolerance = {"heat": 1e-10, "energy": 1e-12 * np.abs(value).max()}.get(key, 1e-12)
+            np.testing.assert_allclose(simulated[f"{name}_{key}"], value, rtol=0, atol=tolerance, err_msg=key)
+        assert np.array_equal(simulated[f"{name}_status"], [0]) and simulated[f"{name}_neighbour_rebuilds"][0] >= 2
+    split = {key.removeprefix("split_"): value for key, value in simulated.items() if key.startswith("split_")}
+    whole = gpu_system_cases.SPLIT
+    samples = gpu_system_cases.SPLIT_AT // gpu_system_cases.SAVE_EVERY
+    for key in ("q_final", "omega_final"):
+        np.testing.assert_array_equal(split[key], simulated[f"{whole}_{key}"], err_msg=key, strict=True)
+    for key in ("q", "omega", "energy", "temperature", "heat"):
+        np.testing.assert_array_equal(split[key], simulated[f"{whole}_{key}"][:, samples:], err_msg=key, strict=True)
+
+
+@pytest.mark.xdist_group("md_bath")
+def test_a_system_mode_store_on_the_simulated_gpu_follows_the_cpus_and_verifies(tmp_path, capsys):
+    """A langevin run of 1000 LJ particles (the system mode) into a store, on the CPU and with --device cuda through
+    the simulator, 8 steps in 2 segments (the second restarting from the first's end): the same samples to
+    round-off (q and heat within 1e-12 and 1e-10 J), both in the system mode with the bath's heat kept, and
+    `armillary verify` passes on the GPU's store."""
+    import zarr
+    from test_md import md_spec
+
+    sigma = float(np.sqrt(0.8 * 4.0 * np.pi / 1000))
+    paths = {}
+    for device in ("cpu", "cuda"):
+        spec = md_spec(tmp_path, particles=1000, steps=8, name=f"{device}.zarr", method="langevin",
+                       integrator_lines=f"temperature = 1.0\nfriction = {1.0 / sigma!r}\n",
+                       variables='["q", "energy", "temperature"]')
+        paths[device] = tmp_path / f"{device}.toml"
+        paths[device].write_text(spec.to_toml().replace("save_every = 5", "save_every = 2")
+                                 .replace("checkpoint_every = 20", "checkpoint_every = 4"))
+    assert main(["run", str(paths["cpu"])]) == 0
+    run = subprocess.run([sys.executable, "-c", "import sys; from armillary.jobs.cli import main; sys.exit(main())",
+                          "run", str(paths["cuda"]), "--device", "cuda"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"})
+    assert run.returncode == 0 and "one per CUDA device (0)" in run.stdout + run.stderr, run.stdout + run.stderr
+    cpu, on_gpu = (zarr.open_group(str(tmp_path / f"{device}.zarr"), mode="r") for device in ("cpu", "cuda"))
+    assert on_gpu["q"].shape == cpu["q"].shape == (1, 5, 1000, 3)
+    for name, tolerance in (("q", 1e-12), ("heat", 1e-10), ("energy", 1e-9), ("temperature", 1e-12)):
+        np.testing.assert_allclose(on_gpu[name][:], cpu[name][:], rtol=0, atol=tolerance, err_msg=name)
+    assert np.abs(on_gpu["heat"][0, -1]) > 1e-3  # the bath did exchange heat
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "cuda.zarr")]) == 0
 
 
 def test_simulated_gpu_equals_the_cpu_bit_for_bit_and_a_restart_the_run_it_continues(tmp_path):
@@ -240,8 +331,12 @@ def test_what_the_gpu_does_not_run_is_refused_naming_it():
     system, method, options, state, shadow = gpu_cases.case_state("explicit_vi")
     with pytest.raises(InvalidInput, match="sections: device 'cuda' does not run surfaces of section yet"):
         integrate(system, method, state, 0.01, 2, sections=Section("equator", "q[0][2]"), device="cuda")
-    with pytest.raises(InvalidInput, match="method: 'rk2' does not run on device 'cuda' yet; there: vi, lgvi, rk4, rk45"):
+    with pytest.raises(InvalidInput, match="method: 'rk2' does not run on device 'cuda' in the ensemble mode yet; "
+                                           "there: vi, lgvi, rk4, rk45"):
         integrate(system, "rk2", state, 0.01, 2, device="cuda")
+    with pytest.raises(InvalidInput, match="'langevin' does not run on device 'cuda' in the ensemble mode yet; .*"
+                                           "langevin and brownian run there in the system mode"):
+        integrate(system, "langevin", state, 0.01, 2, device="cuda", temperature=1.0, friction=1.0)
     with pytest.raises(InvalidInput, match="outputs: device 'cuda' does not run close-encounter tracking"):
         integrate(system, "vi", state, 0.01, 2, outputs=("q", "min_separation"), device="cuda")
     with pytest.raises(InvalidInput, match="device: unknown device 'gpu'; allowed: cpu, cuda"):

@@ -1,0 +1,68 @@
+"""The GPU's system mode (kernels/gpu_system.py) for tests/test_gpu.py, run as a script in numba-cuda's simulator:
+
+    NUMBA_ENABLE_CUDASIM=1 NUMBA_DISABLE_JIT=1 python tests/gpu_system.py OUT.npz
+
+runs each of :data:`RUNS` with ``mode="system", device="cuda"`` and, for :data:`SPLIT`, the same run in two calls
+split at step :data:`SPLIT_AT` (a restart), and writes what :func:`outcome` keeps of each to OUT.npz."""
+
+import sys
+
+import numpy as np
+
+from armillary.kernels import get_system, integrate
+from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities
+
+#: 400 LJ particles at ρ* = 0.8 (σ² = 0.8 · 4π / 400), r_c = 2.5σ, started on the Fibonacci lattice at T = 2
+SIGMA = np.sqrt(0.8 * 4 * np.pi / 400)
+Q = fibonacci_sphere(400)
+STATE = {"q": Q[None], "omega": thermal_velocities(Q, 1.0, 2.0, seed=1)[None]}
+DT = 0.005 * SIGMA
+#: a skin small enough that the lists are rebuilt within the runs (3 builds in 20 steps), at other steps in the
+#: split run than in the uninterrupted one
+SKIN = 0.3 * SIGMA
+#: (method, steps, options) by name
+RUNS = {"vi": ("vi", 20, {}),
+        "langevin": ("langevin", 20, {"temperature": 1.0, "friction": 1.0 / SIGMA, "seed": 5}),
+        "brownian": ("brownian", 10, {"temperature": 1.0, "friction": 20.0 / SIGMA, "seed": 5})}
+SPLIT, SPLIT_AT = "langevin", 10
+#: samples every 5 steps
+SAVE_EVERY = 5
+#: the arrays of a run compared
+KEPT = ("q", "omega", "energy", "temperature", "unit_error", "tangency_error", "status", "neighbour_rebuilds")
+
+
+def lj_system():
+    """sphere_lj at the cases' σ: ε = 1, r_c = 2.5σ."""
+    return get_system("sphere_lj", epsilon=1.0, sigma=SIGMA, cutoff=2.5 * SIGMA)
+
+
+def run(name: str, device: str, state=STATE, steps=None, start_step: int = 0, carry=None):
+    """Run ``name`` of :data:`RUNS` in the system mode on ``device`` (``steps`` of it from ``start_step``)."""
+    method, all_steps, options = RUNS[name]
+    return integrate(lj_system(), method, state, DT, steps or all_steps, SAVE_EVERY, mode="system", device=device,
+                     skin=SKIN, restart=start_step > 0, start_step=start_step, carry=carry, **options)
+
+
+def outcome(trajectory) -> dict:
+    """What the test compares of a run: :data:`KEPT`, the end state and the heat when there is one."""
+    kept = {name: getattr(trajectory, name) for name in KEPT}
+    kept.update(q_final=trajectory.final["q"], omega_final=trajectory.final["omega"])
+    if trajectory.heat is not None:
+        kept["heat"] = trajectory.heat
+    return kept
+
+
+def main(path: str) -> None:
+    out = {}
+    for name in RUNS:
+        out.update({f"{name}_{key}": value for key, value in outcome(run(name, "cuda")).items()})
+    first = run(SPLIT, "cuda", steps=SPLIT_AT)
+    second = run(SPLIT, "cuda", state=first.final, steps=RUNS[SPLIT][1] - SPLIT_AT, start_step=SPLIT_AT,
+                 carry=first.carry)
+    for key, value in outcome(second).items():
+        out[f"split_{key}"] = value
+    np.savez(path, **out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
