@@ -69,6 +69,7 @@ bench: $(VENV)/.installed-test
 bench-gpu: $(VENV)/.installed-test
 	timeout 1800 $(BIN)/python benchmarks/gpu_agreement.py
 	timeout 1800 $(BIN)/python benchmarks/gpu.py
+	timeout 1800 $(BIN)/python benchmarks/md_gpu.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .numba-test-cache runs

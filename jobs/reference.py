@@ -139,9 +139,11 @@ def systems_reference() -> str:
 def methods_reference() -> str:
     """Every method: order, spaces, options, status codes."""
     lines = ["# Methods", "", "Generated from the methods' declarations.  \"on cuda\": the spaces where the method "
-             "runs with `device = \"cuda\"` (one CUDA GPU; see the GPU how-to).", ""]
+             "runs with `device = \"cuda\"` (one CUDA GPU; see the GPU how-to) in the ensemble mode, and \"system "
+             "mode\" where one large pair system on sphere_product runs there too.", ""]
     lines += _table(("method", "order", "spaces", "on cuda", "options", "summary"),
-                    [(_code(name), method.order, ", ".join(method.spaces), ", ".join(GPU_METHODS.get(name, ())) or "–",
+                    [(_code(name), method.order, ", ".join(method.spaces),
+                      ", ".join(GPU_METHODS.get(name, ()) + (("system mode",) if method.system_stages else ())) or "–",
                       ", ".join(_code(option) for option in method.options) or "none", method.summary)
                      for name, method in METHODS.items()])
     lines += ["", "## Status codes", "", "Each member's `status` in a result or store:", ""]

@@ -5,8 +5,8 @@ device, and so does every step of the build.
 
 - **Cells.**  Each particle's cell of the grid over [−1, 1]³ (:func:`kernels.neighbours.cell_index`, the CPU's
   own), counted per cell with atomic additions (a count does not depend on their order).
-- **Storage order.**  The counts' running sum gives each cell's first storage index (one thread: O(L³), L³ at most
-  16 n); each particle takes a slot of its cell by an atomic increment, whose order varies from launch to
+- **Storage order.**  The counts' running sum gives each cell's first storage index (:func:`running_sums`, in
+  chunks of SCAN_CHUNK cells a thread; L³ at most 16 n); each particle takes a slot of its cell by an atomic increment, whose order varies from launch to
   launch, and then each cell's particles are sorted by id (their original index), so the storage order is the
   CPU's (:func:`kernels.neighbours.sort_by_cell`): cells in (x, y, z) order, each cell's particles in increasing
   id, a function of the positions alone.
@@ -39,6 +39,9 @@ from .lanes import bind_template
 from .neighbours import NEIGHBOUR_SLACK, cell_index, grid_cells_per_axis, initial_capacity
 from .systems import system_definition
 
+#: entries one thread sums or scans in :func:`running_sums`
+SCAN_CHUNK = 64
+
 
 class DeviceLists(typing.NamedTuple):
     """A neighbour list on the device: the storage order (storage index → original index), the positions in
@@ -63,15 +66,25 @@ def count_cells_template(q, per_axis, cell, cell_counts):
         cuda.atomic.add(cell_counts, c, 1)  # noqa: F821
 
 
-def cell_starts_template(cell_counts, cell_start, cursor):
-    """cell_start[c] = Σ_{c' < c} cell_counts[c'] (L³ + 1 entries), and the fill cursors: one thread."""
-    if cuda.grid(1) == 0:  # noqa: F821
+def chunk_totals_template(values, totals):
+    """totals[c] = the sum of chunk c of ``values`` (SCAN_CHUNK entries), a thread a chunk."""
+    c = cuda.grid(1)  # noqa: F821
+    if c < totals.shape[0]:
         total = 0
-        for c in range(cell_counts.shape[0]):
-            cell_start[c] = total
-            cursor[c] = total
-            total += cell_counts[c]
-        cell_start[cell_counts.shape[0]] = total
+        for i in range(c * SCAN_CHUNK, min((c + 1) * SCAN_CHUNK, values.shape[0])):
+            total += values[i]
+        totals[c] = total
+
+
+def chunk_starts_template(values, offsets, starts):
+    """starts[i] = offsets[c] + the sum of the entries of ``values`` before i in its chunk c, a thread a chunk: the
+    running sum, given in ``offsets`` the sum of every chunk before each."""
+    c = cuda.grid(1)  # noqa: F821
+    if c < offsets.shape[0]:
+        total = offsets[c]
+        for i in range(c * SCAN_CHUNK, min((c + 1) * SCAN_CHUNK, values.shape[0])):
+            starts[i] = total
+            total += values[i]
 
 
 def scatter_template(cell, cursor, order):
@@ -174,7 +187,7 @@ def gather_energies_template(stored, coef, neighbours, counts, out):
         out[k] = e
 
 
-TEMPLATES = (count_cells_template, cell_starts_template, scatter_template, sort_cells_template, gather_template,
+TEMPLATES = (count_cells_template, chunk_totals_template, chunk_starts_template, scatter_template, sort_cells_template, gather_template,
              full_rows_template, sort_rows_template)
 
 
@@ -225,6 +238,24 @@ def _launchable(system: str | None = None) -> dict:
     return {name: cuda_module().jit(function) for name, function in functions.items()}
 
 
+def running_sums(values, starts) -> None:
+    """starts[i] = Σ_{j<i} values[j] of the one-dimensional int32 device array ``values``, into ``starts`` (as
+    long), on the device: a thread sums each chunk of SCAN_CHUNK entries (:func:`chunk_totals_template`), the
+    chunks' totals get their running sums the same way in turn, and a thread then writes each chunk's starts
+    from its chunk's (:func:`chunk_starts_template`): O(L³/SCAN_CHUNK) threads at each of log_SCAN_CHUNK(L³)
+    levels, where one thread's pass over 10⁷ cells (10⁶ particles) took milliseconds."""
+    cuda = cuda_module()
+    kernels = _launchable()
+    chunks = -(-values.shape[0] // SCAN_CHUNK)
+    if chunks == 1:
+        offsets = cuda.to_device(np.zeros(1, np.int32))
+    else:
+        totals, offsets = cuda.device_array(chunks, np.int32), cuda.device_array(chunks, np.int32)
+        launch(kernels["chunk_totals"], chunks, values, totals)
+        running_sums(totals, offsets)
+    launch(kernels["chunk_starts"], chunks, values, offsets, starts)
+
+
 def build_full_rows(q, list_range: float, capacity: int | None = None, ids=None) -> DeviceLists:
     """A neighbour list with full rows of the n positions ``q`` ((n, 3) on the device, unit vectors) within
     ``list_range`` (chord), built on the device (see the module's text); ``ids`` (n,) on the device: the particles'
@@ -238,12 +269,14 @@ def build_full_rows(q, list_range: float, capacity: int | None = None, ids=None)
     cells = per_axis ** 3
     if ids is None:
         ids = cuda.to_device(np.arange(n, dtype=np.int64))
-    cell, counts_per_cell = cuda.device_array(n, np.int32), cuda.to_device(np.zeros(cells, np.int32))
-    cell_start, cursor = cuda.device_array(cells + 1, np.int32), cuda.device_array(cells, np.int32)
+    # one count more than cells, always 0: its running sum, the last start, is n
+    cell, counts_per_cell = cuda.device_array(n, np.int32), cuda.to_device(np.zeros(cells + 1, np.int32))
+    cell_start, cursor = cuda.device_array(cells + 1, np.int32), cuda.device_array(cells + 1, np.int32)
     order, storage_cell = cuda.device_array(n, np.int32), cuda.device_array(n, np.int32)
     stored = cuda.device_array((n, 3))
     launch(kernels["count_cells"], n, q, per_axis, cell, counts_per_cell)
-    launch(kernels["cell_starts"], 1, counts_per_cell, cell_start, cursor)
+    running_sums(counts_per_cell, cell_start)
+    cursor.copy_to_device(cell_start)
     launch(kernels["scatter"], n, cell, cursor, order)
     launch(kernels["sort_cells"], cells, cell_start, ids, order)
     launch(kernels["gather"], n, q, cell, order, stored, storage_cell)

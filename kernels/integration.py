@@ -354,8 +354,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         _check_headings(state, restart)
     section_plan = plan_sections(sections, space, space.body_count(state),
                                  parameter_shapes(system, space.body_count(state)) if sections else None)
-    chosen = (execution_mode(system, runs.name, members, state["q"].shape[1], shadow is not None, mode, **options)
-              if space.layout == "sphere" else mode)
+    chosen = mode  # the GPU's checks depend on the mode a run takes: one member of an (S²)ⁿ system may take "system"
+    if device == "cuda" and space.layout == "sphere" and members == 1:
+        chosen = execution_mode(system, runs.name, 1, state["q"].shape[1], shadow is not None, mode, **options)
     on_gpu = check_device(device, system, runs, sections, "min_separation" in outputs, chosen, fma=fma)
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)

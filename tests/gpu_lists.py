@@ -5,7 +5,8 @@ simulator:
 
 builds the full rows of :data:`CASES` on the (simulated) device and writes each case's positions, storage order and
 rows (storage indices, -1 past a row's end) to OUT.npz, and for the cases of :data:`PAIR_CASES` the gradient
-and per-particle energies of LJ (ε = 1, r_c = 2.5σ) gathered on the device, in storage order."""
+and per-particle energies of LJ (ε = 1, r_c = 2.5σ) gathered on the device, in storage order; and the running
+sums of 10⁴ random counts (``scan_values``, ``scan_starts``)."""
 
 import sys
 
@@ -14,7 +15,7 @@ import numpy as np
 from armillary.kernels import get_system
 from armillary.kernels.geometry import fibonacci_sphere, random_uniform_separated
 from armillary.kernels.gpu import cuda_module
-from armillary.kernels.gpu_neighbours import build_full_rows, pair_terms_on_device
+from armillary.kernels.gpu_neighbours import build_full_rows, pair_terms_on_device, running_sums
 
 #: 400 particles at LJ's ρ* = 0.8 (σ² = 0.8 · 4π / 400), r_list = 2.8 σ: a liquid (uniform at random, at least
 #: 0.8 σ apart) and a crystal (the Fibonacci lattice); the liquid once more with a capacity of 2 (rows grown)
@@ -45,6 +46,10 @@ def main(path: str) -> None:
         if name in PAIR_CASES:
             gradient, energies = pair_terms_on_device(lj_system(), lists)
             out.update({f"{name}_gradient": gradient.copy_to_host(), f"{name}_energies": energies.copy_to_host()})
+    values = np.random.default_rng(0).integers(0, 9, 10_000).astype(np.int32)  # 3 levels of chunks of 64
+    starts = cuda.device_array(len(values), np.int32)
+    running_sums(cuda.to_device(values), starts)
+    out.update(scan_values=values, scan_starts=starts.copy_to_host())
     np.savez(path, **out)
 
 

@@ -112,7 +112,8 @@ def test_the_gpu_builds_full_neighbour_rows_in_the_cpus_storage_order(tmp_path):
     every row holds exactly the other particles closer than r_list (the O(n²) chord matrix), each once, in
     increasing original index, and the storage order is the CPU's (kernels.neighbours.fresh_lists) for the same
     positions.  The LJ gradient and energies each particle's thread gathers from its row equal the CPU's half-list
-    passes (system_parallel.pair_terms) to round-off: the same terms in another order."""
+    passes (system_parallel.pair_terms) to round-off: the same terms in another order.  The running sums the
+    cells' starts come from (three levels of chunks for 10⁴ counts) equal NumPy's."""
     out = tmp_path / "lists.npz"
     subprocess.run([sys.executable, os.path.join(HERE, "gpu_lists.py"), str(out)], check=True,
                    env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"})
@@ -128,6 +129,7 @@ def test_the_gpu_builds_full_neighbour_rows_in_the_cpus_storage_order(tmp_path):
             row = rows[k][rows[k] >= 0]
             assert np.array_equal(order[row], np.flatnonzero(near[order[k]]))
     assert built["liquid_grown_rows"].shape[1] < built["liquid_rows"].shape[1]  # grown to the longest row + slack
+    assert np.array_equal(built["scan_starts"], np.cumsum(built["scan_values"]) - built["scan_values"])
     for name in gpu_lists.PAIR_CASES:
         order = built[f"{name}_order"]
         gradient, energies = np.empty_like(built[f"{name}_gradient"]), np.empty_like(built[f"{name}_energies"])
@@ -144,7 +146,8 @@ def test_the_gpu_neighbour_list_kernels_compile_to_ptx():
     n, cells = 8, 27
     ints = {size: np.zeros(size, np.int32) for size in (n, cells, cells + 1)}
     arguments = {"count_cells": (np.zeros((n, 3)), 3, ints[n], ints[cells]),
-                 "cell_starts": (ints[cells], ints[cells + 1], ints[cells]),
+                 "chunk_totals": (ints[cells + 1], np.zeros(1, np.int32)),
+                 "chunk_starts": (ints[cells + 1], np.zeros(1, np.int32), ints[cells + 1]),
                  "scatter": (ints[n], ints[cells], ints[n]),
                  "sort_cells": (ints[cells + 1], np.zeros(n, np.int64), ints[n]),
                  "gather": (np.zeros((n, 3)), ints[n], ints[n], np.zeros((n, 3)), ints[n]),
