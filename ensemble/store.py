@@ -38,7 +38,7 @@ from zarr.core.sync import sync as zarr_sync
 
 from armillary.kernels import STATUS_MEANINGS, InvalidInput
 from armillary.kernels.lyapunov import indicator_rows
-from armillary.kernels.system_parallel import SYSTEM_MODE_REVISION
+from armillary.kernels.system_parallel import system_mode_revision
 from armillary.kernels.status import ESCAPED, NOT_FAILED
 
 from .errors import DamagedStore, StoreError
@@ -255,10 +255,9 @@ def revision_change(plan) -> str | None:
         notes.append(f"revision {written} of {definition.name}'s numerics, this is revision {definition.revision}")
     if method_written != method.revision:
         notes.append(f"revision {method_written} of {method.name}'s numerics, this is revision {method.revision}")
-    mode_written = attrs.get("system_mode_revision", 1)
-    if plan.mode == "system" and mode_written != SYSTEM_MODE_REVISION:
-        notes.append(f"revision {mode_written} of the system-parallel mode's sums, this is revision "
-                     f"{SYSTEM_MODE_REVISION}")
+    mode_written, mode_revision = attrs.get("system_mode_revision", 1), system_mode_revision(plan.spec.device)
+    if plan.mode == "system" and mode_written != mode_revision:
+        notes.append(f"revision {mode_written} of the system-parallel mode's sums, this is revision {mode_revision}")
     if not notes:
         return None
     how = "draw other noise than" if method_written != method.revision and method.stochastic else \
@@ -370,7 +369,7 @@ def write_template(plan: Plan) -> None:
                                        + (ESCAPED,) * bool(spec.escape and spec.escape["stop"])}),
         "method_order": method.order, "system_revision": plan.system.definition.revision,
         "method_revision": method.revision, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **({"system_mode_revision": SYSTEM_MODE_REVISION} if plan.mode == "system" else {}),
+        **({"system_mode_revision": system_mode_revision(spec.device)} if plan.mode == "system" else {}),
         **_versions(),
         # a model's text travels with its run: workers and analysis build the system from it, never from the file
         **({"model": spec.model, "model_source": spec.model_source} if spec.model_source is not None else {}),

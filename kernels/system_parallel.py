@@ -40,6 +40,9 @@ STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
 #: all-pairs lane function and are not concerned): 1, the pair passes over x-slabs of cells; 2, over blocks of
 #: equal pair counts (:func:`kernels.neighbours.balanced_blocks`), which add each particle's terms in another order
 SYSTEM_MODE_REVISION = 2
+#: the same for the system mode on a GPU (:mod:`kernels.gpu_system`, whose stores say ``device = "cuda"``): 1, each
+#: particle's terms in the order of its partners' ids, the sums over particles by id in chunks of 64
+GPU_SYSTEM_MODE_REVISION = 1
 #: columns of the per-particle factors a method's ``particle_factors`` stage may fill once per call (langevin: e^{−γh}
 #: and its spread; brownian: h/ζ and its spread) for its drift stage to read
 PARTICLE_FACTORS = 2
@@ -296,6 +299,12 @@ HELPERS = (("advance_range", advance_range_template, False), ("block_pass", bloc
 #: (called as functions there, they would get each array argument as a dozen machine words, per slab); the driver's
 #: other helpers are functions, each compiled once instead of at each of its call sites
 INLINED = {**KERNEL_FLAGS, "inline": "always"}
+
+
+def system_mode_revision(device: str | None) -> int:
+    """The revision of the system mode's sums on ``device`` ("cuda", or the CPU's for None and "cpu") that a store
+    run in that mode records."""
+    return GPU_SYSTEM_MODE_REVISION if device == "cuda" else SYSTEM_MODE_REVISION
 
 
 def cutoff_of(system, params) -> float:

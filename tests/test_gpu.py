@@ -221,31 +221,34 @@ def test_the_gpu_system_mode_follows_the_cpus_and_restarts_bit_for_bit(tmp_path)
 @pytest.mark.xdist_group("md_bath")
 def test_a_system_mode_store_on_the_simulated_gpu_follows_the_cpus_and_verifies(tmp_path, capsys):
     """A langevin run of 1000 LJ particles (the system mode) into a store, on the CPU and with --device cuda through
-    the simulator, 8 steps in 2 segments (the second restarting from the first's end): the same samples to
-    round-off (q and heat within 1e-12 and 1e-10 J), both in the system mode with the bath's heat kept, and
-    `armillary verify` passes on the GPU's store."""
+    the simulator, 4 steps in 2 segments (the second restarting from the first's end): the same samples to
+    round-off (q and heat within 1e-12 and 1e-10 J), both in the system mode with the bath's heat kept, each
+    recording the revision of its sums (the CPU's 2, the GPU's 1), and `armillary verify` passes on the GPU's
+    store."""
     import zarr
     from test_md import md_spec
 
     sigma = float(np.sqrt(0.8 * 4.0 * np.pi / 1000))
     paths = {}
     for device in ("cpu", "cuda"):
-        spec = md_spec(tmp_path, particles=1000, steps=8, name=f"{device}.zarr", method="langevin",
+        spec = md_spec(tmp_path, particles=1000, steps=4, name=f"{device}.zarr", method="langevin",
                        integrator_lines=f"temperature = 1.0\nfriction = {1.0 / sigma!r}\n",
                        variables='["q", "energy", "temperature"]')
         paths[device] = tmp_path / f"{device}.toml"
-        paths[device].write_text(spec.to_toml().replace("save_every = 5", "save_every = 2")
-                                 .replace("checkpoint_every = 20", "checkpoint_every = 4"))
+        paths[device].write_text(spec.to_toml().replace("save_every = 5", "save_every = 1")
+                                 .replace("checkpoint_every = 20", "checkpoint_every = 2"))
     assert main(["run", str(paths["cpu"])]) == 0
     run = subprocess.run([sys.executable, "-c", "import sys; from armillary.jobs.cli import main; sys.exit(main())",
                           "run", str(paths["cuda"]), "--device", "cuda"], capture_output=True, text=True,
                          timeout=300, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"})
     assert run.returncode == 0 and "one per CUDA device (0)" in run.stdout + run.stderr, run.stdout + run.stderr
     cpu, on_gpu = (zarr.open_group(str(tmp_path / f"{device}.zarr"), mode="r") for device in ("cpu", "cuda"))
-    assert on_gpu["q"].shape == cpu["q"].shape == (1, 5, 1000, 3)
+    assert on_gpu["q"].shape == cpu["q"].shape == (1, 5, 1000, 3)  # a sample every step
     for name, tolerance in (("q", 1e-12), ("heat", 1e-10), ("energy", 1e-9), ("temperature", 1e-12)):
         np.testing.assert_allclose(on_gpu[name][:], cpu[name][:], rtol=0, atol=tolerance, err_msg=name)
     assert np.abs(on_gpu["heat"][0, -1]) > 1e-3  # the bath did exchange heat
+    # each records the revision of its own sums
+    assert (cpu.attrs["system_mode_revision"], on_gpu.attrs["system_mode_revision"]) == (2, 1)
     capsys.readouterr()
     assert main(["verify", str(tmp_path / "cuda.zarr")]) == 0
 
