@@ -3,7 +3,7 @@
     NUMBA_ENABLE_CUDASIM=1 NUMBA_DISABLE_JIT=1 python tests/gpu_system.py OUT.npz
 
 runs each of :data:`RUNS` with ``mode="system", device="cuda"`` and, for :data:`SPLIT`, the same run in two calls
-split at step :data:`SPLIT_AT` (a restart), and writes what :func:`outcome` keeps of each to OUT.npz."""
+split at step :data:`SPLIT_AT` (a restart, with another skin), and writes what :func:`outcome` keeps of each to OUT.npz."""
 
 import sys
 
@@ -17,9 +17,10 @@ SIGMA = np.sqrt(0.8 * 4 * np.pi / 400)
 Q = fibonacci_sphere(400)
 STATE = {"q": Q[None], "omega": thermal_velocities(Q, 1.0, 2.0, seed=1)[None]}
 DT = 0.005 * SIGMA
-#: a skin small enough that the lists are rebuilt within the runs (3 builds in 20 steps), at other steps in the
-#: split run than in the uninterrupted one
-SKIN = 0.3 * SIGMA
+#: a skin small enough that the lists are rebuilt within the runs (3 builds in 20 steps); the split run's second
+#: call takes a wider one, whose cell grid differs (3 cells per axis against 4), so that its lists are built at
+#: other steps and store the particles in another order
+SKIN, WIDE_SKIN = 0.3 * SIGMA, 1.0 * SIGMA
 #: (method, steps, options) by name
 RUNS = {"vi": ("vi", 20, {}),
         "langevin": ("langevin", 20, {"temperature": 1.0, "friction": 1.0 / SIGMA, "seed": 5}),
@@ -36,11 +37,11 @@ def lj_system():
     return get_system("sphere_lj", epsilon=1.0, sigma=SIGMA, cutoff=2.5 * SIGMA)
 
 
-def run(name: str, device: str, state=STATE, steps=None, start_step: int = 0, carry=None):
+def run(name: str, device: str, state=STATE, steps=None, start_step: int = 0, carry=None, skin: float = SKIN):
     """Run ``name`` of :data:`RUNS` in the system mode on ``device`` (``steps`` of it from ``start_step``)."""
     method, all_steps, options = RUNS[name]
     return integrate(lj_system(), method, state, DT, steps or all_steps, SAVE_EVERY, mode="system", device=device,
-                     skin=SKIN, restart=start_step > 0, start_step=start_step, carry=carry, **options)
+                     skin=skin, restart=start_step > 0, start_step=start_step, carry=carry, **options)
 
 
 def outcome(trajectory) -> dict:
@@ -58,7 +59,7 @@ def main(path: str) -> None:
         out.update({f"{name}_{key}": value for key, value in outcome(run(name, "cuda")).items()})
     first = run(SPLIT, "cuda", steps=SPLIT_AT)
     second = run(SPLIT, "cuda", state=first.final, steps=RUNS[SPLIT][1] - SPLIT_AT, start_step=SPLIT_AT,
-                 carry=first.carry)
+                 carry=first.carry, skin=WIDE_SKIN)
     for key, value in outcome(second).items():
         out[f"split_{key}"] = value
     np.savez(path, **out)
