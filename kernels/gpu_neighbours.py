@@ -6,10 +6,10 @@ device, and so does every step of the build.
 - **Cells.**  Each particle's cell of the grid over [−1, 1]³ (:func:`kernels.neighbours.cell_index`, the CPU's
   own), counted per cell with atomic additions (a count does not depend on their order).
 - **Storage order.**  The counts' running sum gives each cell's first storage index (:func:`running_sums`, in
-  chunks of SCAN_CHUNK cells a thread; L³ at most 16 n); each particle takes a slot of its cell by an atomic increment, whose order varies from launch to
-  launch, and then each cell's particles are sorted by id (their original index), so the storage order is the
-  CPU's (:func:`kernels.neighbours.sort_by_cell`): cells in (x, y, z) order, each cell's particles in increasing
-  id, a function of the positions alone.
+  chunks of SCAN_CHUNK cells a thread; L³ at most 16 n); each particle takes a slot of its cell by an atomic
+  increment, whose order varies from launch to launch, and then each cell's particles are sorted by id (their
+  original index), so the storage order is the CPU's (:func:`kernels.neighbours.sort_by_cell`): cells in
+  (x, y, z) order, each cell's particles in increasing id, a function of the positions alone.
 - **Full rows.**  Thread k (a stored particle) scans the 27 cells around its own, column by column in (x, y)
   order, each column's z-run of storage indices at once, and appends every other particle closer than r_list
   (chord): its row holds each such partner once.  A row longer than the capacity is counted but not written; the
@@ -187,8 +187,8 @@ def gather_energies_template(stored, coef, neighbours, counts, out):
         out[k] = e
 
 
-TEMPLATES = (count_cells_template, chunk_totals_template, chunk_starts_template, scatter_template, sort_cells_template, gather_template,
-             full_rows_template, sort_rows_template)
+TEMPLATES = (count_cells_template, chunk_totals_template, chunk_starts_template, scatter_template,
+             sort_cells_template, gather_template, full_rows_template, sort_rows_template)
 
 
 @functools.cache

@@ -95,8 +95,8 @@ def advance_template(kick, drift, step, h, q, q_next, omega, grad, half_h_over_m
 
 
 def sample_terms_template(q, omega, mass_diag, ids, energies, terms):
-    """Particle s's kinetic energy ½ M ‖ω × q‖² and pair energy (J) at rows ids[s] (summed by id), its constraint
-    errors |‖q‖ − 1| and |q·ω| at row s (maximised)."""
+    """Particle s's kinetic energy ½ M ‖ω × q‖² and pair energy (J) at rows ids[s] (summed by id), its
+    constraint errors |‖q‖ − 1| and |q·ω| at row s (maximised)."""
     s = cuda.grid(1)  # noqa: F821
     if s < q.shape[0]:
         terms[ids[s], 0] = body_kinetic_energy(q, omega, mass_diag, s, 0)
