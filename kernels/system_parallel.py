@@ -175,14 +175,23 @@ def gather_particles(order, q, omega, mass_diag, half_h_over_mass, margin, facto
         ids_into[s] = ids[source]
 
 
-@njit(error_model="numpy", nogil=True)
-def sort_and_rebuild(particles, spare, list_range, per_axis, lists):
+def sort_and_rebuild_template(particles, spare, list_range, per_axis, lists):
     """Put the particles (q, ω, masses, h/2M, margins, the method's factors, original ids) in cell order, gathered
     into the arrays of ``spare``, and build the half rows there (see :mod:`kernels.neighbours`).  Returns (lists,
     the particles' arrays now, the spare ones)."""
     order = nb.sort_by_cell(particles[0], particles[6], per_axis, lists)
     gather_particles(order, *particles, *spare)
     return nb.rebuild(spare[0], list_range, per_axis, lists), spare, particles
+
+
+@functools.cache
+def cached_sort_and_rebuild():
+    """:func:`sort_and_rebuild_template` jitted once for every system and method, and cached on disk under the
+    kernels' source hash (a stale copy is never replayed): as a plain function each process that compiled a
+    system-parallel driver compiled it again with its sort and list build (12 s a process at the suite's -O1)."""
+    kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
+    name = f"sort_and_rebuild__{SOURCE_HASH}"
+    return njit(cache=True, **KERNEL_FLAGS)(bind_template(sort_and_rebuild_template, name, {}))
 
 
 def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, save_every, cutoff, skin, adaptive,
@@ -218,7 +227,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     exchanged = heat_start
     scratch = np.empty((2, 1))
     per_axis = nb.grid_cells_per_axis(n, cutoff + skin)
-    lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis,
+    lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis,  # noqa: F821
                                                nb.allocate(n, per_axis, capacity))
     q_next, omega, mass_diag, half_h_over_mass, margin, factors, ids = particles
     rebuilds = 1
@@ -253,7 +262,8 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
                 if cells != per_axis:
                     per_axis = cells
                     lists = nb.allocate(n, per_axis, lists[nb.NEIGHBOURS].shape[1] - 1)
-            lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis, lists)
+            lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis,  # noqa: F821
+                                                       lists)
             q_next, omega, mass_diag, half_h_over_mass, margin, factors, ids = particles
             rebuilds += 1
             built_at = k
@@ -475,7 +485,8 @@ def compiled_system_kernel(method: str, system: str):
     drift, kick, factors = KERNEL_METHODS[method].system_stages
     tag = f"{method}__{system}__system__{SOURCE_HASH}"
     bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
-                "particle_factors": factors, "HEAT": KERNEL_METHODS[method].heat}
+                "particle_factors": factors, "HEAT": KERNEL_METHODS[method].heat,
+                "sort_and_rebuild": cached_sort_and_rebuild()}
     for name, template, parallel in HELPERS:
         flags = {"parallel": True, **KERNEL_FLAGS} if parallel else (INLINED if name == "advance_range" else KERNEL_FLAGS)
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
