@@ -199,8 +199,10 @@ def test_a_dry_run_where_no_slurm_controller_answers_prints_the_scripts_and_says
     site.write_text('partition = "debug"\n')
     installed = "/etc/slurm/slurm.conf"
     if os.path.exists(installed):
-        lines = [line for line in open(installed).read().splitlines() if not line.startswith("SlurmctldPort=")]
-        (tmp_path / "dead.conf").write_text("\n".join(lines + ["SlurmctldPort=1"]) + "\n")
+        # SLURM's clients retry a refused connection once a second for MessageTimeout seconds (10 by default)
+        lines = [line for line in open(installed).read().splitlines()
+                 if not line.startswith(("SlurmctldPort=", "MessageTimeout="))]
+        (tmp_path / "dead.conf").write_text("\n".join(lines + ["SlurmctldPort=1", "MessageTimeout=1"]) + "\n")
         monkeypatch.setenv("SLURM_CONF", str(tmp_path / "dead.conf"))
     assert main(["submit", spec, "--site", str(site), "--dry-run"]) == 0
     out, err = capsys.readouterr()
