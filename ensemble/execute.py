@@ -14,8 +14,6 @@ from distributed import as_completed
 
 from armillary.kernels import InvalidInput, device_missing
 
-from .accessor import open_store
-from .analysis import statistic_intervals
 from .clusters import dask_client
 from .errors import RunFailed
 from .lock import is_local
@@ -183,6 +181,10 @@ def record_until(plan: Plan, batches: int) -> dict:
     per_point = spec.members // spec.sweep_points
     state = {"batches": batches, "batch": until["batch"], "per_point": per_point, "points": spec.sweep_points,
              "statistic": until["statistic"], "half_width": until["half_width"]}
+    # dask.array with them: a second of every run's start, needed only by a run sized by `until`
+    from .accessor import open_store
+    from .analysis import statistic_intervals
+
     ds = open_store(spec.store, until=state)
     intervals = statistic_intervals(ds, until["statistic"])
     known = all(np.isfinite(i["high"] - i["low"]) and (i["high"] - i["low"]) / 2 <= until["half_width"]

@@ -94,6 +94,13 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
     RunFailed when a task fails.
     """
     from .accessor import open_store
+
+    return open_store(run_to_store(spec_or_path, overwrite, stream, **overrides))
+
+
+def run_to_store(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> str:
+    """:func:`run` without opening the store: returns its path.  What ``armillary run`` calls, which opens no
+    Dataset and so imports neither xarray's store reader nor dask.array (a second of each command's start)."""
     from .execute import execute
 
     stream = stream or sys.stdout
@@ -113,7 +120,7 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
             execute(plan, stream, gpus)
     except StoreError as error:
         raise InvalidInput("output.store", str(error)) from None
-    return open_store(spec.store)
+    return spec.store
 
 
 def run_array_task(spec: Spec, index: int, size: int, stream=None) -> bool:

@@ -35,6 +35,7 @@ EXIT_CODES = {
 
 def run(args) -> int:
     """Run or resume the spec's ensemble into its store."""
+    from armillary.ensemble.runs import run_to_store
     from armillary.ensemble.store import summary
 
     overrides = _overrides(args)
@@ -44,7 +45,7 @@ def run(args) -> int:
         finished = ensemble.run_array_task(spec, args.array_index, args.array_size)
         return SUCCESS if finished else INTERRUPTED
     try:
-        ensemble.run(spec, overwrite=args.overwrite)
+        run_to_store(spec, overwrite=args.overwrite)
     except KeyboardInterrupt:
         print("armillary: interrupted; run the same command again to resume", file=sys.stderr)
         return STOPPED
