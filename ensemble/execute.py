@@ -181,7 +181,7 @@ def record_until(plan: Plan, batches: int) -> dict:
     per_point = spec.members // spec.sweep_points
     state = {"batches": batches, "batch": until["batch"], "per_point": per_point, "points": spec.sweep_points,
              "statistic": until["statistic"], "half_width": until["half_width"]}
-    # dask.array with them: a second of every run's start, needed only by a run sized by `until`
+    # dask.array with them (a second of a resumed run's start): needed only by a run sized by `until`
     from .accessor import open_store
     from .analysis import statistic_intervals
 

@@ -99,8 +99,9 @@ def run(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> xr.D
 
 
 def run_to_store(spec_or_path, overwrite: bool = False, stream=None, **overrides) -> str:
-    """:func:`run` without opening the store: returns its path.  What ``armillary run`` calls, which opens no
-    Dataset and so imports neither xarray's store reader nor dask.array (a second of each command's start)."""
+    """:func:`run` without opening the store: returns its path.  What ``armillary run`` calls: it opens no
+    Dataset, so a resumed run imports neither xarray's store reader nor dask.array (a fresh one imports them to
+    write its template)."""
     from .execute import execute
 
     stream = stream or sys.stdout
