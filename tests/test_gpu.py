@@ -39,7 +39,7 @@ PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotatio
              "rk4_rigid_motion", "rk45_full", "rk45_rotation", "rk4_multibody", "rk45_loop_closure",
              "rk4_rolling_ball", "rk45_rolling_disk"]
 #: PTX cases that are a simulator case (tests/gpu_cases.py) without its shadows: the 5-link cart's kernel with
-#: shadows has Numba's CUDA target type and NVVM optimise the multibody stages twice (124 s of the suite, 45 s
+#: shadows has Numba's CUDA target type and NVVM optimise the multibody stages twice (124 s of the suite, 49 s
 #: without); the flat driver's shadows compile to PTX in lgvi_rotation_shadows, and the cart's run with them in
 #: the simulator
 UNSHADOWED = {"rk4_multibody": "rk4_multibody_shadows"}
@@ -230,10 +230,9 @@ def test_the_gpu_system_mode_follows_the_cpus_and_restarts_bit_for_bit(tmp_path)
 def test_a_system_mode_store_on_the_simulated_gpu_follows_the_cpus_and_verifies(tmp_path, capsys):
     """A langevin run of 1000 LJ particles (the system mode) into a store, on the CPU and with --device cuda through
     the simulator, 2 steps in 2 segments (the second restarting from the first's end; the simulator takes ~8 s a
-    step of 1000 particles): the same samples to
-    round-off (q and heat within 1e-12 and 1e-10 J), both in the system mode with the bath's heat kept, each
-    recording the revision of its sums (the CPU's 2, the GPU's 1), and `armillary verify` passes on the GPU's
-    store."""
+    step of 1000 particles): the same samples to round-off (q and heat within 1e-12 and 1e-10 J), both in the
+    system mode with the bath's heat kept, each recording the revision of its sums (the CPU's 2, the GPU's 1), and
+    `armillary verify` passes on the GPU's store."""
     import zarr
     from test_md import md_spec
 
