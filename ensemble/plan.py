@@ -254,6 +254,11 @@ class Plan:
         """Whether the method stores the heat its bath gives (langevin): the store then keeps ``heat``."""
         return self.method.heat
 
+    @property
+    def minimiser(self) -> bool:
+        """Whether the method minimises V (fire): the store then keeps ``largest_force`` and ``minimisation_steps``."""
+        return self.method.minimiser
+
     @cached_property
     def carried(self) -> tuple[str, ...]:
         """What a segment hands the next beside the state: the method's solver state, and for a forced
@@ -320,8 +325,11 @@ class Plan:
 
     def member_options(self, first: int, stop: int) -> dict:
         """The method's options for members [first, stop): the spec's, each swept bath option (temperature,
-        friction, diffusion, cooling_rate, active's speed and rotational_diffusion) as one value per member."""
+        friction, diffusion, cooling_rate, active's speed and rotational_diffusion) as one value per member; a
+        minimisation's step limit ``max_steps`` defaults to the run's last step, not each segment's end."""
         options = dict(self.spec.options)
+        if self.method.minimiser and options.get("max_steps") is None:
+            options["max_steps"] = self.spec.n_steps
         if not self.spec.option_sweeps:
             return options
         values = self.sweep_values(np.arange(first, stop))

@@ -18,7 +18,7 @@ import numpy as np
 
 from armillary.kernels import carried_names, integrate
 from armillary.kernels.lyapunov import Shadow, initial_indicators
-from armillary.kernels.status import ESCAPED, OK
+from armillary.kernels.status import OK, STOPPED
 
 from .lock import kernel_lock
 from .plan import Plan
@@ -208,7 +208,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         if spec.shadows:
             shadow = saved_shadow(plan, saved, stop - first, seg.start)
     failed = status != OK  # members that failed, or stopped at their escape, in an earlier segment
-    stopped_before = status == ESCAPED
+    stopped_before = np.isin(status, STOPPED)
     stopped_state = {name: value[stopped_before] for name, value in state.items()}  # kept as they stopped
     if failed.any():
         # Failed members ride along from their (valid) initial state so that the kernel sees only
@@ -234,9 +234,10 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     failed_step = np.where(new_failure, seg.start + result.failed_step, failed_step)
     region = (members, slice(seg.first_sample, seg.last_sample + 1))
     work = result.work if result.work is not None else np.zeros_like(result.energy)
-    timed = {"energy": result.energy, "sample_lag": result.sample_lag, "work": work, "heat": result.heat}
+    timed = {"energy": result.energy, "sample_lag": result.sample_lag, "work": work, "heat": result.heat,
+             "largest_force": result.largest_force}
     for name in ([v for v in spec.variables if v != "min_separation"] + ["sample_lag"] * plan.samples_off_grid
-                 + ["work"] * plan.forced + ["heat"] * plan.heat):
+                 + ["work"] * plan.forced + ["heat"] * plan.heat + ["largest_force"] * plan.minimiser):
         source = result.state if name in names else timed if name in timed else result.diagnostics
         values = source[name][:, :samples].copy()
         values[failed] = np.nan
@@ -244,6 +245,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     checkpoint = {"status": status, "failed_step": failed_step, **result.carry}
     if plan.forced:
         checkpoint.setdefault("work", work[:, -1])
+    if plan.minimiser:  # the steps of the whole minimisation, which its carried state counts
+        writes.append(("minimisation_steps", members, result.carry["fire_steps"]))
     if plan.tracks_encounters:  # the least separation over all segments so far; failed members keep theirs
         closest = np.where(failed, closest, np.minimum(closest, result.min_separation))
         checkpoint["min_separation"] = closest

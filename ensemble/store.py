@@ -72,6 +72,8 @@ COMMON_ATTRS = {
     "sample_lag": ("s", "time of the saved step minus the sample's nominal time (adaptive steps)"),
     "work": ("J", "work done by the forces since t = 0 (E(t) - E(0) - work is the integrator's error)"),
     "heat": ("J", "heat the bath gave since t = 0 (E(t) - E(0) - heat is the integrator's error)"),
+    "largest_force": ("J", "largest tangential force max_i |P_i dV/dq_i| (a minimisation: fire; its energy is V)"),
+    "minimisation_steps": ("1", "steps the minimisation has taken (fire; they stop once it converged)"),
 }
 LYAPUNOV_VARIABLES = ("lyapunov", "lyapunov_estimate")
 #: the chaos indicators' variables beyond λ: (dims, units, long name); ``exponent`` counts the spectrum's
@@ -125,7 +127,7 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
     for d in space.diagnostics + space.optional_diagnostics:
         layout[d.name] = ((members, samples), ("member", "time"), d.unit, d.long_name)
     for name, (unit, long_name) in COMMON_ATTRS.items():
-        over_time = name in ("energy", "lyapunov_estimate", "sample_lag", "work", "heat")
+        over_time = name in ("energy", "lyapunov_estimate", "sample_lag", "work", "heat", "largest_force")
         layout[name] = ((members, samples) if over_time else (members,), ("member", "time") if over_time
                         else ("member",), unit, long_name)
     if plan.spec.escape is not None:
@@ -339,6 +341,7 @@ def write_template(plan: Plan) -> None:
     names = list(spec.variables) + [name + "0" for name in space.names] + ["status", "failed_step"]
     names += indicator_variables(spec)
     names += ["sample_lag"] * plan.samples_off_grid + ["work"] * plan.forced + ["heat"] * plan.heat
+    names += ["largest_force", "minimisation_steps"] * plan.minimiser
     for section in spec.surfaces:
         names += list(section_layout(plan, section))
     names += ["escape_time"] * (spec.escape is not None)

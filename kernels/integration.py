@@ -11,6 +11,7 @@ from .blocks import default_threads
 from .caches import kernel_cache_directory
 from .errors import InvalidInput
 from .integrators import ACTIVE_KEYS, ADAPTIVE_VI, FORMULATIONS_OF, METHODS, Method, methods_for
+from .integrators.fire import MAX_STEP_FACTOR
 from .lyapunov import Shadow, indicator_rows
 from .noise import noise_key
 from .sections import Section, parameter_shapes, plan_sections
@@ -84,6 +85,10 @@ class Trajectory:
     #: (s; NaN past a member's count; C the most crossings any member stored, at most max_crossings), ``count`` (members,) (all crossings found in this call, also those past
     #: max_crossings) and ``state`` {variable: (members, C, *shape)} at each crossing, on the manifold
     sections: dict | None = None
+    #: a minimisation (fire) only: the largest tangential force max_i |P_i ∂V/∂q_i| at each sample (J), (members,
+    #: samples); its ``energy`` is V alone, ``solver_iterations`` the FIRE steps this call took, ``carry["fire_steps"]``
+    #: those of the whole minimisation and ``status`` NOT_CONVERGED where the step limit came first
+    largest_force: np.ndarray | None = None
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -119,9 +124,10 @@ def _positive_int(field: str, value) -> int:
     return int(value)
 
 
-def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tuple[Method, dict, np.ndarray]:
+def _method_options(method: str, options: dict, n_steps: int, dt: float,
+                    start_step: int = 0) -> tuple[Method, dict, np.ndarray]:
     """The method that runs (a variant its options select), the merged options and the kernel's
-    option vector."""
+    option vector (a minimiser's step limit defaults to the end of this call, start_step + n_steps)."""
     spec = METHODS[method]
     for name in options:
         if name not in spec.options:
@@ -153,16 +159,42 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float) -> tupl
             _bath_values(f"active.{key}", active[key], least, "rad/s" if key == "speed" else "rad²/s", "")
     if "newton_max_iterations" in merged:
         _positive_int("newton_max_iterations", merged["newton_max_iterations"])
-    if "max_steps" in merged:
+    if spec.minimiser:
+        merged.update(_minimiser_options(merged, start_step + n_steps, dt))
+    elif "max_steps" in merged:
         merged["max_steps"] = _positive_int("max_steps", merged["max_steps"] if merged["max_steps"] is not None
                                             else 100 * n_steps + 10_000)
-    if "max_step" in merged:
+    if "max_step" in merged and not spec.minimiser:
         merged["max_step"] = dt if merged["max_step"] is None else merged["max_step"]
         if not (isinstance(merged["max_step"], (int, float)) and np.isfinite(merged["max_step"])
                 and 0 < merged["max_step"] <= dt):
             raise InvalidInput("max_step", f"must be in (0, dt = {dt!r}] (s), got {merged['max_step']!r}")
     runs = spec.resolve(merged)
     return runs, merged, np.array([merged[name] for name in runs.option_vector], dtype=np.float64)
+
+
+def _minimiser_options(options: dict, last_step: int, dt: float) -> dict:
+    """fire's options checked, with their defaults: force_tolerance and energy_tolerance finite and > 0 (an unused
+    energy_tolerance travels as 0), max_steps a positive integer (default ``last_step``, the end of the call or the
+    run), max_step finite and >= dt (default 10 dt)."""
+    checked = {}
+    for name in ("force_tolerance", "energy_tolerance"):
+        value = options[name]
+        if value is None and name == "energy_tolerance":
+            checked[name] = 0.0
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not (
+                np.isfinite(value) and value > 0):
+            raise InvalidInput(name, f"must be a finite number > 0, got {value!r}")
+        checked[name] = float(value)
+    checked["max_steps"] = _positive_int("max_steps", last_step if options["max_steps"] is None
+                                         else options["max_steps"])
+    largest = MAX_STEP_FACTOR * dt if options["max_step"] is None else options["max_step"]
+    if isinstance(largest, bool) or not isinstance(largest, (int, float, np.floating)) or not (
+            np.isfinite(largest) and largest >= dt):
+        raise InvalidInput("max_step", f"fire's largest step must be finite and >= dt = {dt!r} (s), got {largest!r}")
+    checked["max_step"] = float(largest)
+    return checked
 
 
 def _bath_values(name: str, value, least: float | None, unit: str, missing: str) -> np.ndarray:
@@ -254,7 +286,8 @@ def _initial_carry(runs: Method, names: tuple, options: dict, carry: dict | None
     finite, else the start (rk45 ``step_size``: ``first_step``, else dt; adaptive vi: ``step_density``
     NaN, i.e. the target density of the initial state, and ``sample_lag`` 0; ``work`` 0)."""
     first = dt if options.get("first_step") is None else options["first_step"]
-    start = {"step_size": first, "step_density": np.nan, "sample_lag": 0.0, "work": 0.0, "heat": 0.0}
+    start = {"step_size": first, "step_density": np.nan, "sample_lag": 0.0, "work": 0.0, "heat": 0.0,
+             **(runs.carry_start(dt) if runs.carry_start is not None else {})}
     carried = np.zeros((members, max(1, len(names))))
     for column, name in enumerate(names):
         carried[:, column] = np.broadcast_to(np.asarray(start[name], dtype=np.float64), (members,))
@@ -340,10 +373,12 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     implied = system.member_count()
     if implied not in (None, 1, members):
         raise InvalidInput("params", f"per-member parameters are given for {implied} members, the state has {members}")
-    runs, options, option_vector = _method_options(method, method_options, n_steps, float(dt))
-    _check_variant(system.definition, method, runs, options)
     if isinstance(start_step, bool) or not isinstance(start_step, (int, np.integer)) or start_step < 0:
         raise InvalidInput("start_step", f"must be an integer >= 0, got {start_step!r}")
+    runs, options, option_vector = _method_options(method, method_options, n_steps, float(dt), int(start_step))
+    _check_variant(system.definition, method, runs, options)
+    if runs.minimiser and sections:
+        raise InvalidInput("sections", f"{method} minimises V: it locates no section crossings; use vi or rk4")
     if shadow is not None:
         shadow = _checked_shadow(shadow, system, method, runs, state)
         if start_step not in (0, shadow.step_offset):

@@ -81,7 +81,8 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "energy": np.full((members, samples), np.nan),
         "unit_error": np.full((members, samples), np.nan),
         "tangency_error": np.full((members, samples), np.nan),
-        "exchanged": np.full((members, samples), np.nan),  # the forces' work, or a bath's heat (J)
+        # the forces' work, a bath's heat (J), or a minimisation's largest tangential force (J)
+        "exchanged": np.full((members, samples), np.nan),
         **member_outcomes(members),
         "q_final": np.empty((members, n, 3)),
         "omega_final": np.empty((members, n, 3)),
@@ -144,6 +145,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     exchanged = result.pop("exchanged")
     result["work"] = exchanged if forced else None
     result["heat"] = exchanged if KERNEL_METHODS[method].heat else None
+    result["largest_force"] = exchanged if KERNEL_METHODS[method].minimiser else None
     if temperature is not None:
         diagnostics["temperature"] = temperature
     return dict(result, state={"q": result.pop("q"), "omega": result.pop("omega")},

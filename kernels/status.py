@@ -9,6 +9,7 @@ CHART_SINGULAR = 5  # the Lagrange formulation's Euler-angle chart reached its s
 LIFT_OFF = 6  # a rolling body's normal force reached 0: it would leave the plane (the model no longer holds)
 SLIP = 7  # a rolling body needed more friction than the static coefficient μ_s gives: it would slip
 ESCAPED = 8  # stopped at the first crossing of a section with stop (kernels.sections): done, not failed
+NOT_CONVERGED = 9  # a minimisation (fire) reached its step limit before it converged: stopped, not failed
 
 MEANINGS = {
     OK: "ok",
@@ -20,6 +21,11 @@ MEANINGS = {
     LIFT_OFF: "lift-off: the normal force of the plane reached 0, so the body would leave it",
     SLIP: "slip: |tangential contact force| exceeded mu_s times the normal force",
     ESCAPED: "escaped: stopped at the first crossing of its escape section (not a failure; its final state is there)",
+    NOT_CONVERGED: "not converged: the minimisation reached its step limit (max_steps, or the run's end) before its "
+                   "largest tangential force or energy change met the tolerance (not a failure; its last state is "
+                   "there)",
 }
 #: the codes of members that did not fail: still running, or stopped where they were asked to
-NOT_FAILED = (OK, ESCAPED)
+NOT_FAILED = (OK, ESCAPED, NOT_CONVERGED)
+#: the codes of members that stopped where they were asked to, keeping their last state
+STOPPED = (ESCAPED, NOT_CONVERGED)

@@ -9,7 +9,7 @@ from .. import status as codes
 from ..driver import drive_fixed_step, record_sample_template, trapezoid_work_template
 from ..flat_driver import drive_flat_fixed, record_flat_sample
 from ..sections import dense_locate_template
-from . import adaptive_vi, flat_rk, formulations, langevin, lgvi, lgvi_motion, midpoint, motion_formulations, nhvi
+from . import adaptive_vi, fire, flat_rk, formulations, langevin, lgvi, lgvi_motion, midpoint, motion_formulations, nhvi
 from . import runge_kutta as rk
 from . import vi
 
@@ -61,6 +61,11 @@ class Method:
     #: raised when the method's floating-point results change (a spec then gives other bits), as a system's
     #: ``revision``: stores record it (``method_revision``) and a resume across revisions says so
     revision: int = 1
+    #: whether it minimises the potential instead of following the dynamics (fire): its ``energy`` is V alone, it
+    #: records the largest tangential force of each sample, and its step limit ``max_steps`` defaults to the run's end
+    minimiser: bool = False
+    #: dt → the start of each carried quantity it declares (None: the carried quantities start as the runner's)
+    carry_start: Callable | None = None
 
     def resolve(self, options: dict) -> "Method":
         """The method that runs with these options (defaults filled in): a variant an option selects, or itself."""
@@ -253,6 +258,12 @@ ANY_INERTIA_ON_SPHERES = frozenset({"potential", "gradient"})
 FIELD = frozenset({"vector_field"})
 NEWTON = (codes.OK, codes.NON_FINITE, codes.NEWTON_FAILED)
 
+def _fire_recipe(kind):
+    """FIRE on (S²)ⁿ (diagonal M): its own driver, which records V alone as the energy."""
+    return Recipe(fire.drive_fire, (("record_sample", record_sample_template),),
+                  {"kinetic_energy": fire.no_kinetic_energy})
+
+
 #: ``vi`` with ``adaptive = true``: the explicit step (diagonal M) with reversible adaptive steps,
 #: each member its own sequence (see :mod:`kernels.integrators.adaptive_vi`)
 ADAPTIVE_VI = Method(
@@ -355,6 +366,14 @@ METHODS: dict[str, Method] = {
                system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick,
                               langevin.brownian_particle_factors),
                variants={"active": ACTIVE_BROWNIAN}),
+        Method("fire", "FIRE 2.0 minimisation (Bitzek et al. 2006, Guénolé et al. 2020) with velocities and forces in "
+               "each tangent plane and every move along a geodesic; stops on the largest tangential force or the "
+               "energy change per step", 1,
+               {"force_tolerance": 1e-8, "energy_tolerance": None, "max_steps": None, "max_step": None},
+               {SPHERES: (ON_SPHERES, _fire_recipe)},
+               status=(codes.OK, codes.NON_FINITE, codes.NOT_CONVERGED), carry=fire.CARRY, lanes=1,
+               option_vector=("force_tolerance", "energy_tolerance", "max_steps", "max_step"), diagonal_only=True,
+               minimiser=True, carry_start=fire.initial_carry),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
                      _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B)),
@@ -381,8 +400,15 @@ OPTION_DOCS = {
     "newton_max_iterations": ("", "implicit methods: iterations before a member stops with status NEWTON_FAILED"),
     "adaptive": ("", "vi: reversible adaptive steps for systems with close encounters (sphere_nbody)"),
     "tolerance": ("1", "adaptive vi: the step density's target, the step shrinking where encounters are close"),
-    "max_step": ("s", "adaptive vi: the largest step (default dt)"),
-    "max_steps": ("steps", "adaptive vi and rk45: steps per member before it stops (default: unlimited)"),
+    "max_step": ("s", "adaptive vi: the largest step (default dt); fire: FIRE's largest step Δt_max (default 10 dt, "
+                 "> dt)"),
+    "max_steps": ("steps", "adaptive vi and rk45: steps per member before it stops (default: unlimited); fire: FIRE "
+                  "steps per member, over the whole run, before it stops unconverged (status NOT_CONVERGED; default: "
+                  "the run's last step)"),
+    "force_tolerance": ("J", "fire: a member has converged once its largest tangential force max_i |P_i ∂V/∂q_i| "
+                        "is at most this (> 0)"),
+    "energy_tolerance": ("1", "fire: or once one step changes V by at most this times (|V_k| + |V_k-1|)/2 "
+                         "(LAMMPS' etol; > 0; default: not used)"),
     "formulation": ("", "rk2, rk2_projected, rk4, rk45: the equations stepped; (S²)ⁿ q_omega (default) | q_qdot | "
                     "q_mu | q_pi, SE(3) kirchhoff (default) | newton_euler | hybrid | lagrange"),
     "rtol": ("1", "rk45: relative error tolerance per step"),

@@ -170,7 +170,9 @@ SPHERE_PRODUCT = SphereProductSpace(
                                      "2 degrees of freedom); system-parallel mode only"),),
     samplers={
         "uniform": Sampler("uniform", "each q_i uniform on S², omega_i a tangent Gaussian of std omega_scale",
-                           {}, _uniform),
+                           {"bodies": (0, "int", "number of bodies (0: the system's or its preset's); random starts "
+                                       "of a minimisation")},
+                           _uniform, bodies=lambda options: options["bodies"] or None),
         "particles": Sampler(
             "particles", "particles placed on the sphere with thermal velocities (molecular dynamics)",
             {"particles": (None, "int", "number of particles (>= 2)"),

@@ -1,0 +1,208 @@
+"""FIRE minimisation on (S²)ⁿ: the fast inertial relaxation engine with every move along a geodesic.
+
+FIRE (Bitzek, Bitzek, Gumbsch & Gumbsch, "Structural relaxation made simple", PRL 97, 170201 (2006)) descends a
+potential V by damped dynamics whose velocity is steered towards the force, its step growing while the power
+P = F·v stays positive and the velocity being zeroed when P turns negative.  This is its 2.0 form (Guénolé et
+al., "Assessment and optimization of the fast inertial relaxation engine (FIRE) for energy minimization in
+atomistic simulations and its implementation in LAMMPS", Comput. Mater. Sci. 175, 109584 (2020), Algorithm 2
+with the semi-implicit Euler integrator, the initial delay and the half step back), with the parameters of their
+Table 1 (N_delay = 20, f_inc = 1.1, f_dec = 0.5, α_start = 0.25, f_α = 0.99, Δt_min = 0.02 Δt₀; Δt_max the
+``max_step`` option, default 10 Δt₀, Δt₀ the run's ``dt``).
+
+On the sphere the velocity of body i is carried as its angular velocity ω_i (q̇_i = ω_i × q_i, ω_i ⊥ q_i) and the
+force as its torque τ_i = q_i × (−∂V/∂q_i), the tangential force turned by 90° about q_i: |τ_i| = |P_i ∂V/∂q_i|,
+τ_i·ω_i = F_i·v_i, and the turn is an isometry of the tangent plane, so FIRE's power, norms and mixing
+v ← (1 − α) v + α |v| F̂ read the same in (ω, τ).  A step of size Δt
+
+    ω_i ← ω_i + (Δt/M_ii) τ_i,   ω ← (1 − α) ω + α (‖ω‖/‖τ‖) τ   (norms over all bodies),
+    q_i ← q_i turned about ω_i by |ω_i| Δt   (the exact geodesic, ω_i unchanged along it),
+
+moves each q_i along a great circle and renormalises it (:func:`kernels.integrators.langevin.geodesic_flow`), so
+‖q_i‖ = 1 to round-off at every step; the half step back on P ≤ 0 is the same flow for −Δt/2.
+
+A member converges when its largest tangential force max_i |τ_i| falls to ``force_tolerance`` (J per unit chord,
+the units of ∂V/∂q) or, with ``energy_tolerance``, when one step changes V by at most
+energy_tolerance · (|V_k| + |V_{k−1}|)/2 (LAMMPS' ``etol``); it then stops where it is (status OK, its samples
+repeat the minimum).  A member that reaches ``max_steps`` FIRE steps unconverged stops there with status
+NOT_CONVERGED (its state kept: it is not a failure).  FIRE's own state (Δt, α, the steps since P ≤ 0, the steps
+taken, whether it converged, V) is carried between calls, so a minimisation continued in segments is bit for bit
+the uninterrupted one.  The recorded ``energy`` of a minimisation is V alone (``kinetic_energy`` is bound to
+:func:`no_kinetic_energy`): FIRE's velocities are a device of the search, not a physical motion.
+
+Free names bound at specialisation: ``system_gradient``, ``system_potential``, ``record_sample``.
+"""
+
+import numpy as np
+
+from ..lanes import lane_function
+from ..status import NON_FINITE, NOT_CONVERGED, OK
+from .langevin import geodesic_flow
+
+#: FIRE 2.0's parameters (Guénolé et al. 2020, Table 1)
+N_DELAY = 20
+F_INC = 1.1
+F_DEC = 0.5
+ALPHA_START = 0.25
+F_ALPHA = 0.99
+MIN_STEP_FRACTION = 0.02
+#: the default largest step, in units of the run's dt
+MAX_STEP_FACTOR = 10.0
+
+#: the kernel's option vector, in order
+FORCE_TOLERANCE, ENERGY_TOLERANCE, MAX_STEPS, MAX_STEP = range(4)
+#: what a minimisation carries from one call to the next, in column order: FIRE's step Δt (s), its mixing α, the
+#: steps since the power was last ≤ 0, the FIRE steps taken, 1 once converged (else 0), V at the current state (J)
+CARRY = ("fire_step", "fire_mixing", "fire_downhill", "fire_steps", "fire_converged", "fire_potential")
+STEP, MIXING, DOWNHILL, STEPS, CONVERGED, POTENTIAL = range(len(CARRY))
+
+
+def initial_carry(dt: float) -> dict:
+    """The carried state of a fresh minimisation: Δt = dt, α = α_start, nothing taken, V not yet known (NaN)."""
+    return {"fire_step": dt, "fire_mixing": ALPHA_START, "fire_downhill": 0.0, "fire_steps": 0.0,
+            "fire_converged": 0.0, "fire_potential": np.nan}
+
+
+@lane_function
+def no_kinetic_energy(q, omega, mass_diag, mass_full, coef, topology, out):
+    """``kinetic_energy`` of a minimisation: 0, so that the recorded energy is V alone (J)."""
+    for b in range(q.shape[2]):
+        out[b] = 0.0
+
+
+@lane_function
+def torques_into(q, grad, torque):
+    """τ_i = q_i × (−∂V/∂q_i) = ∂V/∂q_i × q_i of lane 0 into torque (n, 3); returns (max_i |τ_i|, Σ_i |τ_i|²)."""
+    largest = 0.0
+    total = 0.0
+    for i in range(q.shape[0]):
+        g0, g1, g2 = grad[i, 0, 0], grad[i, 1, 0], grad[i, 2, 0]
+        q0, q1, q2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
+        t0 = g1 * q2 - g2 * q1
+        t1 = g2 * q0 - g0 * q2
+        t2 = g0 * q1 - g1 * q0
+        torque[i, 0], torque[i, 1], torque[i, 2] = t0, t1, t2
+        size = t0 * t0 + t1 * t1 + t2 * t2
+        total += size
+        largest = max(largest, np.sqrt(size))
+    return largest, total
+
+
+@lane_function
+def fire_update(q, omega, torque, torque_squared, mass_diag, h, carried_row, max_step):
+    """One FIRE 2.0 step of lane 0 (module docstring) from the torques at q; updates q, ω and the carried
+    (Δt, α, steps since P ≤ 0, steps taken) in ``carried_row``."""
+    n = q.shape[0]
+    step = carried_row[STEP]
+    power = 0.0
+    for i in range(n):
+        power += torque[i, 0] * omega[i, 0, 0] + torque[i, 1] * omega[i, 1, 0] + torque[i, 2] * omega[i, 2, 0]
+    if power > 0.0:
+        carried_row[DOWNHILL] += 1.0
+        if carried_row[DOWNHILL] > N_DELAY:
+            step = min(step * F_INC, max_step)
+            carried_row[MIXING] *= F_ALPHA
+    else:
+        carried_row[DOWNHILL] = 0.0
+        if carried_row[STEPS] >= N_DELAY:  # the initial delay: no slowing down in the first N_delay steps
+            if step * F_DEC >= MIN_STEP_FRACTION * h:
+                step *= F_DEC
+            carried_row[MIXING] = ALPHA_START
+        for i in range(n):  # half a step back along the geodesic, then stop
+            geodesic_flow(q, omega, -0.5 * step, i, 0)
+            for k in range(3):
+                omega[i, k, 0] = 0.0
+    speed_squared = 0.0
+    for i in range(n):
+        kick = step / mass_diag[i, 0]
+        for k in range(3):
+            omega[i, k, 0] += kick * torque[i, k]
+            speed_squared += omega[i, k, 0] * omega[i, k, 0]
+    alpha = carried_row[MIXING]
+    steer = alpha * np.sqrt(speed_squared / torque_squared) if torque_squared > 0.0 else 0.0
+    for i in range(n):
+        for k in range(3):
+            omega[i, k, 0] = (1.0 - alpha) * omega[i, k, 0] + steer * torque[i, k]
+        geodesic_flow(q, omega, step, i, 0)
+    carried_row[STEP] = step
+    carried_row[STEPS] += 1.0
+
+
+@lane_function
+def converged_by_energy(potential, before, energy_tolerance):
+    """LAMMPS' etol test: |V_k − V_{k−1}| ≤ etol (|V_k| + |V_{k−1}|)/2 (off when energy_tolerance ≤ 0)."""
+    return energy_tolerance > 0.0 and abs(potential - before) <= energy_tolerance * 0.5 * (abs(potential)
+                                                                                           + abs(before))
+
+
+def drive_fire(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
+               log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
+               d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
+               q_out, omega_out, energy, unit_error, tangency_error, largest_force_out, status, failed_step, iterations,
+               q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
+               shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
+               section_time, section_state, section_count):
+    """Minimise every member (blocks of one lane) by up to ``n_steps`` FIRE steps of initial size ``h``, saving
+    every ``save_every`` steps; the largest tangential force max_i |τ_i| of each sample goes to
+    ``largest_force_out`` (members, samples) (the channel in which other drivers return a forced run's work), the
+    FIRE steps this call took to ``iterations``.  FIRE's state continues from and returns in ``carried`` (columns
+    :data:`CARRY`).  Shares :func:`kernels.driver.drive_fixed_step`'s signature; shadows and sections are refused
+    for a minimisation by :func:`kernels.integrate`, so their arguments are unused."""
+    n_blocks, n, _, lanes = q_blocks.shape
+    force_tolerance = options[FORCE_TOLERANCE]
+    energy_tolerance = options[ENERGY_TOLERANCE]
+    max_steps = options[MAX_STEPS]
+    max_step = options[MAX_STEP]
+    for blk in range(n_blocks):
+        q = q_blocks[blk].copy()
+        omega = omega_blocks[blk].copy()
+        md = mass_diag[blk]
+        c = coef[blk]
+        row = carried[blk]
+        grad = np.empty((n, 3, 1))
+        torque = np.empty((n, 3))
+        potential = np.empty(1)
+        scratch = np.empty((4, 1))
+        lane_status = np.zeros(1, np.int64)
+        code = OK
+        stopped_at = -1
+        taken = 0
+        system_gradient(q, c, topology, grad)  # noqa: F821 (bound at specialisation)
+        largest, torque_squared = torques_into(q, grad, torque)
+        if energy_tolerance > 0.0 and row[POTENTIAL] != row[POTENTIAL]:
+            system_potential(q, c, topology, potential)  # noqa: F821
+            row[POTENTIAL] = potential[0]
+        record_sample(0, q, omega, md, mass_full[blk], c, topology, blk, members, lane_status,  # noqa: F821
+                      save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+        largest_force_out[blk, 0] = largest
+        for k in range(1, n_steps + 1):
+            if code == OK and row[CONVERGED] == 0.0:
+                fire_update(q, omega, torque, torque_squared, md, h, row, max_step)
+                taken += 1
+                system_gradient(q, c, topology, grad)  # noqa: F821
+                largest, torque_squared = torques_into(q, grad, torque)
+                done = largest <= force_tolerance
+                if energy_tolerance > 0.0:
+                    system_potential(q, c, topology, potential)  # noqa: F821
+                    done = done or converged_by_energy(potential[0], row[POTENTIAL], energy_tolerance)
+                    row[POTENTIAL] = potential[0]
+                if not (torque_squared < np.inf):  # NaN or inf in the forces: the state left the finite
+                    code = NON_FINITE
+                    stopped_at = k
+                elif done:
+                    row[CONVERGED] = 1.0
+                elif row[STEPS] >= max_steps:
+                    code = NOT_CONVERGED
+                    stopped_at = k
+            if k % save_every == 0:
+                lane_status[0] = NON_FINITE if code == NON_FINITE else OK  # an unconverged member keeps its samples
+                record_sample(k // save_every, q, omega, md, mass_full[blk], c, topology, blk,  # noqa: F821
+                              members, lane_status, save_state, q_out, omega_out, energy, unit_error,
+                              tangency_error, scratch)
+                largest_force_out[blk, k // save_every] = largest if code != NON_FINITE else np.nan
+        status[blk] = code
+        failed_step[blk] = stopped_at
+        iterations[blk] = taken
+        for i in range(n):
+            for k in range(3):
+                q_end[blk, i, k] = q[i, k, 0] if code != NON_FINITE else np.nan
+                omega_end[blk, i, k] = omega[i, k, 0] if code != NON_FINITE else np.nan

@@ -1,0 +1,98 @@
+"""FIRE minimisation on (S²)ⁿ (kernels/integrators/fire.py): the Thomson problem's putative ground states from
+random starts, ‖q_i‖ = 1 at every step, the step limit's status and bitwise restarts.
+
+The oracles are Wales, McKay & Altschuler, Phys. Rev. B 79, 224115 (2009) (the Cambridge Cluster Database's
+Thomson table): E = Σ_{i<j} 1/r_ij of N unit charges on the unit sphere."""
+
+import numpy as np
+import pytest
+
+from armillary.ensemble.particles import voronoi_order
+from armillary.kernels import get_system, integrate
+from armillary.kernels.status import NOT_CONVERGED, OK
+
+pytestmark = pytest.mark.xdist_group("fire")  # one worker compiles the fire kernel of sphere_riesz once
+
+#: putative global minima of the Thomson problem (Wales et al. 2009), N → E
+THOMSON = {12: 49.165253058, 32: 412.261274651, 100: 4448.350634331}
+
+
+def random_starts(n: int, members: int, seed: int) -> dict:
+    """Members at rest, each q_i uniform on S² (normalised Gaussians)."""
+    q = np.random.default_rng(seed).normal(size=(members, n, 3))
+    return {"q": q / np.linalg.norm(q, axis=-1, keepdims=True), "omega": np.zeros((members, n, 3))}
+
+
+@pytest.fixture(scope="module")
+def coulomb():
+    return get_system("sphere_riesz", s=1.0)
+
+
+@pytest.mark.parametrize("n, members, dt, steps", [(12, 6, 0.01, 1000), (32, 6, 0.005, 1500), (100, 16, 0.002, 3000)])
+def test_lowest_energy_of_an_ensemble_is_the_putative_thomson_minimum(coulomb, n, members, dt, steps):
+    """The lowest energy the ensemble finds equals the published one to 1e-9 relative (the table's 9 decimals
+    are 2e-12 of E at N = 100; a force of 1e-9 leaves an energy error of order |F|²/k, far below it)."""
+    run = integrate(coulomb, "fire", random_starts(n, members, seed=n), dt, steps, steps, force_tolerance=1e-9)
+    assert np.all(run.status == OK), run.status
+    assert np.all(run.largest_force[:, -1] <= 1e-9)
+    lowest = np.min(run.energy[:, -1])
+    assert abs(lowest - THOMSON[n]) <= 1e-9 * THOMSON[n], (lowest, THOMSON[n])
+    if n == 12:  # the icosahedron: every site 5-fold
+        best = run.q_final[np.argmin(run.energy[:, -1])]
+        assert np.all(voronoi_order(best).coordination == 5)
+
+
+def test_every_step_keeps_each_charge_on_the_sphere(coulomb):
+    """‖q_i‖ − 1 within 1e-14 at every one of 400 steps (each move is a geodesic, then renormalised)."""
+    run = integrate(coulomb, "fire", random_starts(32, 2, seed=5), 0.005, 400, 1, force_tolerance=1e-12)
+    assert run.q.shape[1] == 401
+    assert np.max(np.abs(np.linalg.norm(run.q, axis=-1) - 1.0)) <= 1e-14
+    assert np.max(run.unit_error) <= 1e-14
+    assert np.all(np.diff(run.energy[:, -50:], axis=1) <= 1e-9)  # descending near the end (V alone is recorded)
+
+
+def test_a_member_that_reaches_its_step_limit_says_so_and_keeps_its_state(coulomb):
+    """max_steps = 40 stops an unconverged minimisation: status NOT_CONVERGED at step 40, its last state and
+    samples finite and equal to those of an unlimited run up to there; a converged member stays OK."""
+    start = random_starts(32, 2, seed=9)
+    limited = integrate(coulomb, "fire", start, 0.005, 60, 10, max_steps=40)
+    free = integrate(coulomb, "fire", start, 0.005, 60, 10)
+    assert np.all(limited.status == NOT_CONVERGED) and np.all(limited.failed_step == 40)
+    assert np.all(limited.carry["fire_steps"] == 40) and np.all(limited.solver_iterations == 40)
+    assert np.all(np.isfinite(limited.energy)) and np.all(np.isfinite(limited.q_final))
+    np.testing.assert_array_equal(limited.q[:, :5], free.q[:, :5])  # samples 0 … 40 are the same steps
+    np.testing.assert_array_equal(limited.q[:, 5], limited.q[:, 4])  # then it stays where it stopped
+    assert np.all(free.status == NOT_CONVERGED) and np.all(free.failed_step == 60)  # its limit: the call's end
+    converged = integrate(coulomb, "fire", random_starts(12, 1, seed=2), 0.01, 2000, 2000, max_steps=2000)
+    assert converged.status[0] == OK and converged.carry["fire_converged"][0] == 1.0
+    assert converged.carry["fire_steps"][0] < 2000
+
+
+def test_a_minimisation_continued_in_segments_is_bitwise_the_uninterrupted_one(coulomb):
+    """300 steps, or 130 then 170 with FIRE's state carried (its Δt, α, downhill count, steps, V): same bits,
+    also with the energy criterion (which compares V with the carried V of the step before)."""
+    start = random_starts(32, 3, seed=11)
+    for options in ({}, {"energy_tolerance": 1e-13}):
+        whole = integrate(coulomb, "fire", start, 0.005, 300, 10, force_tolerance=1e-10, max_steps=300, **options)
+        first = integrate(coulomb, "fire", start, 0.005, 130, 10, force_tolerance=1e-10, max_steps=300, **options)
+        second = integrate(coulomb, "fire", first.final, 0.005, 170, 10, force_tolerance=1e-10, max_steps=300,
+                           restart=True, carry=first.carry, start_step=130, **options)
+        np.testing.assert_array_equal(second.q_final, whole.q_final)
+        np.testing.assert_array_equal(second.omega_final, whole.omega_final)
+        for name in whole.carry:
+            np.testing.assert_array_equal(second.carry[name], whole.carry[name])
+        np.testing.assert_array_equal(second.energy[:, -1], whole.energy[:, -1])
+        np.testing.assert_array_equal(second.status, whole.status)
+
+
+@pytest.mark.parametrize("options, field", [({"force_tolerance": 0.0}, "force_tolerance"),
+                                            ({"force_tolerance": -1e-8}, "force_tolerance"),
+                                            ({"energy_tolerance": 0.0}, "energy_tolerance"),
+                                            ({"max_steps": 0}, "max_steps"),
+                                            ({"max_step": 1e-4}, "max_step")])
+def test_bad_fire_options_are_refused_naming_the_option(coulomb, options, field):
+    from armillary.kernels import InvalidInput
+
+    with pytest.raises(InvalidInput) as raised:
+        integrate(coulomb, "fire", random_starts(12, 1, seed=0), 0.01, 10, 10, **options)
+    assert raised.value.field == field
