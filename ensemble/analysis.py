@@ -390,9 +390,11 @@ def face_kinetic_energy(ds: xr.Dataset, time_index: int, member: int = 0, level:
 
 
 def particle_points(ds: xr.Dataset, member: int, time_index: int) -> np.ndarray:
-    """The particles' unit vectors (N, 3) of one member at one sample (its space's ``points``)."""
+    """The particles' unit vectors (N, 3) of one member at one sample (its space's ``points``, from the state
+    variables the store keeps: KeyError naming one it needs and lacks)."""
     space = store_space(ds)
-    return space.points({name: ds[name].isel(member=member, time=time_index).values for name in space.names})
+    return space.points({name: ds[name].isel(member=member, time=time_index).values for name in space.names
+                         if name in ds})
 
 
 def particle_trajectories(ds: xr.Dataset, members=None) -> np.ndarray:

@@ -11,12 +11,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
+from armillary.kernels.errors import InvalidInput  # noqa: E402
+
 from .accessor import open_store  # noqa: E402
 from .analysis import (  # noqa: E402
     analyse_store, chaos_table, diagnostic_names, escape_map, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
     lyapunov_map, particle_points, quantile_envelope, section_names, section_points, store_plan,
     sweep_coordinates,
 )
+from .minima import SAME_MINIMUM_TOLERANCE, distinct_minima, final_energies, is_minimisation, minima_rows  # noqa: E402
 from .particles import VORONOI_MIN_PARTICLES, coordination_figure, pair_distribution, voronoi_order  # noqa: E402
 
 #: (column heading, summary key, format) of the headline table
@@ -124,14 +127,22 @@ def _envelope_figure(path, series, ylabel, title, log=True):
 
 
 def write_report(stores: list[str], out: str, damaged: dict | None = None,
-                 burn_in: float | None = None) -> tuple[str, list[dict]]:
+                 burn_in: float | None = None, same_minimum: float = SAME_MINIMUM_TOLERANCE) -> tuple[str, list[dict]]:
     """Write ``out``/report.md and its PNGs for ``stores``; returns the headline table (text) and
     the per-store summaries.  ``damaged``: store → its damaged chunks (:class:`ensemble.verify.Damage`),
     read as NaN and listed in the report.  ``burn_in`` (s): drift rates are fitted after it (default:
-    over the second half of each run)."""
+    over the second half of each run).  Stores of minimisations (fire) get their own report
+    (:func:`write_minima_report`, members within ``same_minimum`` of one V counted as one minimum); they are not
+    reported beside dynamics."""
     damaged = damaged or {}
     datasets = [open_store(store, [(d.variable, d.chunk) for d in damaged.get(store, ())]) for store in stores]
     labels = [os.path.basename(os.path.normpath(store)) for store in stores]
+    minimisations = [is_minimisation(ds) for ds in datasets]
+    if any(minimisations) and not all(minimisations):
+        raise InvalidInput("stores", "minimisations (method fire) and dynamics have different reports: report "
+                           f"{', '.join(label for label, m in zip(labels, minimisations) if m)} on their own")
+    if all(minimisations):
+        return write_minima_report(stores, labels, datasets, out, damaged, same_minimum)
     analyses = [analyse_store(ds, burn_in) for ds in datasets]
     os.makedirs(out, exist_ok=True)
     summaries = [a["summary"] for a in analyses]
@@ -230,6 +241,104 @@ def write_report(stores: list[str], out: str, damaged: dict | None = None,
     with open(os.path.join(out, "report.md"), "w") as handle:
         handle.write("\n".join(lines))
     return table, summaries
+
+
+#: (column heading, summary key, format) of the headline table of minimisation stores
+MINIMA_COLUMNS = (
+    ("system", "system", "{}"),
+    ("N", "bodies", "{}"),
+    ("members", "members", "{}"),
+    ("lowest V (J)", "lowest_energy", "{:.9f}"),
+    ("reached it", "reached_lowest", "{}"),
+    ("minima", "distinct_minima", "{}"),
+    ("converged", "converged", "{}"),
+    ("not converged", "not_converged", "{}"),
+    ("failed", "failed_members", "{}"),
+    ("median steps", "median_steps", "{:.0f}"),
+)
+
+
+def minima_summary(ds: xr.Dataset, minima: list) -> dict:
+    """The headline numbers of a minimisation store: the lowest V, how many members reached it, the number of
+    distinct minima, the members' outcomes and their median number of steps."""
+    from armillary.kernels.status import NOT_CONVERGED, OK
+
+    status = ds["status"].values
+    lowest = minima[0] if minima else None
+    return {"system": ds.attrs.get("system", "?"), "bodies": ds.sizes.get("body", 0), "members": ds.sizes["member"],
+            "lowest_energy": lowest.energy if lowest else np.nan,
+            "reached_lowest": lowest.members.size if lowest else 0, "distinct_minima": len(minima),
+            "converged": int(np.sum(status == OK)), "not_converged": int(np.sum(status == NOT_CONVERGED)),
+            "failed_members": int(np.sum(~np.isin(status, (OK, NOT_CONVERGED)))),
+            "median_steps": float(np.median(ds["minimisation_steps"].values))}
+
+
+def write_minima_report(stores: list[str], labels: list[str], datasets: list[xr.Dataset], out: str, damaged: dict,
+                        same_minimum: float) -> tuple[str, list[dict]]:
+    """report.md of minimisation stores (:mod:`.minima`): per store a headline row, the distinct minima with their
+    counts and defects, the spread of the final energies, the best member's Voronoi coordination and the largest
+    force's descent; returns the headline table (text) and the per-store summaries."""
+    os.makedirs(out, exist_ok=True)
+    found = [distinct_minima(ds, same_minimum) for ds in datasets]
+    summaries = [minima_summary(ds, minima) for ds, minima in zip(datasets, found)]
+    headings = [heading for heading, _, _ in MINIMA_COLUMNS]
+    cells = [[_cell(summary, key, fmt) for _, key, fmt in MINIMA_COLUMNS] for summary in summaries]
+    widths = [max(len(text) for text in column) for column in zip(["store"] + headings, *([label] + row for label, row
+                                                                                          in zip(labels, cells)))]
+    table = "\n".join("  ".join(text.ljust(width) for text, width in zip(row, widths))
+                       for row in [["store"] + headings] + [[label] + row for label, row in zip(labels, cells)])
+    lines = ["# Armillary report: minimisations", "",
+             "| store | " + " | ".join(headings) + " |", "|" + "---|" * (len(headings) + 1)]
+    lines += ["| " + " | ".join([label] + row) + " |" for label, row in zip(labels, cells)]
+    lines += ["", f"Each member's minimum is its V at its last sample; members whose final V lie within "
+              f"{same_minimum:g} · |V| of each other (along the sorted energies) reached the same minimum. Defects are "
+              "the lowest member's: sites of Voronoi coordination 5, 7 or other ≠ 6, grouped into clusters of "
+              "Voronoi neighbours: isolated disclinations (one site) and scars (several; their sizes).", ""]
+    figures = []
+    for label, store, ds, minima in zip(labels, stores, datasets, found):
+        heads, rows = minima_rows(minima, ds.sizes["member"])
+        lines += [f"## {label} (`{store}`)", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows] + [""]
+        if damaged.get(store):
+            lines += [f"**Damaged** (reported with --allow-damaged; these chunks read as NaN): "
+                      + "; ".join(str(d) for d in damaged[store]), ""]
+        figures += minima_figures(ds, label, out, minima)
+    for name, caption in figures:
+        lines += [f"## {caption}", "", f"![{caption}]({name})", ""]
+    with open(os.path.join(out, "report.md"), "w") as handle:
+        handle.write("\n".join(lines))
+    return table, summaries
+
+
+def minima_figures(ds: xr.Dataset, label: str, out: str, minima: list) -> list[tuple[str, str]]:
+    """The members' final V above the lowest (how the ensemble spread over the minima), the largest tangential
+    force over the steps (median and 5–95 % envelope), and the lowest minimum's Voronoi coordination."""
+    figures = []
+    energies = final_energies(ds)
+    finite = energies[np.isfinite(energies)]
+    if finite.size:
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        above = finite - finite.min()
+        ax.hist(above, bins=min(50, max(10, finite.size // 4)))
+        ax.set_xlabel("final V − lowest V (J)")
+        ax.set_ylabel("members")
+        ax.set_title(f"{label}: {len(minima)} distinct minima among {finite.size} members")
+        name = f"{label}_minima.png"
+        _save(fig, os.path.join(out, name))
+        figures.append((name, f"{label}: final energies above the lowest"))
+    _envelope_figure(os.path.join(out, f"{label}_largest_force.png"),
+                     [(label, quantile_envelope(ds["largest_force"], magnitude=False))],
+                     "largest tangential force (J)", f"{label}: descent of the largest tangential force")
+    figures.append((f"{label}_largest_force.png", f"{label}: largest tangential force over the minimisation"))
+    if minima and minima[0].defects is not None:
+        points = particle_points(ds, minima[0].representative, ds.sizes["time"] - 1)
+        name = f"{label}_best_coordination.png"
+        coordination_figure(points, voronoi_order(points).coordination, os.path.join(out, name))
+        defects = minima[0].defects
+        figures.append((name, f"{label}: Voronoi coordination of the lowest minimum (member "
+                              f"{minima[0].representative}): {defects['z5']} five-fold, {defects['z7']} seven-fold, "
+                              f"{minima[0].scars} scars"))
+    return figures
 
 
 def lyapunov_figures(stores: list[tuple[str, xr.Dataset, dict]], out: str) -> list[tuple[str, str]]:

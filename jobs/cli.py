@@ -5,6 +5,7 @@
 # only read a spec, the registries or a store load no more than they read (tests/test_startup.py).
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -190,10 +191,22 @@ def report(args) -> int:
             print(f"armillary: warning: {store}: {len(found)} damaged chunks read as NaN: "
                   + "; ".join(str(d) for d in found), file=sys.stderr)
         damaged[store] = found
-    table, _ = write_report(args.stores, args.out, damaged, args.burn_in)
+    if not (args.same_minimum > 0 and math.isfinite(args.same_minimum)):
+        raise InvalidInput("--same-minimum", f"must be a finite number > 0, got {args.same_minimum!r}")
+    table, _ = write_report(args.stores, args.out, damaged, args.burn_in, args.same_minimum)
     print(table)
     print(f"armillary: wrote {os.path.join(args.out, 'report.md')} and its figures")
     return SUCCESS
+
+
+def _member_choice(text: str):
+    """--member: a member's position (an integer) or "best"."""
+    if text == "best":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a member's position (an integer) or 'best', got {text!r}") from None
 
 
 def export(args) -> int:
@@ -208,7 +221,12 @@ def export(args) -> int:
     summary(args.store)  # refuses anything that is not an armillary store, naming it
     kind = args.format or format_of(args.output)
     output = args.output or default_output(args.store, kind)
-    done = WRITERS[kind](open_store(args.store), output, member=args.member, every=args.every)
+    ds = open_store(args.store)
+    if args.member == "best":
+        from armillary.ensemble.minima import best_member
+
+        args.member = best_member(ds)
+    done = WRITERS[kind](ds, output, member=args.member, every=args.every)
     skipped = f"; skipped {done.skipped} samples with non-finite positions" if done.skipped else ""
     samples = "every saved sample" if args.every == 1 else f"one saved sample in {args.every}"
     print(f"armillary: wrote {done.frames} frames of {done.particles} particles (member {args.member}, {samples}) "
@@ -330,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
                                help="report a store with chunks that fail their checksums (they read as NaN)")
     report_parser.add_argument("--burn-in", type=float, metavar="SECONDS",
                                help="fit drift rates after this time (default: over the second half of each run)")
+    report_parser.add_argument("--same-minimum", type=float, default=1e-9, metavar="REL",
+                               help="minimisations (fire): members whose final energies lie within REL · |V| of each "
+                                    "other reached the same minimum (default: 1e-9)")
     report_parser.set_defaults(handler=report)
     verify_parser = commands.add_parser("verify", help="check every chunk's checksum and completion record; "
                                         "exit 0 only when all is sound")
@@ -345,8 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
                                help="file format (default: from the suffix of --output, else gsd)")
     export_parser.add_argument("--output", metavar="PATH", help="file to write (default: the store's path with .zarr "
                                "replaced by .gsd or .xyz); written whole or not at all")
-    export_parser.add_argument("--member", type=int, default=0, metavar="M",
-                               help="member to export, its position in the store (default: 0)")
+    export_parser.add_argument("--member", type=_member_choice, default=0, metavar="M",
+                               help="member to export, its position in the store (default: 0), or 'best': the member "
+                                    "with the lowest final energy of a minimisation (fire)")
     export_parser.add_argument("--every", type=int, default=1, metavar="K",
                                help="export every K-th saved sample, from the first (default: 1, all)")
     export_parser.set_defaults(handler=export)

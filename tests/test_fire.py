@@ -96,3 +96,99 @@ def test_bad_fire_options_are_refused_naming_the_option(coulomb, options, field)
     with pytest.raises(InvalidInput) as raised:
         integrate(coulomb, "fire", random_starts(12, 1, seed=0), 0.01, 10, 10, **options)
     assert raised.value.field == field
+
+
+THOMSON_SPEC = """
+[system]
+name = "sphere_riesz"
+params = {{ s = {s} }}
+
+[integrator]
+method = "fire"
+dt = 0.01
+t_end = 12.0
+save_every = 100
+checkpoint_every = {checkpoint_every}
+force_tolerance = {force_tolerance}
+
+[ensemble]
+members = 8
+initial = "uniform"
+bodies = 12
+omega_scale = 0.0
+seed = 4
+chunk = 4
+
+[output]
+store = "{store}"
+variables = ["q", "energy", "unit_error"]
+
+[cluster]
+kind = "local"
+workers = 1
+"""
+
+
+def thomson_spec(directory, name, s=1.0, checkpoint_every=1200, force_tolerance=1e-9):
+    path = directory / f"{name}.toml"
+    path.write_text(THOMSON_SPEC.format(s=s, checkpoint_every=checkpoint_every, force_tolerance=force_tolerance,
+                                        store=directory / f"{name}.zarr"))
+    return str(path)
+
+
+def test_an_ensemble_of_minimisations_is_stored_reported_and_its_best_member_exported(tmp_path):
+    """12 charges, 8 random starts in 2 chunks, run in 3 segments and in 1: the same bits (FIRE's state crosses
+    the checkpoints); the store keeps each member's steps and largest force; `report` lists the icosahedron as the
+    lowest minimum with its 12 five-fold sites; `export --member best` writes that member's frames to GSD, read back
+    by the gsd library."""
+    import io
+
+    import gsd.hoomd
+    import zarr
+
+    from armillary import ensemble
+    from armillary.ensemble.accessor import open_store
+    from armillary.ensemble.minima import best_member, distinct_minima
+    from armillary.ensemble.report import write_report
+    from ensemble_cases import armillary, arrays, assert_bitwise_equal
+
+    whole, segmented = thomson_spec(tmp_path, "whole"), thomson_spec(tmp_path, "segmented", checkpoint_every=400)
+    for spec in (whole, segmented):
+        ensemble.run(spec, stream=io.StringIO())
+    names = ("q", "energy", "largest_force", "minimisation_steps", "status", "failed_step")
+    assert_bitwise_equal(arrays(str(tmp_path / "whole.zarr"), names), arrays(str(tmp_path / "segmented.zarr"), names))
+    group = zarr.open_group(str(tmp_path / "segmented.zarr"), mode="r")
+    assert np.all(group["status"][:] == OK) and np.all(group["largest_force"][:, -1] <= 1e-9)
+    assert np.all((group["minimisation_steps"][:] > 100) & (group["minimisation_steps"][:] < 1200))
+
+    ds = open_store(str(tmp_path / "segmented.zarr"))
+    minima = distinct_minima(ds)
+    assert abs(minima[0].energy - THOMSON[12]) <= 1e-9 * THOMSON[12] and minima[0].members.size == 8
+    # every site of the icosahedron is a defect and each touches five others: one cluster of twelve
+    assert minima[0].defects == {"z5": 12, "z7": 0, "other": 0} and minima[0].cluster_sizes == (12,)
+    table, _ = write_report([str(tmp_path / "segmented.zarr")], str(tmp_path / "report"))
+    assert "49.165253058" in table and "49.165253058" in (tmp_path / "report" / "report.md").read_text()
+
+    best = best_member(ds)
+    child = armillary("export", str(tmp_path / "segmented.zarr"), "--member", "best", "--output",
+                      str(tmp_path / "best.gsd"))
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    assert f"member {best}" in out
+    with gsd.hoomd.open(str(tmp_path / "best.gsd"), "r") as frames:
+        last = frames[len(frames) - 1]
+        np.testing.assert_array_equal(last.particles.position,
+                                      ds.q.isel(member=best, time=-1).values.astype(np.float32))
+
+
+@pytest.mark.parametrize("change, field", [({"s": -1.0}, "system.params.s"),
+                                           ({"force_tolerance": 0.0}, "integrator.force_tolerance")])
+def test_bad_minimisation_specs_exit_2_with_one_line_and_write_nothing(tmp_path, change, field):
+    from ensemble_cases import armillary
+
+    spec = thomson_spec(tmp_path, "bad", **change)
+    child = armillary("run", spec)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 2
+    assert len(err.strip().splitlines()) == 1 and field in err, err
+    assert not (tmp_path / "bad.zarr").exists()
