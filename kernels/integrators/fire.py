@@ -69,34 +69,50 @@ def no_kinetic_energy(q, omega, mass_diag, mass_full, coef, topology, out):
         out[b] = 0.0
 
 
-@lane_function
-def torques_into(q, grad, torque):
-    """τ_i = q_i × (−∂V/∂q_i) = ∂V/∂q_i × q_i of lane 0 into torque (n, 3); returns (max_i |τ_i|, Σ_i |τ_i|²)."""
-    largest = 0.0
-    total = 0.0
-    for i in range(q.shape[0]):
-        g0, g1, g2 = grad[i, 0, 0], grad[i, 1, 0], grad[i, 2, 0]
-        q0, q1, q2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
-        t0 = g1 * q2 - g2 * q1
-        t1 = g2 * q0 - g0 * q2
-        t2 = g0 * q1 - g1 * q0
-        torque[i, 0], torque[i, 1], torque[i, 2] = t0, t1, t2
-        size = t0 * t0 + t1 * t1 + t2 * t2
-        total += size
-        largest = max(largest, np.sqrt(size))
-    return largest, total
+#: the partial sums a step's control needs of each particle (:func:`fire_particle_sums`), in order: the power
+#: τ_i·ω_i, |ω_i|², |τ_i|², τ_i·ω_i/M_ii, |τ_i|²/M_ii², and (by max, not sum) |τ_i|
+POWER, SPEED_SQUARED, TORQUE_SQUARED, POWER_OVER_MASS, TORQUE_OVER_MASS_SQUARED, LARGEST_TORQUE = range(6)
+SUMS = 6
 
 
 @lane_function
-def fire_update(q, omega, torque, torque_squared, mass_diag, h, carried_row, max_step):
-    """One FIRE 2.0 step of lane 0 (module docstring) from the torques at q; updates q, ω and the carried
-    (Δt, α, steps since P ≤ 0, steps taken) in ``carried_row``."""
-    n = q.shape[0]
+def fire_particle_sums(q, grad, omega, mass, torque, i, sums):
+    """The first stage of particle i (lane 0): its torque τ_i = q_i × (−∂V/∂q_i) = ∂V/∂q_i × q_i into
+    torque[i] and its terms added into ``sums`` (:data:`SUMS`; the largest |τ_i| by max).  Every runner sums
+    these over its particles in a fixed order (the ensemble driver by index; the system runners by block)."""
+    g0, g1, g2 = grad[i, 0, 0], grad[i, 1, 0], grad[i, 2, 0]
+    q0, q1, q2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
+    t0 = g1 * q2 - g2 * q1
+    t1 = g2 * q0 - g0 * q2
+    t2 = g0 * q1 - g1 * q0
+    torque[i, 0], torque[i, 1], torque[i, 2] = t0, t1, t2
+    w0, w1, w2 = omega[i, 0, 0], omega[i, 1, 0], omega[i, 2, 0]
+    power = t0 * w0 + t1 * w1 + t2 * w2
+    size = t0 * t0 + t1 * t1 + t2 * t2
+    sums[POWER] += power
+    sums[SPEED_SQUARED] += w0 * w0 + w1 * w1 + w2 * w2
+    sums[TORQUE_SQUARED] += size
+    sums[POWER_OVER_MASS] += power / mass
+    sums[TORQUE_OVER_MASS_SQUARED] += size / (mass * mass)
+    sums[LARGEST_TORQUE] = max(sums[LARGEST_TORQUE], np.sqrt(size))
+
+
+@lane_function
+def clear_sums(sums):
+    for k in range(SUMS):
+        sums[k] = 0.0
+
+
+@lane_function
+def fire_control(sums, carried_row, h, max_step):
+    """FIRE 2.0's control of one step from the particles' sums (module docstring): updates the carried Δt, α, the
+    steps since P ≤ 0 and the steps taken in ``carried_row``; returns (Δt, α, the steering factor α‖ω'‖/‖τ‖ of the
+    mixing, whether the step restarts: half a step back, ω ← 0).  ‖ω'‖, the speed after the kick
+    ω' = ω + (Δt/M) τ (ω = 0 on a restart), is expanded from the sums, so that the particles' second stage needs no
+    second reduction: ‖ω'‖² = Σ|ω|² + 2Δt Σ τ·ω/M + Δt² Σ |τ|²/M²."""
     step = carried_row[STEP]
-    power = 0.0
-    for i in range(n):
-        power += torque[i, 0] * omega[i, 0, 0] + torque[i, 1] * omega[i, 1, 0] + torque[i, 2] * omega[i, 2, 0]
-    if power > 0.0:
+    restart = not sums[POWER] > 0.0
+    if not restart:
         carried_row[DOWNHILL] += 1.0
         if carried_row[DOWNHILL] > N_DELAY:
             step = min(step * F_INC, max_step)
@@ -107,24 +123,29 @@ def fire_update(q, omega, torque, torque_squared, mass_diag, h, carried_row, max
             if step * F_DEC >= MIN_STEP_FRACTION * h:
                 step *= F_DEC
             carried_row[MIXING] = ALPHA_START
-        for i in range(n):  # half a step back along the geodesic, then stop
-            geodesic_flow(q, omega, -0.5 * step, i, 0)
-            for k in range(3):
-                omega[i, k, 0] = 0.0
-    speed_squared = 0.0
-    for i in range(n):
-        kick = step / mass_diag[i, 0]
-        for k in range(3):
-            omega[i, k, 0] += kick * torque[i, k]
-            speed_squared += omega[i, k, 0] * omega[i, k, 0]
+    speed_squared = step * step * sums[TORQUE_OVER_MASS_SQUARED]
+    if not restart:
+        speed_squared += sums[SPEED_SQUARED] + 2.0 * step * sums[POWER_OVER_MASS]
     alpha = carried_row[MIXING]
-    steer = alpha * np.sqrt(speed_squared / torque_squared) if torque_squared > 0.0 else 0.0
-    for i in range(n):
-        for k in range(3):
-            omega[i, k, 0] = (1.0 - alpha) * omega[i, k, 0] + steer * torque[i, k]
-        geodesic_flow(q, omega, step, i, 0)
+    steer = alpha * np.sqrt(max(speed_squared, 0.0) / sums[TORQUE_SQUARED]) if sums[TORQUE_SQUARED] > 0.0 else 0.0
     carried_row[STEP] = step
     carried_row[STEPS] += 1.0
+    return step, alpha, steer, restart
+
+
+@lane_function
+def fire_particle_move(q, omega, torque, mass, step, alpha, steer, restart, i):
+    """The second stage of particle i (lane 0): on a restart half a step back along its geodesic and ω_i ← 0;
+    then the kick ω_i ← ω_i + (Δt/M_ii) τ_i, the mixing ω_i ← (1 − α) ω_i + steer τ_i and the geodesic move by
+    Δt (q_i renormalised, ω_i kept tangent)."""
+    if restart:
+        geodesic_flow(q, omega, -0.5 * step, i, 0)
+        for k in range(3):
+            omega[i, k, 0] = 0.0
+    kick = step / mass
+    for k in range(3):
+        omega[i, k, 0] = (1.0 - alpha) * (omega[i, k, 0] + kick * torque[i, k]) + steer * torque[i, k]
+    geodesic_flow(q, omega, step, i, 0)
 
 
 @lane_function
@@ -132,6 +153,15 @@ def converged_by_energy(potential, before, energy_tolerance):
     """LAMMPS' etol test: |V_k − V_{k−1}| ≤ etol (|V_k| + |V_{k−1}|)/2 (off when energy_tolerance ≤ 0)."""
     return energy_tolerance > 0.0 and abs(potential - before) <= energy_tolerance * 0.5 * (abs(potential)
                                                                                            + abs(before))
+
+
+@lane_function
+def member_sums(q, grad, omega, mass_diag, torque, sums):
+    """The sums of every particle of lane 0 in index order (:func:`fire_particle_sums`); returns max_i |τ_i|."""
+    clear_sums(sums)
+    for i in range(q.shape[0]):
+        fire_particle_sums(q, grad, omega, mass_diag[i, 0], torque, i, sums)
+    return sums[LARGEST_TORQUE]
 
 
 def drive_fire(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
@@ -160,6 +190,7 @@ def drive_fire(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_bloc
         row = carried[blk]
         grad = np.empty((n, 3, 1))
         torque = np.empty((n, 3))
+        sums = np.empty(SUMS)
         potential = np.empty(1)
         scratch = np.empty((4, 1))
         lane_status = np.zeros(1, np.int64)
@@ -167,7 +198,7 @@ def drive_fire(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_bloc
         stopped_at = -1
         taken = 0
         system_gradient(q, c, topology, grad)  # noqa: F821 (bound at specialisation)
-        largest, torque_squared = torques_into(q, grad, torque)
+        largest = member_sums(q, grad, omega, md, torque, sums)
         if energy_tolerance > 0.0 and row[POTENTIAL] != row[POTENTIAL]:
             system_potential(q, c, topology, potential)  # noqa: F821
             row[POTENTIAL] = potential[0]
@@ -176,16 +207,18 @@ def drive_fire(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_bloc
         largest_force_out[blk, 0] = largest
         for k in range(1, n_steps + 1):
             if code == OK and row[CONVERGED] == 0.0:
-                fire_update(q, omega, torque, torque_squared, md, h, row, max_step)
+                step, alpha, steer, restart = fire_control(sums, row, h, max_step)
+                for i in range(n):
+                    fire_particle_move(q, omega, torque, md[i, 0], step, alpha, steer, restart, i)
                 taken += 1
                 system_gradient(q, c, topology, grad)  # noqa: F821
-                largest, torque_squared = torques_into(q, grad, torque)
+                largest = member_sums(q, grad, omega, md, torque, sums)
                 done = largest <= force_tolerance
                 if energy_tolerance > 0.0:
                     system_potential(q, c, topology, potential)  # noqa: F821
                     done = done or converged_by_energy(potential[0], row[POTENTIAL], energy_tolerance)
                     row[POTENTIAL] = potential[0]
-                if not (torque_squared < np.inf):  # NaN or inf in the forces: the state left the finite
+                if not (sums[TORQUE_SQUARED] < np.inf):  # NaN or inf in the forces: the state left the finite
                     code = NON_FINITE
                     stopped_at = k
                 elif done:
