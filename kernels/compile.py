@@ -42,6 +42,10 @@ TEMPLATE_FLAGS = {**KERNEL_FLAGS, "inline": "always" if config.OPT < 2 else "nev
 #: as a function of its own at -O3 ran slower than written out in the driver (issue 50's A/B: Example 1 1.1–1.8
 #: against 1.8–2.0×10⁶ member-steps/s)
 ALWAYS_INLINED = frozenset({"dopri_attempt", "flat_dopri_attempt"})
+#: the stages never inlined: a whole member's minimisation (fire), called once per member by the CPU's driver with
+#: its arrays in a nested tuple (as a GPU thread calls it), which Numba's IR inliner refuses ("Calling a closure with
+#: *args is unsupported"); compiled once on its own, it costs one call per member
+NEVER_INLINED = frozenset({"minimise_member"})
 
 
 def may_track(shadows: bool) -> bool:
@@ -122,7 +126,7 @@ def specialised_stages(method: str, system: str, inertia_kind: str, shadows: boo
     # by the members' step, the shadows' and the crossings' search
     called_twice = global_names(stage for _, stage in shadow_stages + section_stages)
     for name, template in templates:
-        flags = KERNEL_FLAGS if name in called_twice else TEMPLATE_FLAGS
+        flags = KERNEL_FLAGS if name in called_twice or name in NEVER_INLINED else TEMPLATE_FLAGS
         flags = {**KERNEL_FLAGS, "inline": "always"} if name in ALWAYS_INLINED else flags
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     return recipe, bindings, tag

@@ -54,6 +54,7 @@ from .compile import KERNEL_FLAGS, specialised_stages
 from .driver import check_lanes, drive_fixed_step, lane_bookkeeping, write_final_state
 from .errors import InvalidInput
 from .flat_driver import check_flat_lanes, drive_flat_fixed, flat_shadow_factor, write_flat_final
+from .integrators.fire import drive_fire, member_workspace, minimise_member_template
 from .integrators.flat_rk import copy_rows, drive_flat_adaptive, flat_dense_into, flat_error_norm
 from .integrators.runge_kutta import (ATOL, MAX_STEPS, RTOL, dopri_dense_into, dopri_error_norm, dopri_gave_up,
                                       dopri_next_step, drive_adaptive)
@@ -70,7 +71,8 @@ DEFAULT_COMPUTE_CAPABILITY = (8, 0)
 #: the spaces rk4 and rk45 step on the GPU: every one
 EVERY_SPACE = ("sphere_product", "rotation", "rigid_motion", "generalised", "rolling", "rolling_disk")
 #: the methods the GPU steps (the first tranche), each with the spaces it runs there
-GPU_METHODS = {"vi": ("sphere_product",), "lgvi": ("rotation",), "rk4": EVERY_SPACE, "rk45": EVERY_SPACE}
+GPU_METHODS = {"vi": ("sphere_product",), "lgvi": ("rotation",), "rk4": EVERY_SPACE, "rk45": EVERY_SPACE,
+               "fire": ("sphere_product",)}
 #: NumPy functions the stages call on scalars, and the math function numba-cuda lowers each to (see
 #: :func:`_register_numpy_math`)
 NUMPY_MATH = {"sqrt": math.sqrt, "absolute": math.fabs, "exp": math.exp, "log": math.log, "expm1": math.expm1,
@@ -124,7 +126,7 @@ def check_supported(system, method: str, *, forced: bool, sections, track_encoun
     if mode != "system" and (method not in GPU_METHODS or stochastic):
         raise InvalidInput("method", f"{method!r} does not run on device 'cuda' in the ensemble mode yet; there: "
                            f"{', '.join(GPU_METHODS)} (vi explicit and implicit, rk4 and rk45 in their default "
-                           "formulations); langevin and brownian run there in the system mode (one large member)")
+                           "formulations, fire); langevin and brownian run there in the system mode (one large member)")
     spaces = GPU_METHODS.get(method, ())
     if mode != "system" and space not in spaces:
         raise InvalidInput("device", f"{method} runs on device 'cuda' for {', '.join(spaces)} systems so far; "
@@ -523,7 +525,10 @@ TEMPLATES = {
                         "indicator_blocks")),
     drive_adaptive: (march_adaptive_members_template, adaptive_gpu_workspace,
                      ("q_blocks", "omega_blocks", "mass_diag", "mass_full", "coef")),
-    drive_flat_adaptive: (march_flat_adaptive_members_template, flat_adaptive_gpu_workspace, ("x_blocks", "coef"))}
+    drive_flat_adaptive: (march_flat_adaptive_members_template, flat_adaptive_gpu_workspace, ("x_blocks", "coef")),
+    # fire's member template is its CPU driver's own (written once for both devices)
+    drive_fire: (minimise_member_template, lambda bindings, one: member_workspace(one["q"].shape[1]),
+                 ("q_blocks", "omega_blocks", "mass_diag", "mass_full", "coef"))}
 
 
 @contextlib.contextmanager

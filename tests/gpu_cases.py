@@ -46,11 +46,12 @@ CASES = {
     "rk45_rolling_disk": ("rolling_disk", "pendulum", "rk45", {}, 0),
     "rk45_full_gives_up": ("spherical_chain", "paper", "rk45", {"max_steps": 4}, 0),
     "rk45_rotation_gives_up": ("heavy_top", "chaotic", "rk45", {"max_steps": 4}, 0),
+    "fire": ("sphere_riesz", "fibonacci_32", "fire", {"max_steps": 10}, 0),
 }
 MEMBERS, STEPS, SAVE_EVERY, DT = 5, 12, 3, 0.01
 #: the cases also run in two segments of STEPS / 2 steps, the second restarting from the first's end and carry
 #: (rk45: its next step size)
-SEGMENTED = ("explicit_vi", "rk45_full")
+SEGMENTED = ("explicit_vi", "rk45_full", "fire")
 #: the segmented case whose two segments equal its run in one (a fixed-step method's)
 RESTARTED = "explicit_vi"
 
@@ -66,8 +67,9 @@ def case_state(name: str, members: int = MEMBERS):
     preset, params, state = preset if isinstance(preset, tuple) else (preset, {}, None)
     system = get_system(system_name, preset, **params)
     rng = np.random.default_rng(0)
-    normals = system.space.normal_count(system.n_bodies)
     state = {name: np.array(value) for name, value in state.items()} if state else system.initial_state()
+    bodies = system.n_bodies  # a particle system's count is its state's
+    normals = system.space.normal_count(bodies if bodies is not None else system.space.body_count(state))
     state = system.space.perturb(state, rng.normal(size=(members, normals)), 1e-2)
     shadow = displaced_shadow(system.space, state, rng.normal(size=(members, shadows, normals)), 1e-6, 2) \
         if shadows else None

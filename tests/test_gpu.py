@@ -37,7 +37,7 @@ HERE = os.path.dirname(__file__)
 #: M compiles the same driver and stages as the others, and a kernel with shadows the stages of one without)
 PTX_CASES = ["explicit_vi", "implicit_vi_shadows", "rk4_diagonal", "lgvi_rotation_shadows", "rk4_rotation",
              "rk4_rigid_motion", "rk45_full", "rk45_rotation", "rk4_multibody", "rk45_loop_closure",
-             "rk4_rolling_ball", "rk45_rolling_disk"]
+             "rk4_rolling_ball", "rk45_rolling_disk", "fire"]
 #: PTX cases that are a simulator case (tests/gpu_cases.py) without its shadows: the 5-link cart's kernel with
 #: shadows has Numba's CUDA target type and NVVM optimise the multibody stages twice (124 s of the suite, 49 s
 #: without); the flat driver's shadows compile to PTX in lgvi_rotation_shadows, and the cart's run with them in
@@ -172,7 +172,8 @@ def test_the_gpu_neighbour_list_kernels_compile_to_ptx():
 def test_the_gpu_system_mode_kernels_compile_to_ptx():
     """Each kernel of the GPU's system mode compiled for compute capability 8.0 (one entry point each), with the
     stages of vi and langevin (Philox and the Ziggurat's tables on the device) and brownian with active particles,
-    and the pair passes of a model file's pair potential (the tutorial's Yukawa, with its exponential)."""
+    and the pair passes of a model file's pair potential (the tutorial's Yukawa, with its exponential) and of the
+    all-pairs term (Coulomb's, sphere_riesz)."""
     n = 8
     state, column, ids, terms = np.zeros((n, 3, 1)), np.zeros((n, 1)), np.zeros(n, np.int64), np.zeros((n, 4))
     coef = np.zeros((20, 1))
@@ -185,15 +186,19 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
                  "permute_rows": (np.zeros(n, np.int32), np.zeros((n, 3)), np.zeros((n, 3))),
                  "rows_by_id": (ids, np.zeros((n, 3)), np.zeros((n, 3))),
                  **{name: (np.zeros((n, 3)), coef, np.zeros((n, 4), np.int32), np.zeros(n, np.int32), out)
-                    for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))}}
+                    for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))},
+                 **{name: (np.zeros((n, 3)), coef, out)
+                    for name, out in (("device_gradient", np.zeros((n, 3))), ("device_energies", np.zeros(n)))}}
     with open(os.path.join(HERE, os.pardir, "examples", "models", "sphere_yukawa.py")) as model:
         yukawa = build_model(model.read(), "sphere_yukawa.py").name
     for method, system in (("vi", "sphere_lj"), ("langevin", "sphere_lj"), ("brownian_active", "sphere_lj"),
-                           ("vi", yukawa)):
+                           ("vi", yukawa), ("vi", "sphere_riesz")):
         functions = gpu_system.kernel_functions(method, system)
         assert set(functions) == set(arguments)
         names = {"vi": functions, "langevin": ("setup", "advance"), "brownian_active": ("setup", "advance")}[method]
-        for name in names if system == "sphere_lj" else ("gather_gradient", "gather_energies"):
+        pair_passes = {yukawa: ("gather_gradient", "gather_energies"),  # the all-pairs passes of Coulomb: tiles in
+                       "sphere_riesz": ("device_gradient", "device_energies")}  # shared memory, its square root
+        for name in names if system == "sphere_lj" else pair_passes[system]:
             assert gpu._compile_ptx(functions[name], arguments[name]).count(".entry ") == 1, (method, system, name)
 
 

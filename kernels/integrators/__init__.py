@@ -260,7 +260,8 @@ NEWTON = (codes.OK, codes.NON_FINITE, codes.NEWTON_FAILED)
 
 def _fire_recipe(kind):
     """FIRE on (S²)ⁿ (diagonal M): its own driver, which records V alone as the energy."""
-    return Recipe(fire.drive_fire, (("record_sample", record_sample_template),),
+    return Recipe(fire.drive_fire, (("record_sample", record_sample_template),
+                                    ("minimise_member", fire.minimise_member_template)),
                   {"kinetic_energy": fire.no_kinetic_energy})
 
 

@@ -54,6 +54,7 @@ FORCE_TOLERANCE, ENERGY_TOLERANCE, MAX_STEPS, MAX_STEP = range(4)
 #: steps since the power was last ≤ 0, the FIRE steps taken, 1 once converged (else 0), V at the current state (J)
 CARRY = ("fire_step", "fire_mixing", "fire_downhill", "fire_steps", "fire_converged", "fire_potential")
 STEP, MIXING, DOWNHILL, STEPS, CONVERGED, POTENTIAL = range(len(CARRY))
+CARRIED = len(CARRY)
 
 
 def initial_carry(dt: float) -> dict:
@@ -164,6 +165,88 @@ def member_sums(q, grad, omega, mass_diag, torque, sums):
     return sums[LARGEST_TORQUE]
 
 
+@lane_function
+def member_workspace(n):
+    """The arrays one member's minimisation works in: ∂V/∂q (n, 3, 1), the torques (n, 3), the particles' sums, V
+    (1,), the sample scratch (4, 1), the lane status (1,) and FIRE's carried state (a GPU thread's own copy through
+    the time loop).  Made inside the CPU's driver, and on the host as every GPU thread's start
+    (:data:`kernels.gpu.TEMPLATES`)."""
+    return (np.empty((n, 3, 1)), np.empty((n, 3)), np.empty(SUMS), np.empty(1), np.empty((4, 1)),
+            np.zeros(1, np.int64), np.empty(CARRIED))
+
+
+def minimise_member_template(own, m, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
+                             log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
+                             d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
+                             q_out, omega_out, energy, unit_error, tangency_error, largest_force_out, status, failed_step, iterations,
+                             q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
+                             shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
+                             section_time, section_state, section_count):
+    """Member m's minimisation (module docstring) by up to ``n_steps`` FIRE steps of initial size ``h`` on the arrays
+    of its own in ``own`` (its q, ω (n, 3, 1), masses, full inertia and coefficients, and a :func:`member_workspace`),
+    saving every ``save_every`` steps; the largest tangential force max_i |τ_i| of each sample goes to
+    ``largest_force_out`` (members, samples) (the channel in which other drivers return a forced run's work), the
+    FIRE steps this call took to ``iterations``.  FIRE's state continues from and returns in ``carried[m]`` (columns
+    :data:`CARRY`).  Written once for both devices: :func:`drive_fire` calls it for each member on the CPU, a GPU
+    thread for its own (:mod:`kernels.gpu`).  Shadows and sections are refused for a minimisation by
+    :func:`kernels.integrate`, so their arguments are unused.  Free names: ``system_gradient``,
+    ``system_potential``, ``record_sample``."""
+    q, omega, md, mf, c, (grad, torque, sums, potential, scratch, lane_status, row) = own
+    n = q.shape[0]
+    force_tolerance = options[FORCE_TOLERANCE]
+    energy_tolerance = options[ENERGY_TOLERANCE]
+    max_steps = options[MAX_STEPS]
+    max_step = options[MAX_STEP]
+    for k in range(CARRIED):
+        row[k] = carried[m, k]
+    code = OK
+    stopped_at = -1
+    taken = 0
+    system_gradient(q, c, topology, grad)  # noqa: F821 (bound at specialisation)
+    largest = member_sums(q, grad, omega, md, torque, sums)
+    if energy_tolerance > 0.0 and row[POTENTIAL] != row[POTENTIAL]:
+        system_potential(q, c, topology, potential)  # noqa: F821
+        row[POTENTIAL] = potential[0]
+    record_sample(0, q, omega, md, mf, c, topology, m, members, lane_status,  # noqa: F821
+                  save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+    largest_force_out[m, 0] = largest
+    for k in range(1, n_steps + 1):
+        if code == OK and row[CONVERGED] == 0.0:
+            step, alpha, steer, restart = fire_control(sums, row, h, max_step)
+            for i in range(n):
+                fire_particle_move(q, omega, torque, md[i, 0], step, alpha, steer, restart, i)
+            taken += 1
+            system_gradient(q, c, topology, grad)  # noqa: F821
+            largest = member_sums(q, grad, omega, md, torque, sums)
+            done = largest <= force_tolerance
+            if energy_tolerance > 0.0:
+                system_potential(q, c, topology, potential)  # noqa: F821
+                done = done or converged_by_energy(potential[0], row[POTENTIAL], energy_tolerance)
+                row[POTENTIAL] = potential[0]
+            if not (sums[TORQUE_SQUARED] < np.inf):  # NaN or inf in the forces: the state left the finite
+                code = NON_FINITE
+                stopped_at = k
+            elif done:
+                row[CONVERGED] = 1.0
+            elif row[STEPS] >= max_steps:
+                code = NOT_CONVERGED
+                stopped_at = k
+        if k % save_every == 0:
+            lane_status[0] = NON_FINITE if code == NON_FINITE else OK  # an unconverged member keeps its samples
+            record_sample(k // save_every, q, omega, md, mf, c, topology, m, members, lane_status,  # noqa: F821
+                          save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
+            largest_force_out[m, k // save_every] = largest if code != NON_FINITE else np.nan
+    for k in range(CARRIED):
+        carried[m, k] = row[k]
+    status[m] = code
+    failed_step[m] = stopped_at
+    iterations[m] = taken
+    for i in range(n):
+        for k in range(3):
+            q_end[m, i, k] = q[i, k, 0] if code != NON_FINITE else np.nan
+            omega_end[m, i, k] = omega[i, k, 0] if code != NON_FINITE else np.nan
+
+
 def drive_fire(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
                log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
                d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
@@ -171,71 +254,15 @@ def drive_fire(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_bloc
                q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
                shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
                section_time, section_state, section_count):
-    """Minimise every member (blocks of one lane) by up to ``n_steps`` FIRE steps of initial size ``h``, saving
-    every ``save_every`` steps; the largest tangential force max_i |τ_i| of each sample goes to
-    ``largest_force_out`` (members, samples) (the channel in which other drivers return a forced run's work), the
-    FIRE steps this call took to ``iterations``.  FIRE's state continues from and returns in ``carried`` (columns
-    :data:`CARRY`).  Shares :func:`kernels.driver.drive_fixed_step`'s signature; shadows and sections are refused
-    for a minimisation by :func:`kernels.integrate`, so their arguments are unused."""
-    n_blocks, n, _, lanes = q_blocks.shape
-    force_tolerance = options[FORCE_TOLERANCE]
-    energy_tolerance = options[ENERGY_TOLERANCE]
-    max_steps = options[MAX_STEPS]
-    max_step = options[MAX_STEP]
+    """Minimise every member (blocks of one lane) by :func:`minimise_member_template` (bound as
+    ``minimise_member``).  Shares :func:`kernels.driver.drive_fixed_step`'s signature."""
+    n_blocks, n = q_blocks.shape[:2]
     for blk in range(n_blocks):
-        q = q_blocks[blk].copy()
-        omega = omega_blocks[blk].copy()
-        md = mass_diag[blk]
-        c = coef[blk]
-        row = carried[blk]
-        grad = np.empty((n, 3, 1))
-        torque = np.empty((n, 3))
-        sums = np.empty(SUMS)
-        potential = np.empty(1)
-        scratch = np.empty((4, 1))
-        lane_status = np.zeros(1, np.int64)
-        code = OK
-        stopped_at = -1
-        taken = 0
-        system_gradient(q, c, topology, grad)  # noqa: F821 (bound at specialisation)
-        largest = member_sums(q, grad, omega, md, torque, sums)
-        if energy_tolerance > 0.0 and row[POTENTIAL] != row[POTENTIAL]:
-            system_potential(q, c, topology, potential)  # noqa: F821
-            row[POTENTIAL] = potential[0]
-        record_sample(0, q, omega, md, mass_full[blk], c, topology, blk, members, lane_status,  # noqa: F821
-                      save_state, q_out, omega_out, energy, unit_error, tangency_error, scratch)
-        largest_force_out[blk, 0] = largest
-        for k in range(1, n_steps + 1):
-            if code == OK and row[CONVERGED] == 0.0:
-                step, alpha, steer, restart = fire_control(sums, row, h, max_step)
-                for i in range(n):
-                    fire_particle_move(q, omega, torque, md[i, 0], step, alpha, steer, restart, i)
-                taken += 1
-                system_gradient(q, c, topology, grad)  # noqa: F821
-                largest = member_sums(q, grad, omega, md, torque, sums)
-                done = largest <= force_tolerance
-                if energy_tolerance > 0.0:
-                    system_potential(q, c, topology, potential)  # noqa: F821
-                    done = done or converged_by_energy(potential[0], row[POTENTIAL], energy_tolerance)
-                    row[POTENTIAL] = potential[0]
-                if not (sums[TORQUE_SQUARED] < np.inf):  # NaN or inf in the forces: the state left the finite
-                    code = NON_FINITE
-                    stopped_at = k
-                elif done:
-                    row[CONVERGED] = 1.0
-                elif row[STEPS] >= max_steps:
-                    code = NOT_CONVERGED
-                    stopped_at = k
-            if k % save_every == 0:
-                lane_status[0] = NON_FINITE if code == NON_FINITE else OK  # an unconverged member keeps its samples
-                record_sample(k // save_every, q, omega, md, mass_full[blk], c, topology, blk,  # noqa: F821
-                              members, lane_status, save_state, q_out, omega_out, energy, unit_error,
-                              tangency_error, scratch)
-                largest_force_out[blk, k // save_every] = largest if code != NON_FINITE else np.nan
-        status[blk] = code
-        failed_step[blk] = stopped_at
-        iterations[blk] = taken
-        for i in range(n):
-            for k in range(3):
-                q_end[blk, i, k] = q[i, k, 0] if code != NON_FINITE else np.nan
-                omega_end[blk, i, k] = omega[i, k, 0] if code != NON_FINITE else np.nan
+        minimise_member((q_blocks[blk].copy(), omega_blocks[blk].copy(), mass_diag[blk], mass_full[blk],  # noqa: F821
+                         coef[blk], member_workspace(n)), blk, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
+                        log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
+                        d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
+                        q_out, omega_out, energy, unit_error, tangency_error, largest_force_out, status, failed_step, iterations,
+                        q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
+                        shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
+                        section_time, section_state, section_count)
