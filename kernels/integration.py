@@ -325,7 +325,10 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     Method options: vi — implicit, newton_tol, newton_max_iterations, and adaptive (reversible adaptive
     steps for systems with close encounters, see :mod:`kernels.integrators.adaptive_vi`) with
     tolerance, max_step (default dt) and max_steps; lgvi — newton_tol,
-    newton_max_iterations; rk45 — rtol, atol, max_steps, first_step (scalar or per member).
+    newton_max_iterations; rk45 — rtol, atol, max_steps, first_step (scalar or per member); fire (a minimisation of V,
+    see :mod:`kernels.integrators.fire`) — force_tolerance, energy_tolerance, max_steps (FIRE steps over the whole
+    minimisation before a member stops with status NOT_CONVERGED; default: start_step + n_steps, this call's end),
+    max_step (default 10 dt), its state continued through ``carry``.
     ``shadow`` (fixed-step methods): Benettin shadows of the members (see :mod:`kernels.lyapunov`;
     :func:`kernels.lyapunov.displaced_shadow` makes the first), stepped alongside them; returned in
     ``shadow_final``.  ``mode`` and ``skin``: the (S²)ⁿ system-parallel mode (see

@@ -192,3 +192,24 @@ def test_bad_minimisation_specs_exit_2_with_one_line_and_write_nothing(tmp_path,
     assert child.returncode == 2
     assert len(err.strip().splitlines()) == 1 and field in err, err
     assert not (tmp_path / "bad.zarr").exists()
+
+
+def test_fire_finds_a_short_ranged_crystals_ground_state():
+    """42 Lennard-Jones particles (cutoff 2.5σ, σ at zero force on the icosphere's mean bond): the level-1
+    icosphere itself is a stationary point (its forces cancel by symmetry to 5e-14), not the ground state.  Four
+    copies shaken by 0.05 rad all descend below it onto one minimum (to 1e-9 relative), each member's largest force
+    below 1e-10: the short-ranged pair term through the same path as the charges'."""
+    from armillary.kernels.geometry import icosphere, mesh_edges
+    from armillary.kernels.systems.sphere_lj import zero_force_sigma
+
+    q0, faces = icosphere(1)
+    sigma = zero_force_sigma(q0, mesh_edges(faces))
+    system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=2.5 * sigma)
+    shaken = q0 + 0.05 * np.random.default_rng(1).normal(size=(4, 42, 3))
+    shaken /= np.linalg.norm(shaken, axis=-1, keepdims=True)
+    start = {"q": np.concatenate([q0[None], shaken]), "omega": np.zeros((5, 42, 3))}
+    run = integrate(system, "fire", start, 0.001, 5000, 5000, force_tolerance=1e-10)
+    assert np.all(run.status == OK) and np.all(run.largest_force[:, -1] <= 1e-10)
+    assert run.carry["fire_steps"][0] == 1  # at rest on a stationary point: converged after its first step
+    np.testing.assert_allclose(run.energy[2:, -1], run.energy[1, -1], rtol=1e-9)
+    assert run.energy[1, -1] < run.energy[0, -1] - 1.0
