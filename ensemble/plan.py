@@ -17,7 +17,8 @@ from armillary.kernels.lyapunov import Shadow, displaced_shadow
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.models.checks import check_states, gradient_error
 from armillary.kernels.sections import Section, parameter_shapes, plan_sections
-from armillary.kernels.system_parallel import cutoff_of
+from armillary.kernels.all_pairs import PAIR_TERMS_PER_CORE_SECOND
+from armillary.kernels.system_parallel import cutoff_of, sums_all_pairs
 from armillary.kernels.systems import MODELS
 
 from .initial import member_normals, shadow_directions, spectrum_directions
@@ -277,6 +278,25 @@ class Plan:
         parallel, one core per worker)."""
         return execution_mode(self.chunk_system(0, 1), self.spec.method, self.spec.chunk, self.n_bodies,
                               self.spec.shadows is not None, **self.spec.options)
+
+    @property
+    def pair_cost(self) -> str | None:
+        """For a pair potential without a cutoff (every pair summed, O(N²)), one line: the pair terms of a gradient
+        (one a step) and the time a step would take at PAIR_TERMS_PER_CORE_SECOND on the cores a chunk runs on
+        (the system mode: n(n − 1) terms on every core of its worker; the ensemble mode: n(n − 1)/2 a member on one
+        core); None for any other system."""
+        system = self.chunk_system(0, 1)
+        if system.space.layout != "sphere" or not sums_all_pairs(system, self.n_bodies):
+            return None
+        n = self.n_bodies
+        if self.mode == "system":
+            terms, cores, per = n * (n - 1), len(os.sched_getaffinity(0)), ""
+        else:
+            terms, cores, per = n * (n - 1) // 2, 1, " a member"
+        seconds = terms / (PAIR_TERMS_PER_CORE_SECOND * cores)
+        return (f"armillary: all pairs (no cutoff): {terms} pair terms a gradient{per}, one gradient a step: about "
+                f"{seconds:.2g} s a step on {cores} core{'s' * (cores > 1)} at {PAIR_TERMS_PER_CORE_SECOND:.1e} pair "
+                f"terms/s a core (Coulomb, benchmarks/all_pairs.py)")
 
     @property
     def samples(self) -> int:

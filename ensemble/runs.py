@@ -111,6 +111,8 @@ def run_to_store(spec_or_path, overwrite: bool = False, stream=None, **overrides
     spec = spec_or_path if isinstance(spec_or_path, Spec) else load_spec(spec_or_path, **overrides)
     plan, create = prepare(spec, overwrite)
     gpus = require_device(spec)
+    if plan.pair_cost is not None:
+        print(plan.pair_cost, file=stream)
     try:
         with run_lock(spec.store):
             if create:

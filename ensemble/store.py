@@ -38,7 +38,7 @@ from zarr.core.sync import sync as zarr_sync
 
 from armillary.kernels import STATUS_MEANINGS, InvalidInput
 from armillary.kernels.lyapunov import indicator_rows
-from armillary.kernels.system_parallel import system_mode_revision
+from armillary.kernels.system_parallel import sums_all_pairs, system_mode_revision
 from armillary.kernels.status import ESCAPED, NOT_FAILED
 
 from .errors import DamagedStore, StoreError
@@ -244,6 +244,12 @@ def existing_identity(url: str) -> str | None:
     return group.attrs.get("identity")  # None: a template interrupted while being written, to be redone
 
 
+def _mode_revision(plan) -> int:
+    """The revision of the system mode's sums a run of ``plan`` in that mode records: its device's neighbour lists',
+    or the all-pairs term's (a pair potential without a cutoff)."""
+    return system_mode_revision(plan.spec.device, sums_all_pairs(plan.chunk_system(0, 1), plan.n_bodies))
+
+
 def revision_change(plan) -> str | None:
     """A one-line note when the store was written by another revision of its system's or its method's numerics, or,
     run in the system-parallel mode, of that mode's sums (stores from before revisions were recorded are revision
@@ -257,7 +263,7 @@ def revision_change(plan) -> str | None:
         notes.append(f"revision {written} of {definition.name}'s numerics, this is revision {definition.revision}")
     if method_written != method.revision:
         notes.append(f"revision {method_written} of {method.name}'s numerics, this is revision {method.revision}")
-    mode_written, mode_revision = attrs.get("system_mode_revision", 1), system_mode_revision(plan.spec.device)
+    mode_written, mode_revision = attrs.get("system_mode_revision", 1), _mode_revision(plan)
     if plan.mode == "system" and mode_written != mode_revision:
         notes.append(f"revision {mode_written} of the system-parallel mode's sums, this is revision {mode_revision}")
     if not notes:
@@ -372,7 +378,7 @@ def write_template(plan: Plan) -> None:
                                        + (ESCAPED,) * bool(spec.escape and spec.escape["stop"])}),
         "method_order": method.order, "system_revision": plan.system.definition.revision,
         "method_revision": method.revision, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **({"system_mode_revision": system_mode_revision(spec.device)} if plan.mode == "system" else {}),
+        **({"system_mode_revision": _mode_revision(plan)} if plan.mode == "system" else {}),
         **_versions(),
         # a model's text travels with its run: workers and analysis build the system from it, never from the file
         **({"model": spec.model, "model_source": spec.model_source} if spec.model_source is not None else {}),

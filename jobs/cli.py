@@ -74,6 +74,8 @@ def check(args) -> int:
     print(f"armillary: {args.spec}: valid; {spec.system} / {spec.method}, {spec.members} members × {spec.n_steps} "
           f"steps in {len(plan.chunks)} chunks × {len(plan.segments)} segments ({plan.mode} mode); "
           f"{spec.store} {state}")
+    if plan.pair_cost is not None:
+        print(plan.pair_cost)
     if spec.device == "cuda":  # checked anywhere, run where the device is (a login node submits to GPU nodes)
         from armillary.ensemble.devices import chosen_devices, probe_cuda  # here: Dask is not for `--help`
 

@@ -20,6 +20,9 @@ particle.  A step is a few launches of a thread per particle:
   every per-particle array gathered into the new storage order (:func:`permute_rows_template`).
 - **Gradient** (:func:`kernels.gpu_neighbours.gather_gradient_template`): each particle's ∂V/∂q gathered by its own
   thread from its row, in the order of its partners' ids.
+- **All pairs** (a pair potential without a cutoff: no list, no rebuild): each particle's ∂V/∂q summed by its own
+  thread over every other particle in increasing id, tiles of positions in shared memory
+  (:func:`kernels.all_pairs.device_terms_template`), the CPU's terms in the CPU's order.
 
 So every number a particle computes depends on its own state and noise and on its partners' states in id order,
 and every sum runs by id: a run gives the same bits whatever its storage order, rebuild times, skin and restart
@@ -40,10 +43,12 @@ import numpy as np
 
 from . import neighbours as nb
 from . import system_parallel as sp
+from .all_pairs import DEVICE_TEMPLATES
 from .gpu import _register_numpy_math, cuda_module, launch, nvvm_options
 from .gpu_neighbours import build_full_rows, pair_kernel_functions
 from .integrators import KERNEL_METHODS
 from .lanes import bind_template, body_constraint_errors, body_kinetic_energy
+from .systems import system_definition
 from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
 
 #: columns of ``terms``: two summed (by id), two maximised (by storage position)
@@ -146,13 +151,17 @@ TEMPLATES = (setup_template, advance_template, sample_terms_template, fold_templ
 def kernel_functions(method: str, system: str) -> dict:
     """The kernels of ``method`` (a kernel-level name with ``system_stages``) for ``system`` (a pair system) as
     Python functions for numba-cuda, by name: :data:`TEMPLATES` with the method's stages and numba-cuda's module
-    bound, and the system's pair passes (:func:`kernels.gpu_neighbours.pair_kernel_functions`)."""
+    bound, the system's pair passes over neighbour rows (:func:`kernels.gpu_neighbours.pair_kernel_functions`) and
+    over every pair (:data:`kernels.all_pairs.DEVICE_TEMPLATES`: ``device_terms``)."""
     _register_numpy_math()  # the stages call np.sqrt, np.exp, np.log on scalars
     drift, kick, factors = KERNEL_METHODS[method].system_stages
-    bindings = {"cuda": cuda_module(), "integrator_drift": drift, "integrator_kick": kick, "particle_factors": factors}
+    pair = system_definition(system).pair
+    bindings = {"cuda": cuda_module(), "integrator_drift": drift, "integrator_kick": kick, "particle_factors": factors,
+                "pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
     tag = f"{method}__{system}"
     return {**{template.__name__.removesuffix("_template"):
-               bind_template(template, f"{template.__name__}__{tag}", bindings) for template in TEMPLATES},
+               bind_template(template, f"{template.__name__}__{tag}", bindings)
+               for template in TEMPLATES + DEVICE_TEMPLATES},
             **pair_kernel_functions(system)}
 
 
@@ -171,13 +180,15 @@ def _rows(array):
 class _March:
     """One call's arrays on the device and its launches (:func:`run` drives them as the CPU's driver does)."""
 
-    def __init__(self, kernels: dict, q, omega, mass_diag, coef, h: float, list_range: float):
+    def __init__(self, kernels: dict, q, omega, mass_diag, coef, h: float, list_range: float | None):
+        """``list_range`` (m): r_c + skin of the neighbour lists, or None for the all-pairs term (no list)."""
         cuda = cuda_module()
         n = q.shape[0]
         self.kernels, self.n, self.h = kernels, n, h
         # the per-particle arrays, in storage order (ids maps them back); a rebuild gathers them into the spares
-        self.particles = {"q_next": cuda.to_device(np.ascontiguousarray(q[:, :, np.newaxis])),
-                          "omega": cuda.to_device(np.ascontiguousarray(omega[:, :, np.newaxis])),
+        # (n, 3, 1) copies: a new axis of a view has stride 0, which the simulator's copies take for a broadcast
+        self.particles = {"q_next": cuda.to_device(q.reshape(n, 3, 1).copy()),
+                          "omega": cuda.to_device(omega.reshape(n, 3, 1).copy()),
                           "mass_diag": cuda.to_device(np.ascontiguousarray(mass_diag[:, np.newaxis])),
                           "half_h_over_mass": cuda.device_array((n, 1)), "margin": cuda.to_device(np.ones(n)),
                           "factors": cuda.to_device(np.zeros((n, sp.PARTICLE_FACTORS))),
@@ -194,9 +205,12 @@ class _March:
             self.folds.append(cuda.device_array((rows, 4)))
         self.by_id = cuda.device_array((n, 3))
         self.lists = None
+        # the positions displacements are measured from: the list's build, or (all pairs) the origin, unused
+        self.reference = cuda.to_device(np.zeros((n, 3)))
         launch(kernels["setup"], n, h, self.particles["mass_diag"], self.coef, self.particles["half_h_over_mass"],
                self.particles["factors"])
-        self.rebuild(list_range)
+        if list_range is not None:
+            self.rebuild(list_range)
         self.q.copy_to_device(self.particles["q_next"])
         self.gradient()
 
@@ -204,14 +218,19 @@ class _March:
         """A new list from the positions q_next, and the particles gathered into its storage order."""
         capacity = None if self.lists is None else self.lists.neighbours.shape[1]
         self.lists = build_full_rows(_rows(self.particles["q_next"]), list_range, capacity, self.particles["ids"])
+        self.reference = self.lists.stored
         for name, array in self.particles.items():
             launch(self.kernels["permute_rows"], self.n, self.lists.order, _rows(array), _rows(self.spare[name]))
             self.particles[name], self.spare[name] = self.spare[name], array
 
     def gradient(self) -> None:
-        """∂V/∂q at q_next, each particle's own row."""
-        launch(self.kernels["gather_gradient"], self.n, _rows(self.particles["q_next"]), self.coef,
-               self.lists.neighbours, self.lists.counts, _rows(self.grad))
+        """∂V/∂q at q_next, each particle's own row (or all of its partners, without a list)."""
+        if self.lists is None:
+            launch(self.kernels["device_terms"], self.n, _rows(self.particles["q_next"]), self.coef, False,
+                   _rows(self.grad))
+        else:
+            launch(self.kernels["gather_gradient"], self.n, _rows(self.particles["q_next"]), self.coef,
+                   self.lists.neighbours, self.lists.counts, _rows(self.grad))
 
     def summary(self) -> np.ndarray:
         """The folded ``terms`` (:func:`fold_template`): (sum, sum, max, max) on the host."""
@@ -227,7 +246,7 @@ class _March:
         p = self.particles
         launch(self.kernels["advance"], self.n, kick, drift, step, self.h, self.q, p["q_next"], p["omega"], self.grad,
                p["half_h_over_mass"], p["margin"], self.coef, p["mass_diag"], p["factors"], p["ids"], self.heat,
-               self.lists.stored, self.terms)
+               self.reference, self.terms)
         heat, _, moved, outcome = self.summary()
         return OUTCOMES[float(outcome)], float(moved), float(heat)
 
@@ -240,8 +259,11 @@ class _March:
         """Sample ``sample`` of ``out`` (:func:`kernels.system_parallel.empty_outputs`) at q: E = T + V, T/n, the
         constraint errors, the heat so far; q and ω by id with ``save_state``."""
         p = self.particles
-        launch(self.kernels["gather_energies"], self.n, _rows(self.q), self.coef, self.lists.neighbours,
-               self.lists.counts, self.energies)
+        if self.lists is None:
+            launch(self.kernels["device_terms"], self.n, _rows(self.q), self.coef, True, _rows(self.energies))
+        else:
+            launch(self.kernels["gather_energies"], self.n, _rows(self.q), self.coef, self.lists.neighbours,
+                   self.lists.counts, self.energies)
         launch(self.kernels["sample_terms"], self.n, self.q, p["omega"], p["mass_diag"], p["ids"], self.energies,
                self.terms)
         kinetic, potential, unit_error, tangency_error = self.summary()
@@ -259,9 +281,15 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
         fma: bool = True) -> dict:
     """:func:`kernels.system_parallel.run` on the GPU (the same arguments and results; ``threads`` unused, ``fma``:
     :func:`kernels.gpu.nvvm_options`): the driver of :func:`kernels.system_parallel.drive_system_parallel`, step
-    for step, with the launches of the module's text.  ``info``'s capacity is the full rows'."""
-    cutoff, skin, adaptive = sp.list_ranges(system, q.shape[1], skin)
+    for step, with the launches of the module's text.  ``info``'s capacity is the full rows'.  A pair potential
+    without a cutoff takes :func:`kernels.system_parallel.drive_all_pairs`'s course: every gradient over all pairs
+    (:func:`kernels.all_pairs.device_terms_template`), no list (0 builds, capacity 0)."""
     n = q.shape[1]
+    all_pairs = sp.sums_all_pairs(system, n)
+    if all_pairs:
+        sp.check_no_skin(skin)
+    else:
+        cutoff, skin, adaptive = sp.list_ranges(system, n, skin)
     out = sp.empty_outputs(n, n_steps, save_every, keep_state)
     heat_end = carried[0, -1:].copy()
     exchanged = float(heat_end[0])
@@ -269,15 +297,15 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     q_final, omega_final = np.empty((1, n, 3)), np.empty((1, n, 3))
     with nvvm_options(fma):
         march = _March(_launchable(method, system.name, fma), q[0], omega[0], mass_diag[0], coef, float(dt),
-                       cutoff + skin)
-        rebuilds, built_at, failed = 1, 0, -1
+                       None if all_pairs else cutoff + skin)
+        rebuilds, built_at, failed = 0 if all_pairs else 1, 0, -1
         march.record(0, out, exchanged, keep_state)
         # the drift of step k (1-based in the call) is the run's step start_step + k − 1
         status, moved, step_heat = march.advance(False, n_steps > 0, start_step)
         for k in range(1, n_steps + 1):
             if heat:
                 exchanged += step_heat
-            if nb.beyond_half_skin(moved, skin):
+            if not all_pairs and nb.beyond_half_skin(moved, skin):
                 if adaptive:
                     skin = nb.automatic_skin(skin, k - built_at, cutoff)
                 march.rebuild(cutoff + skin)
@@ -297,6 +325,7 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
         march.in_callers_order(march.q, q_final[0])
         march.in_callers_order(march.particles["omega"], omega_final[0])
     heat_end[0] = exchanged
-    out["neighbour_skin"][0] = skin
-    info = np.array([status, failed, rebuilds, march.lists.neighbours.shape[1]], np.int64)
+    if not all_pairs:
+        out["neighbour_skin"][0] = skin
+    info = np.array([status, failed, rebuilds, 0 if all_pairs else march.lists.neighbours.shape[1]], np.int64)
     return sp.finished(out, method, info, q_final, omega_final, heat_end, carried)

@@ -1,11 +1,13 @@
-"""System-parallel mode: one large system of short-range pairs on all cores.
+"""System-parallel mode: one large system of pairs on all cores.
 
 The ensemble mode (:mod:`kernels.driver`) gives each thread its own members; here a single member is
 split over threads inside each step: the per-body stages of the integrator (for ``vi``, the half kick
 and drift of Lee–Leok–McClamroch eqs. (29)–(30), then the second half kick: the very lane functions
 the ensemble step calls) and the neighbour-list gradient (:mod:`kernels.neighbours`) run as
 ``numba.prange`` loops over particles.  Every parallel loop writes disjoint rows and every sum runs
-in a fixed order, so results are bitwise the same for any number of threads.
+in a fixed order, so results are bitwise the same for any number of threads.  A pair potential without a
+cutoff (Coulomb, Riesz) has no list: :func:`drive_all_pairs` takes each gradient from the all-pairs term
+(:mod:`kernels.all_pairs`, every pair, each particle's terms in increasing partner id) and the same stages.
 
 Templates call free names bound by :mod:`kernels.compile`: ``integrator_drift``, ``integrator_kick``,
 ``particle_factors`` (a method's ``system_stages``), ``pair_energy``, ``pair_gradient_factor`` (a system's ``pair``) and
@@ -22,6 +24,7 @@ import numba
 from numba import njit, prange
 
 from . import neighbours as nb
+from .all_pairs import ROW_CHUNKS, compiled_all_pairs
 from .caches import kernel_cache_directory
 from .compile import KERNEL_FLAGS
 from .systems import system_definition
@@ -43,6 +46,10 @@ SYSTEM_MODE_REVISION = 2
 #: the same for the system mode on a GPU (:mod:`kernels.gpu_system`, whose stores say ``device = "cuda"``): 1, each
 #: particle's terms in the order of its partners' ids, the sums over particles by id in chunks of 64
 GPU_SYSTEM_MODE_REVISION = 1
+#: the same for a pair potential without a cutoff, on either device (:mod:`kernels.all_pairs`): 1, each particle's
+#: terms over every partner in increasing id, the sums over particles by id (the CPU's in order, the GPU's in chunks
+#: of 64)
+ALL_PAIRS_REVISION = 1
 #: columns of the per-particle factors a method's ``particle_factors`` stage may fill once per call (langevin: e^{−γh}
 #: and its spread; brownian: h/ζ and its spread) for its drift stage to read
 PARTICLE_FACTORS = 2
@@ -116,10 +123,18 @@ def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists,
         block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, kick and colour == 1,  # noqa: F821
                    kick, drift, drift and colour == 0, block_margin, block_moved, block_heat, step, coef, mass_diag,
                    factors, ids, heat)
+    return step_outcome(block_margin, block_moved, block_heat, lists[nb.BLOCK_START].shape[0] - 1)
+
+
+@njit(**KERNEL_FLAGS)
+def step_outcome(block_margin, block_moved, block_heat, blocks):
+    """The step's status, largest displacement² (m²) and heat (J) from the first ``blocks`` blocks' (or chunks')
+    smallest margins, displacements² and heats: VI_STEP_INFEASIBLE if some margin is < 0, NON_FINITE if one is NaN,
+    else OK (the codes and precedence of the ensemble driver); the heats added in block order."""
     code = OK
     largest = 0.0
     exchanged = 0.0
-    for x in range(lists[nb.BLOCK_START].shape[0] - 1):
+    for x in range(blocks):
         largest = max(largest, block_moved[x])
         exchanged += block_heat[x]
         if block_margin[x] < 0.0:
@@ -129,14 +144,35 @@ def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists,
     return code, largest, exchanged
 
 
-def record_template(sample, q, omega, mass_diag, ids, coef, lists, per_particle, by_id, scratch,
+def chunk_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, reference, kick, drift, chunk_margin,
+                        chunk_moved, chunk_heat, step, coef, mass_diag, factors, ids, heat):
+    """The all-pairs driver's stages (:func:`advance_range_template`, ``kick`` and ``drift``) of every body, between
+    two complete gradients, over the chunks of consecutive bodies that ``chunk_margin`` counts, in parallel; the
+    step's outcome by :func:`step_outcome` (the chunks' heats added in chunk order: the chunks are fixed by n, not by
+    the threads)."""
+    n = q.shape[0]
+    chunks = chunk_margin.shape[0]
+    for c in prange(chunks):
+        chunk_margin[c], chunk_moved[c], chunk_heat[c] = advance_range(  # noqa: F821
+            c * n // chunks, (c + 1) * n // chunks, q, q_next, omega, grad, half_h_over_mass, h, margin, reference,
+            kick, drift, step, coef, mass_diag, factors, ids, heat)
+    return step_outcome(chunk_margin, chunk_moved, chunk_heat, chunks)
+
+
+def list_energies_template(q, coef, lists, out):
+    """The per-particle energies e_i = ½ Σ_j φ(r_ij²) (J) from the neighbour list's half rows."""
+    pair_energies(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
+
+
+def record_template(sample, q, omega, mass_diag, ids, coef, terms, per_particle, by_id, scratch,
                     save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error, exchanged, heat_out):
     """Diagnostics of one saved sample: E = T + V (J), kinetic temperature T/n (J), constraint errors, the heat
     the bath gave so far (``exchanged``, J); q and ω in the caller's particle order when ``save_state``.  Sums run
-    over original indices, and each particle's pair energy adds its terms in the order the list fixes, so none
-    depends on the thread count."""
+    over original indices, and each particle's pair energy (``particle_energies`` of what its pair term needs,
+    ``terms``: the neighbour list, or the all-pairs term's scratch) adds its terms in the order the term fixes, so
+    none depends on the thread count."""
     n = q.shape[0]
-    pair_energies(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], per_particle)  # noqa: F821
+    particle_energies(q, coef, terms, per_particle)  # noqa: F821 (bound: the driver's pair term)
     for s in range(n):
         by_id[0, ids[s]] = body_kinetic_energy(q, omega, mass_diag, s, 0)
         by_id[1, ids[s]] = per_particle[s]
@@ -156,6 +192,18 @@ def record_template(sample, q, omega, mass_diag, ids, coef, lists, per_particle,
             for k in range(3):
                 q_out[sample, ids[s], k] = q[s, k, 0]
                 omega_out[sample, ids[s], k] = omega[s, k, 0]
+
+
+def per_call_factors_template(coef, h, mass_diag):
+    """h/(2M_ii) (s/kg, (n, 1)) and the method's per-particle factors (``particle_factors``, (n, PARTICLE_FACTORS)),
+    once per call: what the stages would otherwise compute every step."""
+    n = mass_diag.shape[0]
+    half_h_over_mass = np.empty((n, 1))
+    factors = np.zeros((n, PARTICLE_FACTORS))
+    for i in range(n):
+        half_h_over_mass[i, 0] = 0.5 * h / mass_diag[i, 0]
+        particle_factors(coef, h, mass_diag, i, factors)  # noqa: F821 (bound at specialisation)
+    return half_h_over_mass, factors
 
 
 @njit(parallel=True, error_model="numpy", nogil=True)
@@ -208,11 +256,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     fixed by the list, not by the threads) is added to the heat since the run began (J, from ``heat_start``), which
     goes to ``heat_out`` at the samples and ``heat_end``."""
     n = q_start.shape[0]
-    half_h_over_mass = np.empty((n, 1))
-    factors = np.zeros((n, PARTICLE_FACTORS))
-    for i in range(n):  # once per call: what the stages would otherwise compute every step
-        half_h_over_mass[i, 0] = 0.5 * h / mass_start[i, 0]
-        particle_factors(coef, h, mass_start, i, factors)  # noqa: F821 (bound at specialisation)
+    half_h_over_mass, factors = per_call_factors(coef, h, mass_start)  # noqa: F821
     # the per-particle arrays, in storage (cell) order; ids maps them back.  Each build gathers them into the spare
     # set and swaps the two.
     particles = (q_start.copy(), omega_start.copy(), mass_start.copy(), half_h_over_mass, np.ones(n), factors,
@@ -301,19 +345,90 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     info[CAPACITY] = lists[nb.NEIGHBOURS].shape[1] - 1
 
 
-#: (bound name, template, parallel) in the order they are bound: each may call those before it
-HELPERS = (("advance_range", advance_range_template, False), ("block_pass", block_pass_template, True),
-           ("advance_bodies", advance_template, False),
-           ("record_system_sample", record_template, False))
+def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_every, save_state, q_out, omega_out,
+                    energy, temperature, unit_error, tangency_error, q_end, omega_end, info, step_offset, heat_start,
+                    heat_out, heat_end):
+    """:func:`drive_system_parallel` for a pair potential without a cutoff: each gradient is the all-pairs term's
+    (:mod:`kernels.all_pairs`: every row in parallel, each particle's terms in increasing partner id), then every
+    body's stages run in parallel over fixed chunks (:func:`chunk_pass_template`).  No list, no skin, no rebuild: the
+    particles stay in the caller's order (ids = 0 … n − 1), and ``info`` gets [status, failed step (−1 if none), 0
+    builds, 0 capacity].  The same arguments and outputs otherwise (the list's range, capacity and skin left out)."""
+    n = q_start.shape[0]
+    half_h_over_mass, factors = per_call_factors(coef, h, mass_start)  # noqa: F821
+    q_next, omega, mass_diag = q_start.copy(), omega_start.copy(), mass_start
+    q = q_start.copy()
+    margin = np.ones(n)
+    ids = np.arange(n)
+    reference = np.zeros((n, 3))  # the stages' displacements from it are not needed: nothing is rebuilt
+    grad = np.empty_like(q_start)
+    columns = np.empty((3, n))
+    per_particle = np.empty(n)
+    by_id = np.empty((2, n))
+    heat = np.zeros(n)
+    exchanged = heat_start
+    scratch = np.empty((2, 1))
+    chunks = min(n, ROW_CHUNKS)
+    chunk_margin, chunk_moved, chunk_heat = np.empty(chunks), np.empty(chunks), np.zeros(chunks)
+    no = n_steps < 0  # run-time flags: one compile of each pass (see drive_system_parallel)
+    yes = not no
+    all_pairs_gradient(q, coef, columns, grad)  # noqa: F821
+    record_system_sample(0, q, omega, mass_diag, ids, coef, columns, per_particle, by_id, scratch,  # noqa: F821
+                         save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error, exchanged,
+                         heat_out)
+    status, _, step_heat = advance_chunks(q, q_next, omega, grad, half_h_over_mass, h, margin, reference,  # noqa: F821
+                                          no, n_steps > 0, chunk_margin, chunk_moved, chunk_heat, step_offset, coef,
+                                          mass_diag, factors, ids, heat)
+    failed = -1
+    for k in range(1, n_steps + 1):
+        if HEAT:  # noqa: F821
+            exchanged += step_heat
+        all_pairs_gradient(q_next, coef, columns, grad)  # noqa: F821
+        saved = k % save_every == 0
+        status, _, step_heat = advance_chunks(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
+                                              reference, yes, k < n_steps and not saved, chunk_margin, chunk_moved,
+                                              chunk_heat, step_offset + k, coef, mass_diag, factors, ids, heat)
+        if status != OK:
+            failed = k
+            break
+        if saved:
+            record_system_sample(k // save_every, q, omega, mass_diag, ids, coef, columns,  # noqa: F821
+                                 per_particle, by_id, scratch, save_state, q_out, omega_out, energy, temperature,
+                                 unit_error, tangency_error, exchanged, heat_out)
+            if k < n_steps:
+                status, _, step_heat = advance_chunks(q, q_next, omega, grad, half_h_over_mass, h,  # noqa: F821
+                                                      margin, reference, no, yes, chunk_margin, chunk_moved,
+                                                      chunk_heat, step_offset + k, coef, mass_diag, factors, ids,
+                                                      heat)
+    q_end[:] = q[:, :, 0]
+    omega_end[:] = omega[:, :, 0]
+    heat_end[0] = exchanged
+    info[STATUS] = status
+    info[FAILED_STEP] = failed
+    info[REBUILDS] = 0
+    info[CAPACITY] = 0
+
+
+#: (bound name, template, parallel) in the order they are bound: each may call those before it; the list driver's
+HELPERS = (("per_call_factors", per_call_factors_template, False), ("advance_range", advance_range_template, False),
+           ("block_pass", block_pass_template, True), ("advance_bodies", advance_template, False),
+           ("particle_energies", list_energies_template, False), ("record_system_sample", record_template, False))
+#: the all-pairs driver's (:func:`drive_all_pairs`), which binds the all-pairs term's kernels first
+#: (:func:`kernels.all_pairs.compiled_all_pairs`: its ``particle_energies`` among them)
+ALL_PAIRS_HELPERS = (("per_call_factors", per_call_factors_template, False),
+                     ("advance_range", advance_range_template, False), ("advance_chunks", chunk_pass_template, True),
+                     ("record_system_sample", record_template, False))
 #: the per-body stages' loop and a slab's pair rows, inlined into the parallel loops at every optimisation level
 #: (called as functions there, they would get each array argument as a dozen machine words, per slab); the driver's
 #: other helpers are functions, each compiled once instead of at each of its call sites
 INLINED = {**KERNEL_FLAGS, "inline": "always"}
 
 
-def system_mode_revision(device: str | None) -> int:
+def system_mode_revision(device: str | None, all_pairs: bool = False) -> int:
     """The revision of the system mode's sums on ``device`` ("cuda", or the CPU's for None and "cpu") that a store
-    run in that mode records."""
+    run in that mode records: the neighbour lists', or with ``all_pairs`` (a pair potential without a cutoff) the
+    all-pairs term's."""
+    if all_pairs:
+        return ALL_PAIRS_REVISION
     return GPU_SYSTEM_MODE_REVISION if device == "cuda" else SYSTEM_MODE_REVISION
 
 
@@ -323,11 +438,20 @@ def cutoff_of(system, params) -> float:
     return np.inf if pair is None else float(pair.cutoff(params))
 
 
+def sums_all_pairs(system, n: int) -> bool:
+    """Whether the system mode steps ``system`` (one member of n bodies) by the all-pairs term
+    (:mod:`kernels.all_pairs`): a pair potential without a cutoff."""
+    return system.definition.pair is not None and not np.isfinite(cutoff_of(system, system.broadcast(1, n)))
+
+
 def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int, params: dict,
                 shadows: bool = False) -> str:
     """"ensemble" or "system" for :func:`kernels.integrate`; None chooses: one member with at least
-    SYSTEM_PARALLEL_MIN_BODIES bodies, a finite pair cutoff, a method with per-body stages and no
-    Benettin ``shadows`` (carried by the ensemble kernels only) → system."""
+    SYSTEM_PARALLEL_MIN_BODIES bodies, a pair potential, a method with per-body stages and no Benettin ``shadows``
+    (carried by the ensemble kernels only) → system.  A pair potential with a cutoff runs there on neighbour lists,
+    one without on the all-pairs term (:mod:`kernels.all_pairs`: n(n − 1) pair terms a gradient, on every core);
+    below SYSTEM_PARALLEL_MIN_BODIES both run in the ensemble mode unless asked (the all-pairs lane function, half
+    the pair terms on one core, is as fast there on two cores and needs no parallel start-up)."""
     if mode is not None and mode not in MODES:
         raise InvalidInput("mode", f"unknown mode {mode!r}; allowed: {', '.join(MODES)} or None (automatic)")
     if mode == "ensemble":
@@ -337,8 +461,6 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
         reasons.append(f"it runs one member (got {members})")
     if system.definition.pair is None:
         reasons.append(f"the system has a short-range pair potential ({system.name} has none)")
-    elif members == 1 and not np.isfinite(cutoff_of(system, params)):
-        reasons.append("the pair potential has a finite cutoff (set the 'cutoff' parameter)")
     if KERNEL_METHODS[method].system_stages is None or implicit:
         reasons.append(f"the method has per-body stages (vi with diagonal M, langevin, brownian), not {method!r}"
                        + (" implicit" if implicit else ""))
@@ -360,8 +482,12 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     ``skin``: the Verlet skin (m, chord), or "auto" (what None means): set at each rebuild by
     :func:`~kernels.neighbours.automatic_skin`, starting from the system's ``pair.default_skin``; the last one
     comes back as ``neighbour_skin`` (1,)."""
-    cutoff, skin, adaptive = list_ranges(system, q.shape[1], skin)
     n = q.shape[1]
+    all_pairs = sums_all_pairs(system, n)
+    if all_pairs:
+        check_no_skin(skin)
+    else:
+        cutoff, skin, adaptive = list_ranges(system, n, skin)
     out = empty_outputs(n, n_steps, save_every, keep_state)
     lanes_q = np.ascontiguousarray(q[0, :, :, np.newaxis])
     lanes_omega = np.ascontiguousarray(omega[0, :, :, np.newaxis])
@@ -369,19 +495,31 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     heat_end = carried[0, -1:].copy()
     q_final = np.empty((1, n, 3))
     omega_final = np.empty((1, n, 3))
-    kernel = compiled_system_kernel(method, system.name)
+    start = (lanes_q, lanes_omega, np.ascontiguousarray(mass_diag[0, :, np.newaxis]), np.ascontiguousarray(coef.T),
+             float(dt), n_steps, save_every)
+    samples = (keep_state, out["q"][0], out["omega"][0], out["energy"][0], out["temperature"][0],
+               out["unit_error"][0], out["tangency_error"][0], q_final[0], omega_final[0], info, int(start_step),
+               float(heat_end[0]), out["exchanged"][0], heat_end)
     previous = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        kernel(lanes_q, lanes_omega, np.ascontiguousarray(mass_diag[0, :, np.newaxis]),
-               np.ascontiguousarray(coef.T), float(dt), n_steps, save_every, cutoff, skin, adaptive,
-               nb.initial_capacity(n, cutoff + skin), keep_state, out["q"][0], out["omega"][0],
-               out["energy"][0], out["temperature"][0], out["unit_error"][0], out["tangency_error"][0], q_final[0],
-               omega_final[0], info, int(start_step), float(heat_end[0]), out["exchanged"][0], heat_end,
-               out["neighbour_skin"])
+        if all_pairs:
+            compiled_all_pairs_kernel(method, system.name)(*start, *samples)
+        else:
+            compiled_system_kernel(method, system.name)(*start, cutoff, skin, adaptive,
+                                                        nb.initial_capacity(n, cutoff + skin), *samples,
+                                                        out["neighbour_skin"])
     finally:
         numba.set_num_threads(previous)
     return finished(out, method, info, q_final, omega_final, heat_end, carried)
+
+
+def check_no_skin(skin: float | str | None) -> None:
+    """Refuse a Verlet skin for a pair potential without a cutoff (summed over every pair: no list); "auto" and None
+    (what a run of any pair system may leave as it is) pass."""
+    if not (skin is None or (isinstance(skin, str) and skin == "auto")):
+        raise InvalidInput("skin", f"the pair potential has no cutoff: every pair is summed, with no neighbour list "
+                           f"and no skin (got {skin!r}; leave it out or \"auto\")")
 
 
 def list_ranges(system, n: int, skin: float | str | None) -> tuple[float, float, bool]:
@@ -478,17 +616,31 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
         "pair_energies")})
 
 
-@functools.cache
-def compiled_system_kernel(method: str, system: str):
-    """The jitted system-parallel driver (:mod:`kernels.system_parallel`) of ``method`` for ``system``."""
+def bound_driver(method: str, system: str, kind: str, driver, helpers: tuple, bindings: dict):
+    """``driver`` jitted (cached on disk) for ``method``'s per-body stages and ``system``, with ``helpers`` ((bound
+    name, template, parallel), bound in turn) and the pair term's kernels ``bindings``; ``kind`` names it."""
     kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
     drift, kick, factors = KERNEL_METHODS[method].system_stages
-    tag = f"{method}__{system}__system__{SOURCE_HASH}"
-    bindings = {**vars(compiled_pair_kernels(system)), "integrator_drift": drift, "integrator_kick": kick,
-                "particle_factors": factors, "HEAT": KERNEL_METHODS[method].heat,
-                "sort_and_rebuild": cached_sort_and_rebuild()}
-    for name, template, parallel in HELPERS:
+    tag = f"{method}__{system}__{kind}__{SOURCE_HASH}"
+    bindings = {**bindings, "integrator_drift": drift, "integrator_kick": kick, "particle_factors": factors,
+                "HEAT": KERNEL_METHODS[method].heat}
+    for name, template, parallel in helpers:
         flags = {"parallel": True, **KERNEL_FLAGS} if parallel else (INLINED if name == "advance_range" else KERNEL_FLAGS)
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
-    driver = drive_system_parallel
     return njit(cache=True, **KERNEL_FLAGS)(bind_template(driver, f"{driver.__name__}__{tag}", bindings))
+
+
+@functools.cache
+def compiled_system_kernel(method: str, system: str):
+    """The jitted system-parallel driver (:func:`drive_system_parallel`, neighbour lists) of ``method`` for
+    ``system``."""
+    return bound_driver(method, system, "system", drive_system_parallel, HELPERS,
+                        {**vars(compiled_pair_kernels(system)), "sort_and_rebuild": cached_sort_and_rebuild()})
+
+
+@functools.cache
+def compiled_all_pairs_kernel(method: str, system: str):
+    """The jitted all-pairs system driver (:func:`drive_all_pairs`) of ``method`` for ``system`` (a pair potential
+    without a cutoff)."""
+    return bound_driver(method, system, "all_pairs", drive_all_pairs, ALL_PAIRS_HELPERS,
+                        vars(compiled_all_pairs(system)))

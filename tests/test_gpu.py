@@ -187,8 +187,7 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
                  "rows_by_id": (ids, np.zeros((n, 3)), np.zeros((n, 3))),
                  **{name: (np.zeros((n, 3)), coef, np.zeros((n, 4), np.int32), np.zeros(n, np.int32), out)
                     for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))},
-                 **{name: (np.zeros((n, 3)), coef, out)
-                    for name, out in (("device_gradient", np.zeros((n, 3))), ("device_energies", np.zeros(n)))}}
+                 "device_terms": (np.zeros((n, 3)), coef, True, np.zeros((n, 3)))}
     with open(os.path.join(HERE, os.pardir, "examples", "models", "sphere_yukawa.py")) as model:
         yukawa = build_model(model.read(), "sphere_yukawa.py").name
     for method, system in (("vi", "sphere_lj"), ("langevin", "sphere_lj"), ("brownian_active", "sphere_lj"),
@@ -197,7 +196,7 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
         assert set(functions) == set(arguments)
         names = {"vi": functions, "langevin": ("setup", "advance"), "brownian_active": ("setup", "advance")}[method]
         pair_passes = {yukawa: ("gather_gradient", "gather_energies"),  # the all-pairs passes of Coulomb: tiles in
-                       "sphere_riesz": ("device_gradient", "device_energies")}  # shared memory, its square root
+                       "sphere_riesz": ("device_terms",)}  # shared memory, its square root
         for name in names if system == "sphere_lj" else pair_passes[system]:
             assert gpu._compile_ptx(functions[name], arguments[name]).count(".entry ") == 1, (method, system, name)
 

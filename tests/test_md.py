@@ -17,7 +17,7 @@ import numba
 import numpy as np
 import pytest
 
-from armillary.kernels import InvalidInput, get_system, integrate
+from armillary.kernels import InvalidInput, execution_mode, get_system, integrate
 from armillary.kernels import neighbours as nb
 from armillary.kernels.geometry import (fibonacci_sphere, kinetic_temperature, random_uniform_separated,
                               rescale_to_temperature, thermal_velocities)
@@ -259,12 +259,10 @@ def test_mode_choice_and_refusals():
     state = {"q": q, "omega": omega}
     assert integrate(system, "vi", state, 0.001, 1).mode == "system"
     assert integrate(system, "vi", state, 0.001, 1, mode="ensemble").mode == "ensemble"
-    assert integrate(system.with_params(cutoff=None), "vi", state, 0.001, 1).mode == "ensemble"
+    # without a cutoff: the all-pairs term (tests/test_all_pairs.py), from the same size on
+    assert execution_mode(system.with_params(cutoff=None), "vi", 1, 1200, False) == "system"
     small = fibonacci_sphere(100)[None]
     assert integrate(system, "vi", {"q": small, "omega": np.zeros_like(small)}, 0.001, 1).mode == "ensemble"
-    with pytest.raises(InvalidInput) as error:
-        integrate(system.with_params(cutoff=None), "vi", state, 0.001, 1, mode="system")
-    assert error.value.field == "mode" and "cutoff" in error.value.message
     with pytest.raises(InvalidInput) as error:
         integrate(system, "rk4", state, 0.001, 1, mode="system")
     assert error.value.field == "mode"
