@@ -53,7 +53,7 @@ ALL_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name 
 VI_SYSTEMS = [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS
               if METHODS["vi"].supports(SYSTEMS[name])]
 #: (system, method) for every (S²)ⁿ system and every deterministic method that steps it (the stochastic ones hold a
-#: temperature instead of the energy: tests/test_stochastic.py)
+#: temperature instead of the energy: tests/test_stochastic.py; a minimiser descends it: tests/test_fire.py)
 ALL_SYSTEM_METHODS = [pytest.param(name, method, marks=pytest.mark.xdist_group(name)) for name in SPHERE_SYSTEMS
                       for method in METHODS if METHODS[method].supports(SYSTEMS[name])
-                      and not METHODS[method].stochastic]
+                      and not METHODS[method].stochastic and not METHODS[method].minimiser]

@@ -333,3 +333,29 @@ def test_armillary_check_passes_the_pair_model_at_its_defaults(tmp_path, capsys)
     assert main(["check", str(spec)]) == 0
     error = float(capsys.readouterr().out.split("largest error ")[1].split()[0])
     assert error < 1e-6 and not (tmp_path / "lj.zarr").exists()
+
+
+def test_a_pair_model_without_a_cutoff_is_summed_over_every_pair_as_the_builtin_charges():
+    """examples/models/sphere_coulomb.py (φ = k/r, cutoff = inf) gives sphere_riesz's Coulomb energy and gradient
+    (the same pairs, the same order: to round-off), and its 12 charges minimise by fire onto the icosahedron's
+    49.165253058; a φ that does not vanish at infinity (k ln r) with cutoff = inf is refused naming the cutoff."""
+    from armillary.kernels import InvalidInput
+
+    charges = model("sphere_coulomb.py")
+    coulomb = get_system(charges.name)
+    assert np.isinf(charges.pair.cutoff(coulomb.broadcast(1, 12)))
+    q = np.random.default_rng(0).normal(size=(2, 50, 3))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    builtin = get_system("sphere_riesz", s=1.0)
+    np.testing.assert_allclose(coulomb.potential(q), builtin.potential(q), rtol=1e-15)
+    np.testing.assert_allclose(coulomb.gradient(q), builtin.gradient(q), rtol=0, atol=1e-14 * np.abs(
+        builtin.gradient(q)).max())
+    start = q[:, :12] / np.linalg.norm(q[:, :12], axis=-1, keepdims=True)
+    run = integrate(coulomb, "fire", {"q": start, "omega": np.zeros_like(start)}, 0.01, 1000, 1000,
+                    force_tolerance=1e-9)
+    np.testing.assert_allclose(run.energy[:, -1], 49.165253058, rtol=1e-9)
+    source = (MODELS / "sphere_coulomb.py").read_text().replace("return p.k / r", "return -p.k * log(r)")
+    logarithmic = build_model("from armillary.model import log\n" + source, "logarithmic.py")
+    with pytest.raises(InvalidInput) as refused:
+        get_system(logarithmic.name)
+    assert refused.value.field == "cutoff"

@@ -367,14 +367,6 @@ METHODS: dict[str, Method] = {
                system_stages=(langevin.brownian_particle_drift, langevin.brownian_particle_kick,
                               langevin.brownian_particle_factors),
                variants={"active": ACTIVE_BROWNIAN}),
-        Method("fire", "FIRE 2.0 minimisation (Bitzek et al. 2006, Guénolé et al. 2020) with velocities and forces in "
-               "each tangent plane and every move along a geodesic; stops on the largest tangential force or the "
-               "energy change per step", 1,
-               {"force_tolerance": 1e-8, "energy_tolerance": None, "max_steps": None, "max_step": None},
-               {SPHERES: (ON_SPHERES, _fire_recipe)},
-               status=(codes.OK, codes.NON_FINITE, codes.NOT_CONVERGED), carry=fire.CARRY, lanes=1,
-               option_vector=("force_tolerance", "energy_tolerance", "max_steps", "max_step"), diagonal_only=True,
-               minimiser=True, carry_start=fire.initial_carry),
         _runge_kutta("rk2", "explicit midpoint rule on the equations of motion", 2, {},
                      _explicit_rk_recipe_of(rk.MIDPOINT_A, rk.MIDPOINT_B, False),
                      _on_flat_spaces(_flat_rk_recipe(rk.MIDPOINT_A, rk.MIDPOINT_B)),
@@ -390,6 +382,14 @@ METHODS: dict[str, Method] = {
                      _on_flat_spaces(_flat_rk45_recipe_of()), _flat_rk45_recipe_of,
                      status=(codes.OK, codes.NON_FINITE, codes.STEP_SIZE_UNDERFLOW), carry=("step_size",), lanes=1,
                      option_vector=("rtol", "atol", "max_steps")),
+        Method("fire", "FIRE 2.0 minimisation (Bitzek et al. 2006, Guénolé et al. 2020) with velocities and forces in "
+               "each tangent plane and every move along a geodesic; stops on the largest tangential force or the "
+               "energy change per step", 1,
+               {"force_tolerance": 1e-8, "energy_tolerance": None, "max_steps": None, "max_step": None},
+               {SPHERES: (ON_SPHERES, _fire_recipe)},
+               status=(codes.OK, codes.NON_FINITE, codes.NOT_CONVERGED), carry=fire.CARRY, lanes=1,
+               option_vector=("force_tolerance", "energy_tolerance", "max_steps", "max_step"), diagonal_only=True,
+               minimiser=True, carry_start=fire.initial_carry),
     )
 }
 

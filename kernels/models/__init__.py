@@ -125,7 +125,7 @@ def _signed_text(key: str, text: str, meta: dict) -> str:
 def _parameters(model: ModelFile) -> tuple[Parameter, ...]:
     return tuple(Parameter(name, MODEL_SHAPES[value.ndim], model.layout.units[name], "a parameter of the model file",
                            default=value.item() if value.ndim == 0 else value.tolist(),
-                           check="positive" if name == "cutoff" else "finite")
+                           check="cutoff" if name == "cutoff" else "finite")
                  for name, value in model.layout.defaults.items())
 
 

@@ -16,7 +16,7 @@ import sympy
 
 from ..errors import InvalidInput
 from ..spaces import SPHERE_PRODUCT
-from ..systems.base import PairPotential, SystemDefinition, all_pairs
+from ..systems.base import PairPotential, System, SystemDefinition, all_pairs
 from .codegen import divisions, hoist_constants, lane_function_source, print_expression, straight_line
 from .loader import FIELD, ModelFile, free_of, scalar, square, vectors
 from .rotation import model_rows
@@ -148,6 +148,19 @@ def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
                                      "constants": len(constants)}
 
 
+def _check_unshifted_tail(pair_energy, coef: np.ndarray, cutoff: np.ndarray, path: str) -> None:
+    """A pair model summed over every pair (cutoff = inf) is shifted by φ(∞), which must be finite (0 for a
+    potential that decays): its energy at a chord of 1 m is evaluated for each such member, and a non-finite one
+    (a logarithm's or a growing φ's) is refused naming ``cutoff``."""
+    unlimited = ~np.isfinite(np.broadcast_to(np.asarray(cutoff, dtype=np.float64), coef.shape[:1]))
+    lanes = np.ascontiguousarray(coef[unlimited].T)
+    for b in range(lanes.shape[1]):
+        if not np.isfinite(pair_energy(1.0, lanes, b)):
+            raise InvalidInput("cutoff", f"{path}: φ(∞) is not finite, so the potential cannot be summed over every "
+                               "pair (cutoff = inf: V is shifted by φ(∞)); give a finite cutoff, or a φ that "
+                               "vanishes at infinity")
+
+
 def forces_switch(switches: dict, layout):
     """``forced(params)`` of a model with ``force``: whether its moments are non-zero for any member's parameter
     values, decided symbolically (each distinct row of the parameters the moments read substituted into them:
@@ -194,7 +207,14 @@ def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefini
             module.pair_constants(np.ascontiguousarray(rows.T), constants)
             return np.concatenate([rows, constants.T], axis=1)
 
-        common = {**common, "coefficients": coefficients}
+        def check(params):
+            """Refuse a φ that cannot be summed over every pair (:func:`_check_unshifted_tail`) when it is bound."""
+            system = System(definition, params, None, None)
+            members = system.member_count() or 1
+            broadcast = system.broadcast(members, 2)
+            _check_unshifted_tail(module.pair_energy, coefficients(broadcast, 2), broadcast["cutoff"], model.path)
+
+        common = {**common, "coefficients": coefficients, "check": check}
         extra = {"pair": PairPotential(module.pair_energy, module.pair_gradient_factor,
                                        cutoff=lambda params: float(params["cutoff"][0]),
                                        default_skin=lambda params: SKIN_FRACTION * float(params["cutoff"][0])),
@@ -206,9 +226,9 @@ def assemble(model: ModelFile, module, meta: dict, common: dict) -> SystemDefini
     if meta["forced"]:
         extra.update(force=module.force, force_damping=module.force_damping,
                      forced=forces_switch(meta["switches"], layout))
-    return SystemDefinition(diagonal_inertia=meta["diagonal"], inertia=None if meta["configuration"] else inertia,
-                            potential=potential, gradient=gradient, space=SPHERE_PRODUCT,
-                            **common, **extra)
+    definition = SystemDefinition(diagonal_inertia=meta["diagonal"], inertia=None if meta["configuration"] else inertia,
+                                  potential=potential, gradient=gradient, space=SPHERE_PRODUCT, **common, **extra)
+    return definition
 
 
 def expressions(system, state: dict) -> dict:
