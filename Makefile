@@ -63,6 +63,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/chaos.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/sections.py
+	$(BIN)/python benchmarks/fire.py
 
 # on a machine with a CUDA GPU (both exit 2 without one): the GPU's agreement with the CPU per case, then its rates;
 # each bounded in time (on one GPU node, processes whose first kernel failed to compile did not exit)
