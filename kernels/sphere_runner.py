@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import system_parallel
+from . import system_minimiser, system_parallel
 from .blocks import lane_width, member_outcomes, run_in_threads, to_blocks, to_shadow_blocks
 from .compile import compiled_kernel
 from .errors import InvalidInput
@@ -102,6 +102,9 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
 
         result.update(gpu_system.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
                                      keep_state, threads, start_step, carried, fma))
+    elif chosen == "system" and KERNEL_METHODS[method].minimiser:
+        result.update(system_minimiser.run(system, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
+                                           keep_state, threads, carried, option_vector))
     elif chosen == "system":
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
                                           skin, keep_state, threads, start_step, carried))

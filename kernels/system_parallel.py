@@ -461,9 +461,14 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
         reasons.append(f"it runs one member (got {members})")
     if system.definition.pair is None:
         reasons.append(f"the system has a short-range pair potential ({system.name} has none)")
-    if KERNEL_METHODS[method].system_stages is None or implicit:
-        reasons.append(f"the method has per-body stages (vi with diagonal M, langevin, brownian), not {method!r}"
-                       + (" implicit" if implicit else ""))
+    runs = KERNEL_METHODS[method]
+    if (runs.system_stages is None and not runs.minimiser) or implicit:
+        reasons.append(f"the method has per-body stages (vi with diagonal M, langevin, brownian, fire), not "
+                       f"{method!r}" + (" implicit" if implicit else ""))
+    elif runs.minimiser and members == 1 and system.definition.pair is not None \
+            and np.isfinite(cutoff_of(system, params)):
+        reasons.append(f"{method} sums every pair (a pair potential without a cutoff); with a cutoff it runs in the "
+                       "ensemble mode")
     if shadows:
         reasons.append("no Benettin shadows are carried (they run in ensemble mode)")
     if mode == "system" and reasons:
@@ -620,10 +625,11 @@ def bound_driver(method: str, system: str, kind: str, driver, helpers: tuple, bi
     """``driver`` jitted (cached on disk) for ``method``'s per-body stages and ``system``, with ``helpers`` ((bound
     name, template, parallel), bound in turn) and the pair term's kernels ``bindings``; ``kind`` names it."""
     kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
-    drift, kick, factors = KERNEL_METHODS[method].system_stages
     tag = f"{method}__{system}__{kind}__{SOURCE_HASH}"
-    bindings = {**bindings, "integrator_drift": drift, "integrator_kick": kick, "particle_factors": factors,
-                "HEAT": KERNEL_METHODS[method].heat}
+    bindings = {**bindings, "HEAT": KERNEL_METHODS[method].heat}
+    if KERNEL_METHODS[method].system_stages is not None:  # a minimiser's driver composes its stages itself
+        drift, kick, factors = KERNEL_METHODS[method].system_stages
+        bindings.update(integrator_drift=drift, integrator_kick=kick, particle_factors=factors)
     for name, template, parallel in helpers:
         flags = {"parallel": True, **KERNEL_FLAGS} if parallel else (INLINED if name == "advance_range" else KERNEL_FLAGS)
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))

@@ -30,6 +30,8 @@ CHARGES = random_uniform_separated(1000, 0.02, 11)
 #: the NVE runs: 200 Coulomb charges on the Fibonacci lattice at kinetic temperature 1
 NVE_Q = fibonacci_sphere(200)
 NVE_STATE = {"q": NVE_Q[None], "omega": thermal_velocities(NVE_Q, 1.0, 1.0, seed=1)[None]}
+#: a minimisation's start: 200 charges at rest, uniform at random
+FIRE_START = {"q": random_uniform_separated(200, 0.02, 3)[None], "omega": np.zeros((1, 200, 3))}
 
 
 def long_double_reference(q: np.ndarray, s: float) -> tuple[np.ndarray, float]:
@@ -75,24 +77,31 @@ def test_the_gradient_is_the_derivative_of_the_energy():
 THREE_THREADS = """
 import sys, numba, numpy as np
 sys.path.insert(0, {here!r})
-from test_all_pairs import CHARGES, NVE_STATE, get_system, integrate, pair_terms
+from test_all_pairs import CHARGES, FIRE_START, NVE_STATE, get_system, integrate, pair_terms
 assert numba.get_num_threads() == 3
 gradient, energies = pair_terms(get_system("sphere_riesz"), CHARGES, threads=3)
 run = integrate(get_system("sphere_riesz"), "vi", NVE_STATE, 0.01, 20, 5, mode="system", threads=3)
-np.savez({out!r}, gradient=gradient, energies=energies, q=run.final["q"], energy=run.energy)
+fire = integrate(get_system("sphere_riesz"), "fire", FIRE_START, 0.002, 60, 20, mode="system", threads=3)
+np.savez({out!r}, gradient=gradient, energies=energies, q=run.final["q"], energy=run.energy, fire_q=fire.final["q"],
+         fire_energy=fire.energy, fire_force=fire.largest_force, fire_step=fire.carry["fire_step"])
 """
 
 
 def test_gradient_and_a_system_mode_run_are_the_same_bits_on_1_2_and_3_threads(tmp_path):
-    """pair_terms at 1000 charges and 20 vi steps of 200 in the system mode (samples every 5), on 1 and 2 threads
-    here and on 3 in a process started with NUMBA_NUM_THREADS=3 (this machine may have fewer cores)."""
+    """pair_terms at 1000 charges, 20 vi steps of 200 in the system mode (samples every 5) and 60 fire steps of 200
+    (its sums over chunks), on 1 and 2 threads here and on 3 in a process started with NUMBA_NUM_THREADS=3 (this
+    machine may have fewer cores)."""
     system = get_system("sphere_riesz")
     results = []
     for threads in (1, 2):
         gradient, energies = pair_terms(system, CHARGES, threads=threads)
         run = integrate(system, "vi", NVE_STATE, 0.01, 20, 5, mode="system", threads=threads)
         assert run.mode == "system" and run.neighbour_rebuilds[0] == 0
-        results.append({"gradient": gradient, "energies": energies, "q": run.final["q"], "energy": run.energy})
+        fire = integrate(system, "fire", FIRE_START, 0.002, 60, 20, mode="system", threads=threads)
+        assert fire.mode == "system"
+        results.append({"gradient": gradient, "energies": energies, "q": run.final["q"], "energy": run.energy,
+                        "fire_q": fire.final["q"], "fire_energy": fire.energy, "fire_force": fire.largest_force,
+                        "fire_step": fire.carry["fire_step"]})
     out = tmp_path / "three.npz"
     subprocess.run([sys.executable, "-c", THREE_THREADS.format(here=HERE, out=str(out))], check=True, timeout=300,
                    env={**os.environ, "NUMBA_NUM_THREADS": "3"})

@@ -105,6 +105,14 @@ def clear_sums(sums):
 
 
 @lane_function
+def combine_sums(into, part):
+    """A group's sums (:func:`fire_particle_sums` over its particles) added into ``into``: summed, the largest |τ_i|
+    by max (the system runners' groups, combined in a fixed order)."""
+    for k in range(SUMS):
+        into[k] = max(into[k], part[k]) if k == LARGEST_TORQUE else into[k] + part[k]
+
+
+@lane_function
 def fire_control(sums, carried_row, h, max_step):
     """FIRE 2.0's control of one step from the particles' sums (module docstring): updates the carried Δt, α, the
     steps since P ≤ 0 and the steps taken in ``carried_row``; returns (Δt, α, the steering factor α‖ω'‖/‖τ‖ of the
@@ -150,10 +158,23 @@ def fire_particle_move(q, omega, torque, mass, step, alpha, steer, restart, i):
 
 
 @lane_function
-def converged_by_energy(potential, before, energy_tolerance):
-    """LAMMPS' etol test: |V_k − V_{k−1}| ≤ etol (|V_k| + |V_{k−1}|)/2 (off when energy_tolerance ≤ 0)."""
-    return energy_tolerance > 0.0 and abs(potential - before) <= energy_tolerance * 0.5 * (abs(potential)
-                                                                                           + abs(before))
+def fire_verdict(sums, potential, carried_row, force_tolerance, energy_tolerance, max_steps):
+    """What a step left (after the sums at its new state): NON_FINITE where the forces hold a NaN or inf (the state
+    left the finite); else converged (carried_row[CONVERGED] ← 1, status OK) when the largest tangential force is at
+    most ``force_tolerance`` or, with ``energy_tolerance`` > 0, when V (``potential``, J) changed by at most
+    etol (|V_k| + |V_{k−1}|)/2 since the step before (LAMMPS' etol test; carried_row[POTENTIAL] ← V); else
+    NOT_CONVERGED once the steps taken reach ``max_steps``; else OK."""
+    done = sums[LARGEST_TORQUE] <= force_tolerance
+    if energy_tolerance > 0.0:
+        before = carried_row[POTENTIAL]
+        done = done or abs(potential - before) <= energy_tolerance * 0.5 * (abs(potential) + abs(before))
+        carried_row[POTENTIAL] = potential
+    if not (sums[TORQUE_SQUARED] < np.inf):
+        return NON_FINITE
+    if done:
+        carried_row[CONVERGED] = 1.0
+        return OK
+    return NOT_CONVERGED if carried_row[STEPS] >= max_steps else OK
 
 
 @lane_function
@@ -218,19 +239,10 @@ def minimise_member_template(own, m, q_blocks, omega_blocks, mass_diag, mass_ful
             taken += 1
             system_gradient(q, c, topology, grad)  # noqa: F821
             largest = member_sums(q, grad, omega, md, torque, sums)
-            done = largest <= force_tolerance
             if energy_tolerance > 0.0:
                 system_potential(q, c, topology, potential)  # noqa: F821
-                done = done or converged_by_energy(potential[0], row[POTENTIAL], energy_tolerance)
-                row[POTENTIAL] = potential[0]
-            if not (sums[TORQUE_SQUARED] < np.inf):  # NaN or inf in the forces: the state left the finite
-                code = NON_FINITE
-                stopped_at = k
-            elif done:
-                row[CONVERGED] = 1.0
-            elif row[STEPS] >= max_steps:
-                code = NOT_CONVERGED
-                stopped_at = k
+            code = fire_verdict(sums, potential[0], row, force_tolerance, energy_tolerance, max_steps)
+            stopped_at = k if code != OK else -1
         if k % save_every == 0:
             lane_status[0] = NON_FINITE if code == NON_FINITE else OK  # an unconverged member keeps its samples
             record_sample(k // save_every, q, omega, md, mf, c, topology, m, members, lane_status,  # noqa: F821
