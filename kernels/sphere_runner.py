@@ -97,14 +97,19 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         raise InvalidInput("mode", f"the system-parallel mode steps unforced systems; {system.name} is forced here")
     if sections is not None and chosen == "system":
         raise InvalidInput("section", "sections run in the ensemble mode (members in parallel); set mode = 'ensemble'")
-    if chosen == "system" and device == "cuda":
+    if chosen == "system" and KERNEL_METHODS[method].minimiser and device == "cuda":
+        from . import gpu_minimiser  # numba-cuda: imported only where a run asks for the GPU
+
+        result.update(gpu_minimiser.run(system, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
+                                        keep_state, carried, option_vector, fma))
+    elif chosen == "system" and KERNEL_METHODS[method].minimiser:
+        result.update(system_minimiser.run(system, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
+                                           keep_state, threads, carried, option_vector))
+    elif chosen == "system" and device == "cuda":
         from . import gpu_system  # numba-cuda: imported only where a run asks for the GPU
 
         result.update(gpu_system.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
                                      keep_state, threads, start_step, carried, fma))
-    elif chosen == "system" and KERNEL_METHODS[method].minimiser:
-        result.update(system_minimiser.run(system, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
-                                           keep_state, threads, carried, option_vector))
     elif chosen == "system":
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
                                           skin, keep_state, threads, start_step, carried))

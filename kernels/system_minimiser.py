@@ -165,9 +165,17 @@ def run(system, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: 
     finally:
         numba.set_num_threads(previous)
     carried[0] = row
-    failed = info[STATUS] == NON_FINITE
-    out.update(status=info[STATUS:STATUS + 1].copy(), failed_step=info[STOPPED_AT:STOPPED_AT + 1].copy(),
-               solver_iterations=info[TAKEN:TAKEN + 1].copy(),
+    return minimisation_outcome(out, info[STATUS], info[STOPPED_AT], info[TAKEN], q_final, omega_final)
+
+
+def minimisation_outcome(out: dict, code: int, stopped_at: int, taken: int, q_final, omega_final) -> dict:
+    """``out`` with a system-mode minimisation's outcome: its status, the step it stopped at (−1 if none), the FIRE
+    steps it took (``solver_iterations``), its end state (NaN where it failed: NON_FINITE; an unconverged member
+    keeps its own), no list builds.  Shared by the CPU's runner and the GPU's (:mod:`kernels.gpu_minimiser`)."""
+    failed = code == NON_FINITE
+    n = q_final.shape[1]
+    out.update(status=np.array([code], np.int64), failed_step=np.array([stopped_at], np.int64),
+               solver_iterations=np.array([taken], np.int64),
                q_final=np.full((1, n, 3), np.nan) if failed else q_final,
                omega_final=np.full((1, n, 3), np.nan) if failed else omega_final,
                neighbour_rebuilds=np.zeros(1, np.int64))

@@ -21,6 +21,7 @@ import pytest
 from armillary.kernels import InvalidInput, execution_mode, get_system, integrate
 from armillary.kernels.all_pairs import pair_terms
 from armillary.kernels.geometry import fibonacci_sphere, random_uniform_separated, thermal_velocities
+from armillary.kernels.status import NOT_CONVERGED
 
 import gpu_all_pairs
 
@@ -134,7 +135,9 @@ def test_vi_energy_error_is_second_order_in_h_and_does_not_drift():
 def test_the_simulated_gpu_follows_the_cpus_all_pairs_term(tmp_path):
     """tests/gpu_all_pairs.py in numba-cuda's simulator: the gradient and energies of 150 Coulomb charges (a full
     tile of 128 and a partial one) equal the CPU's within 1e-13 relative (the same terms in the same order; the
-    device may fuse multiply-adds), and 3 vi steps in the system mode with device="cuda" the CPU's within 1e-12."""
+    device may fuse multiply-adds), and 3 vi steps in the system mode with device="cuda" the CPU's within 1e-12;
+    12 fire steps of 40 of them (kernels/gpu_minimiser.py: the same stages, its sums folded by id in a tree) the
+    CPU's to round-off, stopped by the step limit at the same step."""
     out = tmp_path / "all_pairs.npz"
     subprocess.run([sys.executable, os.path.join(HERE, "gpu_all_pairs.py"), str(out)], check=True, timeout=300,
                    env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"})
@@ -147,6 +150,13 @@ def test_the_simulated_gpu_follows_the_cpus_all_pairs_term(tmp_path):
         np.testing.assert_allclose(simulated[key], getattr(cpu, key), rtol=0, atol=1e-12, err_msg=key)
     np.testing.assert_allclose(simulated["energy"], cpu.energy, rtol=1e-12, atol=0)
     assert simulated["status"][0] == 0 and simulated["neighbour_rebuilds"][0] == 0
+    minimisation = gpu_all_pairs.minimise("cpu")  # the same FIRE steps: the device's sums and V by id in a tree
+    np.testing.assert_allclose(simulated["fire_q"], minimisation.q, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(simulated["fire_energy"], minimisation.energy, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(simulated["fire_force"], minimisation.largest_force, rtol=1e-11, atol=0)
+    assert simulated["fire_status"][0] == minimisation.status[0] == NOT_CONVERGED
+    for name, value in minimisation.carry.items():
+        np.testing.assert_allclose(simulated[f"fire_{name}"], value, rtol=1e-13, atol=0, err_msg=name)
 
 
 def test_mode_choice_and_refusals_without_a_cutoff():

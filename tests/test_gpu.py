@@ -18,7 +18,9 @@ from armillary import ensemble
 from armillary.ensemble.execute import execute
 from armillary.ensemble.store import RunStore, write_template
 from armillary.jobs.cli import main
-from armillary.kernels import InvalidInput, get_system, gpu, gpu_neighbours, gpu_system, integrate, system_parallel
+from armillary.kernels import (InvalidInput, get_system, gpu, gpu_minimiser, gpu_neighbours, gpu_system, integrate,
+                               system_parallel)
+from armillary.kernels.integrators import fire
 from armillary.kernels import neighbours as nb
 from armillary.kernels.models import build_model
 from armillary.kernels.sections import Section
@@ -199,6 +201,13 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
                        "sphere_riesz": ("device_terms",)}  # shared memory, its square root
         for name in names if system == "sphere_lj" else pair_passes[system]:
             assert gpu._compile_ptx(functions[name], arguments[name]).count(".entry ") == 1, (method, system, name)
+    # a minimisation's own kernels (kernels/gpu_minimiser.py: fire's stages; its other kernels are the above)
+    sums = np.zeros((n, fire.SUMS))
+    minimiser = gpu_minimiser.kernel_functions("sphere_riesz")
+    for name, argument in (("sums", (state, state, state, column, np.zeros((n, 3)), sums)),
+                           ("fold_sums", (sums, np.zeros((1, fire.SUMS)))),
+                           ("move", (state, state, np.zeros((n, 3)), column, 0.1, 0.2, 0.3, True))):
+        assert gpu._compile_ptx(minimiser[name], argument).count(".entry ") == 1, name
 
 
 @pytest.mark.xdist_group("md_bath")  # the worker that compiles the CPU's system kernels of vi, langevin and brownian
