@@ -7,9 +7,9 @@ are told apart by energy: members sorted by V fall into one minimum while each n
 ``tolerance`` · |V| of the previous one (single linkage along the sorted energies), so two minima closer than
 that read as one.  A minimum's structure is its lowest member's: the Voronoi coordination z_i of every particle
 (:func:`.particles.voronoi_order`), the numbers of 5-, 7- and other non-6-fold sites, and its defects grouped
-into clusters of Voronoi neighbours (:func:`.particles.defect_clusters`): isolated disclinations (one site) and
-scars (grain-boundary chains of several, Bausch et al., Science 299, 1716 (2003)), each with its net charge
-Σ(6 − z).
+into clusters of Voronoi neighbours (:func:`.particles.defect_clusters`), each with its net charge Σ(6 − z): isolated
+disclinations (one site), scars (charged chains of several: grain boundaries that end inside the crystal, Bausch et
+al., Science 299, 1716 (2003)) and neutral clusters (dislocations: a 5–7 pair, or neutral chains of them).
 """
 
 from __future__ import annotations
@@ -50,8 +50,14 @@ class Minimum:
 
     @property
     def scars(self) -> int | None:
-        """Clusters of more than one defect."""
-        return None if self.cluster_sizes is None else sum(size > 1 for size in self.cluster_sizes)
+        """Charged clusters of more than one defect (grain-boundary scars, net charge ≠ 0)."""
+        return None if self.cluster_sizes is None else sum(
+            size > 1 and charge != 0 for size, charge in zip(self.cluster_sizes, self.cluster_charges))
+
+    @property
+    def neutral_clusters(self) -> int | None:
+        """Clusters of net charge 0: dislocations (a 5–7 pair) and neutral chains of them."""
+        return None if self.cluster_charges is None else sum(charge == 0 for charge in self.cluster_charges)
 
 
 def is_minimisation(ds: xr.Dataset) -> bool:
@@ -125,18 +131,20 @@ def _minimum(ds: xr.Dataset, group: np.ndarray, energies: np.ndarray, converged:
 
 def minima_rows(minima: list[Minimum], members: int) -> tuple[list[str], list[list[str]]]:
     """(headings, rows) of a minima table: rank, V, members reaching it (share of the ensemble), converged,
-    5-/7-/other-fold sites, isolated defects, scars (their sizes), representative member."""
+    5-/7-/other-fold sites, isolated defects, scars (their sizes), neutral clusters (dislocations), representative
+    member."""
     headings = ["minimum", "V (J)", "members", "share", "converged", "z=5", "z=7", "other", "isolated", "scars (sizes)",
-                "member"]
+                "neutral", "member"]
     rows = []
     for rank, minimum in enumerate(minima, 1):
         defects = minimum.defects or {}
-        sizes = minimum.cluster_sizes
-        scars = "–" if sizes is None else (f"{minimum.scars} ({', '.join(str(s) for s in sizes if s > 1)})"
-                                           if minimum.scars else "0")
+        sizes, charges = minimum.cluster_sizes, minimum.cluster_charges
+        scars = "–" if sizes is None else (
+            f"{minimum.scars} ({', '.join(str(s) for s, c in zip(sizes, charges) if s > 1 and c != 0)})"
+            if minimum.scars else "0")
         rows.append([str(rank), f"{minimum.energy:.9f}", str(minimum.members.size),
                      f"{minimum.members.size / members:.1%}", str(minimum.converged),
                      *(str(defects[key]) if key in defects else "–" for key in ("z5", "z7", "other")),
                      "–" if sizes is None else str(sum(size == 1 for size in sizes)), scars,
-                     str(minimum.representative)])
+                     "–" if sizes is None else str(minimum.neutral_clusters), str(minimum.representative)])
     return headings, rows

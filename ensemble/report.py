@@ -293,7 +293,8 @@ def write_minima_report(stores: list[str], labels: list[str], datasets: list[xr.
     lines += ["", f"Each member's minimum is its V at its last sample; members whose final V lie within "
               f"{same_minimum:g} · |V| of each other (along the sorted energies) reached the same minimum. Defects are "
               "the lowest member's: sites of Voronoi coordination 5, 7 or other ≠ 6, grouped into clusters of "
-              "Voronoi neighbours: isolated disclinations (one site) and scars (several; their sizes).", ""]
+              "Voronoi neighbours: isolated disclinations (one site), scars (charged clusters of several; their "
+              "sizes) and neutral clusters (dislocations: net charge 0).", ""]
     figures = []
     for label, store, ds, minima in zip(labels, stores, datasets, found):
         heads, rows = minima_rows(minima, ds.sizes["member"])

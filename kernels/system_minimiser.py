@@ -115,7 +115,9 @@ def drive_fire_all_pairs(q_start, omega_start, mass_diag, coef, h, n_steps, save
             taken += 1
             all_pairs_gradient(q, coef, columns, grad)  # noqa: F821
             largest = particle_sums(q, grad, omega, mass_diag, torque, chunk_sums, sums)  # noqa: F821
-            potential = all_pairs_energy(q, coef, columns, per_particle) if energy_tolerance > 0.0 else 0.0  # noqa: F821
+            potential = 0.0
+            if energy_tolerance > 0.0:
+                potential = all_pairs_energy(q, coef, columns, per_particle)  # noqa: F821
             code = fire_verdict(sums, potential, row, force_tolerance, energy_tolerance, max_steps)
             stopped_at = k if code != OK else -1
         if k % save_every == 0:

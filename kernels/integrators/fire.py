@@ -196,13 +196,13 @@ def member_workspace(n):
             np.zeros(1, np.int64), np.empty(CARRIED))
 
 
-def minimise_member_template(own, m, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
-                             log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
-                             d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
-                             q_out, omega_out, energy, unit_error, tangency_error, largest_force_out, status, failed_step, iterations,
-                             q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
-                             shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
-                             section_time, section_state, section_count):
+def minimise_member_template(own, m, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks,
+                             shadow_omega_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology, h,
+                             n_steps, save_every, options, d0, renormalise_every, step_offset, track_encounters,
+                             section_modes, members, save_state, q_out, omega_out, energy, unit_error, tangency_error,
+                             largest_force_out, status, failed_step, iterations, q_end, omega_end, carried,
+                             min_separation, sample_time, log_growth_out, indicator_out, shadow_q_end, shadow_omega_end,
+                             log_growth_end, reference_end, indicators_end, section_time, section_state, section_count):
     """Member m's minimisation (module docstring) by up to ``n_steps`` FIRE steps of initial size ``h`` on the arrays
     of its own in ``own`` (its q, ω (n, 3, 1), masses, full inertia and coefficients, and a :func:`member_workspace`),
     saving every ``save_every`` steps; the largest tangential force max_i |τ_i| of each sample goes to
@@ -260,21 +260,21 @@ def minimise_member_template(own, m, q_blocks, omega_blocks, mass_diag, mass_ful
 
 
 def drive_fire(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
-               log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
-               d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
-               q_out, omega_out, energy, unit_error, tangency_error, largest_force_out, status, failed_step, iterations,
-               q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
-               shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
-               section_time, section_state, section_count):
+               log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options, d0,
+               renormalise_every, step_offset, track_encounters, section_modes, members, save_state, q_out, omega_out,
+               energy, unit_error, tangency_error, largest_force_out, status, failed_step, iterations, q_end, omega_end,
+               carried, min_separation, sample_time, log_growth_out, indicator_out, shadow_q_end, shadow_omega_end,
+               log_growth_end, reference_end, indicators_end, section_time, section_state, section_count):
     """Minimise every member (blocks of one lane) by :func:`minimise_member_template` (bound as
     ``minimise_member``).  Shares :func:`kernels.driver.drive_fixed_step`'s signature."""
     n_blocks, n = q_blocks.shape[:2]
     for blk in range(n_blocks):
-        minimise_member((q_blocks[blk].copy(), omega_blocks[blk].copy(), mass_diag[blk], mass_full[blk],  # noqa: F821
-                         coef[blk], member_workspace(n)), blk, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks, shadow_omega_blocks,
-                        log_growth_blocks, reference_blocks, indicator_blocks, topology, h, n_steps, save_every, options,
-                        d0, renormalise_every, step_offset, track_encounters, section_modes, members, save_state,
-                        q_out, omega_out, energy, unit_error, tangency_error, largest_force_out, status, failed_step, iterations,
-                        q_end, omega_end, carried, min_separation, sample_time, log_growth_out, indicator_out,
-                        shadow_q_end, shadow_omega_end, log_growth_end, reference_end, indicators_end,
-                        section_time, section_state, section_count)
+        own = (q_blocks[blk].copy(), omega_blocks[blk].copy(), mass_diag[blk], mass_full[blk], coef[blk],
+               member_workspace(n))
+        minimise_member(own, blk, q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_q_blocks,  # noqa: F821
+                        shadow_omega_blocks, log_growth_blocks, reference_blocks, indicator_blocks, topology, h,
+                        n_steps, save_every, options, d0, renormalise_every, step_offset, track_encounters,
+                        section_modes, members, save_state, q_out, omega_out, energy, unit_error, tangency_error,
+                        largest_force_out, status, failed_step, iterations, q_end, omega_end, carried, min_separation,
+                        sample_time, log_growth_out, indicator_out, shadow_q_end, shadow_omega_end, log_growth_end,
+                        reference_end, indicators_end, section_time, section_state, section_count)
