@@ -18,7 +18,7 @@ from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.models.checks import check_states, gradient_error
 from armillary.kernels.sections import Section, parameter_shapes, plan_sections
 from armillary.kernels.all_pairs import PAIR_TERMS_PER_CORE_SECOND
-from armillary.kernels.system_parallel import cutoff_of, sums_all_pairs
+from armillary.kernels.system_parallel import check_no_skin, cutoff_of, sums_all_pairs
 from armillary.kernels.systems import MODELS
 
 from .initial import member_normals, shadow_directions, spectrum_directions
@@ -168,6 +168,11 @@ class Plan:
         if self.spec.skin is not None and self.mode != "system":
             raise InvalidInput("integrator.skin", "is a setting of the system-parallel mode's neighbour lists: one "
                                "member (or chunk = 1) of a pair system with a finite cutoff; this run is ensemble mode")
+        if self.spec.skin is not None and sums_all_pairs(self.chunk_system(0, 1), n):
+            try:
+                check_no_skin(self.spec.skin)
+            except InvalidInput as error:
+                raise InvalidInput("integrator.skin", error.message) from None
         if self.spec.device is not None:  # what the GPU runs (whether this machine has one: where it runs, see runs.py)
             try:
                 check_device(self.spec.device, self.chunk_system(0, 1), self.method, self.sections, False, self.mode,

@@ -110,11 +110,11 @@ t_end = 12.0
 save_every = 100
 checkpoint_every = {checkpoint_every}
 force_tolerance = {force_tolerance}
-
+{extra}
 [ensemble]
-members = 8
+members = {members}
 initial = "uniform"
-bodies = 12
+bodies = {bodies}
 omega_scale = 0.0
 seed = 4
 chunk = 4
@@ -129,10 +129,10 @@ workers = 1
 """
 
 
-def thomson_spec(directory, name, s=1.0, checkpoint_every=1200, force_tolerance=1e-9):
+def thomson_spec(directory, name, s=1.0, checkpoint_every=1200, force_tolerance=1e-9, members=8, bodies=12, extra=""):
     path = directory / f"{name}.toml"
     path.write_text(THOMSON_SPEC.format(s=s, checkpoint_every=checkpoint_every, force_tolerance=force_tolerance,
-                                        store=directory / f"{name}.zarr"))
+                                        members=members, bodies=bodies, extra=extra, store=directory / f"{name}.zarr"))
     return str(path)
 
 
@@ -182,7 +182,10 @@ def test_an_ensemble_of_minimisations_is_stored_reported_and_its_best_member_exp
 
 
 @pytest.mark.parametrize("change, field", [({"s": -1.0}, "system.params.s"),
-                                           ({"force_tolerance": 0.0}, "integrator.force_tolerance")])
+                                           ({"force_tolerance": 0.0}, "integrator.force_tolerance"),
+                                           ({"extra": "energy_tolerance = -1e-12"}, "integrator.energy_tolerance"),
+                                           # a neighbour list's skin where every pair is summed (the system mode)
+                                           ({"extra": "skin = 0.1", "members": 1, "bodies": 1000}, "integrator.skin")])
 def test_bad_minimisation_specs_exit_2_with_one_line_and_write_nothing(tmp_path, change, field):
     from ensemble_cases import armillary
 
