@@ -188,10 +188,17 @@ def record_template(sample, q, omega, mass_diag, ids, coef, terms, per_particle,
     unit_error[sample] = scratch[0, 0]
     tangency_error[sample] = scratch[1, 0]
     if save_state:
-        for s in range(n):
-            for k in range(3):
-                q_out[sample, ids[s], k] = q[s, k, 0]
-                omega_out[sample, ids[s], k] = omega[s, k, 0]
+        in_callers_order(ids, q, q_out[sample])
+        in_callers_order(ids, omega, omega_out[sample])
+
+
+@njit(**KERNEL_FLAGS)
+def in_callers_order(ids, stored, into):
+    """A per-particle array in storage order (n, 3, 1) into ``into`` (n, 3) in the caller's order: into[ids[s]] =
+    stored[s]."""
+    for s in range(stored.shape[0]):
+        for k in range(3):
+            into[ids[s], k] = stored[s, k, 0]
 
 
 def per_call_factors_template(coef, h, mass_diag):
@@ -232,6 +239,31 @@ def sort_and_rebuild_template(particles, spare, list_range, per_axis, lists):
     return nb.rebuild(spare[0], list_range, per_axis, lists), spare, particles
 
 
+def first_lists_template(particles, spare, cutoff, skin, capacity):
+    """A run's first list build (range r_c + skin, m; rows of ``capacity`` to start with): the grid, the particles
+    put in cell order (:func:`sort_and_rebuild_template`).  Returns (lists, the particles' arrays now, the spare ones,
+    cells per axis)."""
+    per_axis = nb.grid_cells_per_axis(particles[0].shape[0], cutoff + skin)
+    lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis,  # noqa: F821
+                                               nb.allocate(particles[0].shape[0], per_axis, capacity))
+    return lists, particles, spare, per_axis
+
+
+def relist_template(particles, spare, lists, cutoff, skin, adaptive, per_axis, steps_since_build):
+    """A rebuild during a run: with ``adaptive``, the skin (m) first set by :func:`~kernels.neighbours.automatic_skin`
+    from the last list's life (``steps_since_build`` steps) and the grid reallocated if its cells per axis change;
+    then the particles re-sorted and the rows rebuilt (:func:`sort_and_rebuild_template`).  Returns (lists, the
+    particles' arrays now, the spare ones, the skin, cells per axis)."""
+    if adaptive:
+        skin = nb.automatic_skin(skin, steps_since_build, cutoff)
+        cells = nb.grid_cells_per_axis(particles[0].shape[0], cutoff + skin)
+        if cells != per_axis:
+            per_axis = cells
+            lists = nb.allocate(particles[0].shape[0], per_axis, lists[nb.NEIGHBOURS].shape[1] - 1)
+    lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis, lists)  # noqa: F821
+    return lists, particles, spare, skin, per_axis
+
+
 @functools.cache
 def cached_sort_and_rebuild():
     """:func:`sort_and_rebuild_template` jitted once for every system and method, and cached on disk under the
@@ -270,9 +302,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     heat = np.zeros(n)  # the step's heat of each stored particle: each writes its own
     exchanged = heat_start
     scratch = np.empty((2, 1))
-    per_axis = nb.grid_cells_per_axis(n, cutoff + skin)
-    lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis,  # noqa: F821
-                                               nb.allocate(n, per_axis, capacity))
+    lists, particles, spare, per_axis = first_lists(particles, spare, cutoff, skin, capacity)  # noqa: F821
     q_next, omega, mass_diag, half_h_over_mass, margin, factors, ids = particles
     rebuilds = 1
     built_at = 0
@@ -300,14 +330,8 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
         if HEAT:  # noqa: F821: step k's drift gave step_heat (the last drift's: a kick alone gives 0)
             exchanged += step_heat
         if nb.beyond_half_skin(moved, skin):
-            if adaptive:
-                skin = nb.automatic_skin(skin, k - built_at, cutoff)
-                cells = nb.grid_cells_per_axis(n, cutoff + skin)
-                if cells != per_axis:
-                    per_axis = cells
-                    lists = nb.allocate(n, per_axis, lists[nb.NEIGHBOURS].shape[1] - 1)
-            lists, particles, spare = sort_and_rebuild(particles, spare, cutoff + skin, per_axis,  # noqa: F821
-                                                       lists)
+            lists, particles, spare, skin, per_axis = relist(particles, spare, lists, cutoff, skin,  # noqa: F821
+                                                             adaptive, per_axis, k - built_at)
             q_next, omega, mass_diag, half_h_over_mass, margin, factors, ids = particles
             rebuilds += 1
             built_at = k
@@ -333,10 +357,8 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
                                                           margin, lists, no, yes, block_margin, block_moved,
                                                           block_heat, step_offset + k, coef, mass_diag, factors, ids,
                                                           heat)
-    for s in range(n):
-        for c in range(3):
-            q_end[ids[s], c] = q[s, c, 0]
-            omega_end[ids[s], c] = omega[s, c, 0]
+    in_callers_order(ids, q, q_end)
+    in_callers_order(ids, omega, omega_end)
     heat_end[0] = exchanged
     skin_end[0] = skin
     info[STATUS] = status
@@ -409,7 +431,8 @@ def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_eve
 
 
 #: (bound name, template, parallel) in the order they are bound: each may call those before it; the list driver's
-HELPERS = (("per_call_factors", per_call_factors_template, False), ("advance_range", advance_range_template, False),
+HELPERS = (("first_lists", first_lists_template, False), ("relist", relist_template, False),
+           ("per_call_factors", per_call_factors_template, False), ("advance_range", advance_range_template, False),
            ("block_pass", block_pass_template, True), ("advance_bodies", advance_template, False),
            ("particle_energies", list_energies_template, False), ("record_system_sample", record_template, False))
 #: the all-pairs driver's (:func:`drive_all_pairs`), which binds the all-pairs term's kernels first
@@ -448,8 +471,9 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
                 shadows: bool = False) -> str:
     """"ensemble" or "system" for :func:`kernels.integrate`; None chooses: one member with at least
     SYSTEM_PARALLEL_MIN_BODIES bodies, a pair potential, a method with per-body stages and no Benettin ``shadows``
-    (carried by the ensemble kernels only) → system.  A pair potential with a cutoff runs there on neighbour lists,
-    one without on the all-pairs term (:mod:`kernels.all_pairs`: n(n − 1) pair terms a gradient, on every core);
+    (carried by the ensemble kernels only) → system, a minimiser's as the dynamics' (:mod:`kernels.system_minimiser`).
+    A pair potential with a cutoff runs there on neighbour lists, one without on the all-pairs term
+    (:mod:`kernels.all_pairs`: n(n − 1) pair terms a gradient, on every core);
     below SYSTEM_PARALLEL_MIN_BODIES both run in the ensemble mode unless asked (the all-pairs lane function, half
     the pair terms on one core, is as fast there on two cores and needs no parallel start-up)."""
     if mode is not None and mode not in MODES:
@@ -465,10 +489,6 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
     if (runs.system_stages is None and not runs.minimiser) or implicit:
         reasons.append(f"the method has per-body stages (vi with diagonal M, langevin, brownian, fire), not "
                        f"{method!r}" + (" implicit" if implicit else ""))
-    elif runs.minimiser and members == 1 and system.definition.pair is not None \
-            and np.isfinite(cutoff_of(system, params)):
-        reasons.append(f"{method} sums every pair (a pair potential without a cutoff); with a cutoff it runs in the "
-                       "ensemble mode")
     if shadows:
         reasons.append("no Benettin shadows are carried (they run in ensemble mode)")
     if mode == "system" and reasons:
