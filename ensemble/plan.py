@@ -176,7 +176,7 @@ class Plan:
         if self.spec.device is not None:  # what the GPU runs (whether this machine has one: where it runs, see runs.py)
             try:
                 check_device(self.spec.device, self.chunk_system(0, 1), self.method, self.sections, False, self.mode,
-                             here=False, fma=self.spec.fma is not False)
+                             here=False, fma=self.spec.fma is not False, bodies=n)
             except InvalidInput as error:
                 raise InvalidInput("execution.device", error.message) from None
         optional = {d.name for d in self.space.optional_diagnostics}

@@ -54,11 +54,13 @@ from .compile import KERNEL_FLAGS, specialised_stages
 from .driver import check_lanes, drive_fixed_step, lane_bookkeeping, write_final_state
 from .errors import InvalidInput
 from .flat_driver import check_flat_lanes, drive_flat_fixed, flat_shadow_factor, write_flat_final
+from .integrators import KERNEL_METHODS
 from .integrators.fire import drive_fire, member_workspace, minimise_member_template
 from .integrators.flat_rk import copy_rows, drive_flat_adaptive, flat_dense_into, flat_error_norm
 from .integrators.runge_kutta import (ATOL, MAX_STEPS, RTOL, dopri_dense_into, dopri_error_norm, dopri_gave_up,
                                       dopri_next_step, drive_adaptive)
 from .lanes import bind_template, copy_block
+from .system_parallel import sums_all_pairs
 from .lyapunov import (record_indicators, record_sphere_indicators, tile_lanes_2d, tile_lanes_3d,
                        write_final_shadows)
 
@@ -119,10 +121,16 @@ def visible_devices() -> list[str]:
 
 
 def check_supported(system, method: str, *, forced: bool, sections, track_encounters: bool, mode,
-                    stochastic: bool) -> None:
+                    stochastic: bool, bodies: int | None = None) -> None:
     """Refuse, in one line naming the option, what the GPU does not run yet.  ``mode``: the mode the run takes
-    ("system": one large member, :mod:`kernels.gpu_system`, whose methods the mode's own choice checked)."""
+    ("system": one large member, :mod:`kernels.gpu_system`, whose methods the mode's own choice checked; a
+    minimisation there, :mod:`kernels.gpu_minimiser`, sums every pair: one of ``bodies`` bodies with a cutoff is
+    refused)."""
     space = system.space.name
+    if mode == "system" and KERNEL_METHODS[method].minimiser and bodies is not None \
+            and not sums_all_pairs(system, bodies):
+        raise InvalidInput("device", f"{method}'s system mode on device 'cuda' sums every pair (a pair potential "
+                           f"without a cutoff); {system.name} has a cutoff: use device = 'cpu' (neighbour lists)")
     if mode != "system" and (method not in GPU_METHODS or stochastic):
         raise InvalidInput("method", f"{method!r} does not run on device 'cuda' in the ensemble mode yet; there: "
                            f"{', '.join(GPU_METHODS)} (vi explicit and implicit, rk4 and rk45 in their default "

@@ -27,7 +27,6 @@ import functools
 import numpy as np
 
 from .all_pairs import DEVICE_TEMPLATES
-from .errors import InvalidInput
 from .gpu import _register_numpy_math, cuda_module, launch, nvvm_options
 from .gpu_system import FOLD_ROWS, _rows, fold_template, rows_by_id_template, sample_terms_template
 from .integrators.fire import (CONVERGED, ENERGY_TOLERANCE, FORCE_TOLERANCE, LARGEST_TORQUE, MAX_STEP, MAX_STEPS,
@@ -36,7 +35,7 @@ from .integrators.fire import (CONVERGED, ENERGY_TOLERANCE, FORCE_TOLERANCE, LAR
 from .lanes import bind_template
 from .status import NON_FINITE, OK
 from .system_minimiser import minimisation_outcome
-from .system_parallel import check_no_skin, empty_outputs, sums_all_pairs
+from .system_parallel import check_no_skin, empty_outputs
 from .systems import system_definition
 
 
@@ -150,12 +149,9 @@ def run(system, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: 
         carried: np.ndarray, option_vector: np.ndarray, fma: bool = True) -> dict:
     """:func:`kernels.system_minimiser.run` on the GPU (the same arguments and results; ``fma``:
     :func:`kernels.gpu.nvvm_options`): the CPU driver's course, step for step, with the launches of the module's
-    text.  A pair potential with a cutoff (neighbour lists, :func:`kernels.system_minimiser.drive_fire_lists`) is
-    refused here, before anything is compiled or copied: the GPU sums every pair."""
+    text.  Every pair is summed: a pair potential with a cutoff (neighbour lists,
+    :func:`kernels.system_minimiser.drive_fire_lists`) is refused before this by :func:`kernels.gpu.check_supported`."""
     n = q.shape[1]
-    if not sums_all_pairs(system, n):
-        raise InvalidInput("device", f"fire's system mode on device 'cuda' sums every pair (a pair potential without "
-                           f"a cutoff); {system.name} has a cutoff: use device = 'cpu' (neighbour lists)")
     check_no_skin(skin)
     out = empty_outputs(n, n_steps, save_every, keep_state)
     del out["temperature"]  # a minimisation's velocities are no motion

@@ -395,7 +395,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     chosen = mode  # the GPU's checks depend on the mode a run takes: one member of an (S²)ⁿ system may take "system"
     if device == "cuda" and space.layout == "sphere" and members == 1:
         chosen = execution_mode(system, runs.name, 1, state["q"].shape[1], shadow is not None, mode, **options)
-    on_gpu = check_device(device, system, runs, sections, "min_separation" in outputs, chosen, fma=fma)
+    on_gpu = check_device(device, system, runs, sections, "min_separation" in outputs, chosen, fma=fma,
+                          bodies=space.body_count(state))
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)
@@ -417,11 +418,12 @@ DEVICES = ("cpu", "cuda")
 
 
 def check_device(device, system: System, runs: Method, sections, track_encounters: bool, mode, here: bool = True,
-                 fma: bool = True) -> dict:
+                 fma: bool = True, bodies: int | None = None) -> dict:
     """The runner's keyword for ``device``: {} on the CPU, {"device": "cuda"} for a run the GPU can take (checked
     before any compute: what the GPU does not run yet, and with ``here`` a machine without one, are refused naming
     what is missing).  Also the plan's check of ``[execution] device`` (not ``here``: a spec is checked and
-    submitted where no GPU need be; :func:`device_missing` is asked where it runs)."""
+    submitted where no GPU need be; :func:`device_missing` is asked where it runs).  ``bodies``: the run's body count,
+    which decides what a pair system's system mode sums (every pair, or neighbour lists)."""
     if device not in DEVICES:
         raise InvalidInput("device", f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
     if not isinstance(fma, bool):
@@ -433,7 +435,7 @@ def check_device(device, system: System, runs: Method, sections, track_encounter
     from . import gpu  # numba-cuda: imported only where a run asks for the GPU
 
     gpu.check_supported(system, runs.name, forced=system.forced, sections=sections, track_encounters=track_encounters,
-                        mode=mode, stochastic=runs.stochastic)
+                        mode=mode, stochastic=runs.stochastic, bodies=bodies)
     problem = device_missing(device) if here else None
     if problem is not None:
         raise InvalidInput("device", problem)

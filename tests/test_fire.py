@@ -318,13 +318,13 @@ def test_a_minimisation_on_lists_continued_at_a_build_is_bitwise_the_uninterrupt
 def test_a_large_minimisation_with_a_cutoff_takes_the_system_mode_and_the_gpu_refuses_it(lennard_jones_crystal):
     """One member of 2000 LJ particles with a cutoff minimises in the system mode on lists unless told otherwise (as
     the dynamics choose it); the GPU's system mode sums every pair, so it refuses such a member in one line naming
-    ``device`` before anything is compiled or copied."""
-    from armillary.kernels import gpu_minimiser
+    ``device`` when the run is checked, before anything is compiled or copied (here, before the missing GPU)."""
     from armillary.kernels.errors import InvalidInput
 
     system, sigma, start = lennard_jones_crystal
     chosen = integrate(system, "fire", start, 0.005 * sigma, 2, 1)
     assert chosen.mode == "system" and chosen.neighbour_rebuilds[0] >= 1
     with pytest.raises(InvalidInput) as raised:
-        gpu_minimiser.run(system, start["q"], start["omega"], None, None, 0.005 * sigma, 2, 1, None, False, None, None)
-    assert raised.value.field == "device" and len(str(raised.value).splitlines()) == 1
+        integrate(system, "fire", start, 0.005 * sigma, 2, 1, device="cuda")
+    assert raised.value.field == "device" and "sums every pair" in raised.value.message
+    assert len(str(raised.value).splitlines()) == 1
