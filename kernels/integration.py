@@ -518,4 +518,4 @@ def execution_mode(system: System, method: str, members: int, n: int, shadows: b
             raise InvalidInput("mode", f"'system' runs (S²)ⁿ pair systems only; {system.name} is on {system.space.name}")
         return "ensemble"
     implicit = method == "vi" and (not system.definition.diagonal_inertia or bool(options.get("implicit")))
-    return system_parallel.choose_mode(mode, system, method, implicit, members, n, system.broadcast(1, n), shadows)
+    return system_parallel.choose_mode(mode, system, method, implicit, members, n, shadows)

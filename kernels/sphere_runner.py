@@ -92,7 +92,7 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
         "log_growth": np.full((members, 0), np.nan),
         "shadow_final": None,
     }
-    chosen = system_parallel.choose_mode(mode, system, method, implicit, members, n, params, shadow is not None)
+    chosen = system_parallel.choose_mode(mode, system, method, implicit, members, n, shadow is not None)
     if forced and chosen == "system":
         raise InvalidInput("mode", f"the system-parallel mode steps unforced systems; {system.name} is forced here")
     if sections is not None and chosen == "system":

@@ -467,8 +467,7 @@ def sums_all_pairs(system, n: int) -> bool:
     return system.definition.pair is not None and not np.isfinite(cutoff_of(system, system.broadcast(1, n)))
 
 
-def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int, params: dict,
-                shadows: bool = False) -> str:
+def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int, shadows: bool = False) -> str:
     """"ensemble" or "system" for :func:`kernels.integrate`; None chooses: one member with at least
     SYSTEM_PARALLEL_MIN_BODIES bodies, a pair potential, a method with per-body stages and no Benettin ``shadows``
     (carried by the ensemble kernels only) → system, a minimiser's as the dynamics' (:mod:`kernels.system_minimiser`).
