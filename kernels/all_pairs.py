@@ -45,10 +45,10 @@ PARTNER_TILE = 256
 #: partners per tile on a GPU: one per thread of a block (:data:`kernels.gpu.THREADS_PER_BLOCK`, which every launch
 #: takes; 3 KiB of shared memory)
 DEVICE_TILE = 128
-#: pair terms a core computes in a second, what a plan's estimate of a step's time takes (Coulomb's gradient at
-#: N = 10⁴ … 10⁵ by benchmarks/all_pairs.py on the 2-core development machine: 2.9–8.6×10⁸ on its 2 cores, the
-#: lower figures with other jobs on them; the estimate takes the low end)
-PAIR_TERMS_PER_CORE_SECOND = 1.5e8
+#: pair terms a core computes in a second, what a plan's estimate of a step's time takes (Coulomb's gradient by
+#: benchmarks/all_pairs.py on the 2-core development machine: 8.4×10⁸ at N = 10⁴ and 8.1×10⁸ at 10⁵ on its 2 idle
+#: cores, 2.9×10⁸ with another job on them; the estimate takes the idle rate a core)
+PAIR_TERMS_PER_CORE_SECOND = 4e8
 #: chunks of rows the parallel loops split the particles into (at most one a particle): the threads share them
 #: statically, so more chunks than threads keep the heaviest thread close to the mean
 ROW_CHUNKS = 256
