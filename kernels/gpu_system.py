@@ -285,11 +285,7 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     without a cutoff takes :func:`kernels.system_parallel.drive_all_pairs`'s course: every gradient over all pairs
     (:func:`kernels.all_pairs.device_terms_template`), no list (0 builds, capacity 0)."""
     n = q.shape[1]
-    all_pairs = sp.sums_all_pairs(system, n)
-    if all_pairs:
-        sp.check_no_skin(skin)
-    else:
-        cutoff, skin, adaptive = sp.list_ranges(system, n, skin)
+    all_pairs, cutoff, skin, adaptive = sp.pair_term_ranges(system, n, skin)
     out = sp.empty_outputs(n, n_steps, save_every, keep_state)
     heat_end = carried[0, -1:].copy()
     exchanged = float(heat_end[0])

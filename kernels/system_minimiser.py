@@ -47,9 +47,9 @@ from .integrators.fire import (CONVERGED, ENERGY_TOLERANCE, FORCE_TOLERANCE, LAR
                                fire_particle_sums, fire_verdict)
 from .lanes import constraint_errors_into
 from .status import NON_FINITE, OK
-from .system_parallel import (PARTICLE_FACTORS, bound_driver, cached_sort_and_rebuild, check_no_skin,
-                              compiled_pair_kernels, empty_outputs, first_lists_template, in_callers_order,
-                              list_energies_template, list_ranges, relist_template, sums_all_pairs)
+from .system_parallel import (PARTICLE_FACTORS, bound_driver, cached_sort_and_rebuild, compiled_pair_kernels,
+                              empty_outputs, first_lists_template, in_callers_order, list_energies_template,
+                              pair_term_ranges, relist_template)
 
 #: the entries of the driver's ``info``: the outcome, the step it stopped at (−1 if none), the FIRE steps it took,
 #: the list builds (including the first; 0 on the all-pairs term)
@@ -283,11 +283,7 @@ def run(system, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: 
     :func:`~kernels.neighbours.automatic_skin`, from the system's ``pair.default_skin``); the builds come back as
     ``neighbour_rebuilds`` and the last skin as ``neighbour_skin`` (1,)."""
     n = q.shape[1]
-    all_pairs = sums_all_pairs(system, n)
-    if all_pairs:
-        check_no_skin(skin)
-    else:
-        cutoff, skin, adaptive = list_ranges(system, n, skin)
+    all_pairs, cutoff, skin, adaptive = pair_term_ranges(system, n, skin)
     out = empty_outputs(n, n_steps, save_every, keep_state)
     del out["temperature"]  # a minimisation's velocities are no motion
     info = np.zeros(4, np.int64)

@@ -507,11 +507,7 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     :func:`~kernels.neighbours.automatic_skin`, starting from the system's ``pair.default_skin``; the last one
     comes back as ``neighbour_skin`` (1,)."""
     n = q.shape[1]
-    all_pairs = sums_all_pairs(system, n)
-    if all_pairs:
-        check_no_skin(skin)
-    else:
-        cutoff, skin, adaptive = list_ranges(system, n, skin)
+    all_pairs, cutoff, skin, adaptive = pair_term_ranges(system, n, skin)
     out = empty_outputs(n, n_steps, save_every, keep_state)
     lanes_q = np.ascontiguousarray(q[0, :, :, np.newaxis])
     lanes_omega = np.ascontiguousarray(omega[0, :, :, np.newaxis])
@@ -544,6 +540,17 @@ def check_no_skin(skin: float | str | None) -> None:
     if not (skin is None or (isinstance(skin, str) and skin == "auto")):
         raise InvalidInput("skin", f"the pair potential has no cutoff: every pair is summed, with no neighbour list "
                            f"and no skin (got {skin!r}; leave it out or \"auto\")")
+
+
+def pair_term_ranges(system, n: int, skin: float | str | None) -> tuple[bool, float, float, bool]:
+    """(whether every pair is summed, r_c (m), the first skin (m), whether the skin is automatic) of a system-mode
+    run of ``system``'s n bodies with the ``skin`` :func:`run` takes: a pair potential without a cutoff refuses a
+    skin (:func:`check_no_skin`; inf, 0 and False then), one with a cutoff has its list's ranges
+    (:func:`list_ranges`).  What every system-mode runner asks first."""
+    if sums_all_pairs(system, n):
+        check_no_skin(skin)
+        return True, np.inf, 0.0, False
+    return (False,) + list_ranges(system, n, skin)
 
 
 def list_ranges(system, n: int, skin: float | str | None) -> tuple[float, float, bool]:
