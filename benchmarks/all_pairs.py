@@ -90,8 +90,8 @@ def main():
     for n in args.sizes:
         q = np.ascontiguousarray(fibonacci_sphere(n)[:, :, np.newaxis])
         coef = np.ascontiguousarray(system.definition.coefficients(system.broadcast(1, n), n).T)
-        columns, gradient = np.empty((3, n)), np.empty_like(q)
-        seconds = fastest(lambda: kernels.all_pairs_gradient(q, coef, columns, gradient), args.repeats)
+        columns, gradient, ids = np.empty((3, n)), np.empty_like(q), np.arange(n)
+        seconds = fastest(lambda: kernels.all_pairs_gradient(q, coef, ids, columns, gradient), args.repeats)
         terms = n * (n - 1)
         rows = np.arange(0, n, max(1, n // 10_000))  # 10⁴ rows at most, spread over the particles
         x, y, z = (np.ascontiguousarray(q[:, k, 0]) for k in range(3))

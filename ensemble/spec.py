@@ -406,9 +406,10 @@ def _system_section(section: _Section, directory: str, stored: bool) -> tuple:
             allowed = ", ".join(declared) or "none"
             owner = f"the model file {path}" if path else name
             raise InvalidInput(where, f"unknown parameter of {owner}; allowed: {allowed}")
-        if isinstance(value, dict):
-            if declared is not None and declared[parameter].structural:
-                raise InvalidInput(where, "is structural and cannot be swept")
+        structural = declared is not None and declared[parameter].structural
+        if structural and (component or (isinstance(value, dict) and set(value) in ({"values"}, {"linspace"}))):
+            raise InvalidInput(where, "is structural and cannot be swept")
+        if isinstance(value, dict) and not structural:  # a table is a sweep, but a structural value's own (types)
             if declared is not None and component and declared[parameter].shape == SCALAR:
                 raise InvalidInput(where, f"{parameter} is a scalar, it has no components; sweep it whole, "
                                    f"{parameter} = {{ values = [...] }}")

@@ -324,6 +324,15 @@ def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
     labels = definition.dimension_labels(plan.system.params, plan.n_bodies) if definition else {}
     for dim, values in labels.items():
         coords[dim] = (dim, np.array(values, dtype=object), {"long_name": f"{dim} label"})  # UTF-8 strings
+    # constant properties of the bodies (a particle's type, diameter, mass): on (body,), or (member, body) when
+    # some member's differ
+    properties = (definition.body_properties(plan.chunk_system(0, members).broadcast(members, plan.n_bodies),
+                                             plan.n_bodies) if definition else {})
+    for name, (values, attrs) in properties.items():
+        values = np.asarray(values)
+        shared = values.ndim == 1 or bool(np.all(values == values[:1]))
+        coords[name] = (("body",) if shared else ("member", "body"), values if values.ndim == 1 else
+                        values[0] if shared else values, attrs)
     sampler = plan.space.samplers.get(plan.spec.initial)
     if sampler is not None and sampler.coordinates is not None:
         for name, (values, unit, long_name) in sampler.coordinates(np.arange(members), plan.spec.sampler).items():

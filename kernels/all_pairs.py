@@ -61,7 +61,7 @@ def columns_template(q, columns):
             columns[k, i] = q[i, k, 0]
 
 
-def row_gradient_template(columns, coef, i, factors):
+def row_gradient_template(columns, coef, ids, i, factors):
     """∂V/∂q_i = Σ_{j≠i} g(r_ij²)(q_i − q_j) (J), j increasing, a tile of PARTNER_TILE partners at a time: their
     factors g into ``factors`` (a scratch row of PARTNER_TILE), then their terms added in order.  The pair j = i
     (r = 0, g infinite) is computed with the tile and left out of the sum."""
@@ -74,7 +74,7 @@ def row_gradient_template(columns, coef, i, factors):
             d0 = x0 - columns[0, j]
             d1 = x1 - columns[1, j]
             d2 = x2 - columns[2, j]
-            factors[j - first] = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821 (bound)
+            factors[j - first] = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, ids[i], ids[j])  # noqa: F821 (bound)
         for j in range(first, stop):
             if j != i:
                 f = factors[j - first]
@@ -84,7 +84,7 @@ def row_gradient_template(columns, coef, i, factors):
     return g0, g1, g2
 
 
-def row_energy_template(columns, coef, i):
+def row_energy_template(columns, coef, ids, i):
     """e_i = ½ Σ_{j≠i} φ(r_ij²) (J), j increasing."""
     x0, x1, x2 = columns[0, i], columns[1, i], columns[2, i]
     e = 0.0
@@ -93,11 +93,11 @@ def row_energy_template(columns, coef, i):
             d0 = x0 - columns[0, j]
             d1 = x1 - columns[1, j]
             d2 = x2 - columns[2, j]
-            e += 0.5 * pair_energy(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821 (bound)
+            e += 0.5 * pair_energy(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, ids[i], ids[j])  # noqa: F821 (bound)
     return e
 
 
-def gradient_template(q, coef, columns, out):
+def gradient_template(q, coef, ids, columns, out):
     """∂V/∂q (J) at q (n, 3, 1) into ``out`` (n, 3, 1), every row by :func:`row_gradient_template`, the rows in
     parallel; ``columns`` (3, n): scratch (the positions by component)."""
     n = q.shape[0]
@@ -106,20 +106,20 @@ def gradient_template(q, coef, columns, out):
     for c in prange(chunks):
         factors = np.empty(PARTNER_TILE)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            out[i, 0, 0], out[i, 1, 0], out[i, 2, 0] = row_gradient(columns, coef, i, factors)  # noqa: F821
+            out[i, 0, 0], out[i, 1, 0], out[i, 2, 0] = row_gradient(columns, coef, ids, i, factors)  # noqa: F821
 
 
-def energies_template(q, coef, columns, out):
+def energies_template(q, coef, ids, columns, out):
     """The per-particle energies e_i = ½ Σ_{j≠i} φ(r_ij²) (J; V = Σ_i e_i) at q (n, 3, 1) into ``out`` (n,), in
     parallel; ``columns`` (3, n): scratch."""
     positions_by_component(q, columns)  # noqa: F821
     for i in prange(q.shape[0]):
-        out[i] = row_energy(columns, coef, i)  # noqa: F821
+        out[i] = row_energy(columns, coef, ids, i)  # noqa: F821
 
 
-def energy_template(q, coef, columns, per_particle):
+def energy_template(q, coef, ids, columns, per_particle):
     """V = Σ_i e_i (J) at q (n, 3, 1), the per-particle energies (into ``per_particle``, n) added by id."""
-    particle_energies(q, coef, columns, per_particle)  # noqa: F821 (bound: energies_template)
+    particle_energies(q, coef, ids, columns, per_particle)  # noqa: F821 (bound: energies_template)
     total = 0.0
     for i in range(q.shape[0]):
         total += per_particle[i]
@@ -131,7 +131,8 @@ def device_terms_template(stored, coef, energy, out):
     threads): ∂V/∂q_i (J) into out[i, 0:3], or with ``energy`` e_i = ½ Σ_{j≠i} φ(r_ij²) (J) into out[i, 0].  The
     CPU's terms (:func:`row_gradient_template`, :func:`row_energy_template`) in the same order, j increasing, each
     tile of DEVICE_TILE partners first copied into shared memory by the block's threads, one position each.  Free
-    names: ``cuda`` (numba-cuda's module), ``pair_energy``, ``pair_gradient_factor``."""
+    names: ``cuda`` (numba-cuda's module), ``pair_energy``, ``pair_gradient_factor``.  The particles stay in the
+    caller's order on the device, so the pair functions get i and the partner's index as the two ids."""
     tile = cuda.shared.array((3, DEVICE_TILE), float64)  # noqa: F821 (bound: numba-cuda's module)
     i = cuda.grid(1)  # noqa: F821
     t = cuda.threadIdx.x  # noqa: F821
@@ -148,9 +149,9 @@ def device_terms_template(stored, coef, energy, out):
                 d0, d1, d2 = x0 - tile[0, s], x1 - tile[1, s], x2 - tile[2, s]
                 r2 = d0 * d0 + d1 * d1 + d2 * d2
                 if energy:
-                    a0 += 0.5 * pair_energy(r2, coef, 0)  # noqa: F821 (bound)
+                    a0 += 0.5 * pair_energy(r2, coef, 0, i, first + s)  # noqa: F821 (bound)
                 else:
-                    f = pair_gradient_factor(r2, coef, 0)  # noqa: F821 (bound)
+                    f = pair_gradient_factor(r2, coef, 0, i, first + s)  # noqa: F821 (bound)
                     a0 += f * d0
                     a1 += f * d1
                     a2 += f * d2
@@ -200,12 +201,13 @@ def pair_terms(system, q, threads: int | None = None) -> tuple[np.ndarray, np.nd
     coef = np.ascontiguousarray(system.definition.coefficients(system.broadcast(1, n), n).T)
     kernels = compiled_all_pairs(system.name)
     gradient, energies, columns = np.empty_like(q), np.empty(n), np.empty((3, n))
+    ids = np.arange(n)  # every pair in the caller's order
     previous = numba.get_num_threads()
     if threads is not None:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        kernels.all_pairs_gradient(q, coef, columns, gradient)
-        kernels.particle_energies(q, coef, columns, energies)
+        kernels.all_pairs_gradient(q, coef, ids, columns, gradient)
+        kernels.particle_energies(q, coef, ids, columns, energies)
     finally:
         numba.set_num_threads(previous)
     return gradient[:, :, 0], energies

@@ -156,7 +156,7 @@ def sort_rows_template(order, ids, neighbours, counts):
             neighbours[k, j + 1] = partner
 
 
-def gather_gradient_template(stored, coef, neighbours, counts, out):
+def gather_gradient_template(stored, coef, ids, neighbours, counts, out):
     """∂V/∂q_k (J) of stored particle k at positions ``stored`` (n, 3), gathered by its own thread from its full row
     in the row's order:
     Σ_j g(r_kj²)(q_k − q_j).  Each term is, to its sign, the CPU's half-list term of the pair bit for bit
@@ -168,14 +168,14 @@ def gather_gradient_template(stored, coef, neighbours, counts, out):
         for s in range(counts[k]):
             j = neighbours[k, s]
             d0, d1, d2 = x0 - stored[j, 0], x1 - stored[j, 1], x2 - stored[j, 2]
-            f = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821 (the system's pair)
+            f = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, ids[k], ids[j])  # noqa: F821 (the system's pair)
             g0 += f * d0
             g1 += f * d1
             g2 += f * d2
         out[k, 0], out[k, 1], out[k, 2] = g0, g1, g2
 
 
-def gather_energies_template(stored, coef, neighbours, counts, out):
+def gather_energies_template(stored, coef, ids, neighbours, counts, out):
     """e_k = ½ Σ_j φ(r_kj²) (J; V = Σ_k e_k), gathered as :func:`gather_gradient_template`."""
     k = cuda.grid(1)  # noqa: F821
     if k < stored.shape[0]:
@@ -183,7 +183,7 @@ def gather_energies_template(stored, coef, neighbours, counts, out):
         for s in range(counts[k]):
             j = neighbours[k, s]
             d0, d1, d2 = stored[k, 0] - stored[j, 0], stored[k, 1] - stored[j, 1], stored[k, 2] - stored[j, 2]
-            e += 0.5 * pair_energy(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821
+            e += 0.5 * pair_energy(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, ids[k], ids[j])  # noqa: F821
         out[k] = e
 
 
@@ -225,8 +225,8 @@ def pair_terms_on_device(system, lists: DeviceLists) -> tuple:
     coef = cuda.to_device(np.ascontiguousarray(system.definition.coefficients(system.broadcast(1, n), n).T))
     kernels = _launchable(system.name)
     gradient, energies = cuda.device_array((n, 3)), cuda.device_array(n)
-    launch(kernels["gather_gradient"], n, lists.stored, coef, lists.neighbours, lists.counts, gradient)
-    launch(kernels["gather_energies"], n, lists.stored, coef, lists.neighbours, lists.counts, energies)
+    launch(kernels["gather_gradient"], n, lists.stored, coef, lists.order, lists.neighbours, lists.counts, gradient)
+    launch(kernels["gather_energies"], n, lists.stored, coef, lists.order, lists.neighbours, lists.counts, energies)
     return gradient, energies
 
 

@@ -230,7 +230,7 @@ class _March:
                    _rows(self.grad))
         else:
             launch(self.kernels["gather_gradient"], self.n, _rows(self.particles["q_next"]), self.coef,
-                   self.lists.neighbours, self.lists.counts, _rows(self.grad))
+                   self.particles["ids"], self.lists.neighbours, self.lists.counts, _rows(self.grad))
 
     def summary(self) -> np.ndarray:
         """The folded ``terms`` (:func:`fold_template`): (sum, sum, max, max) on the host."""
@@ -262,7 +262,7 @@ class _March:
         if self.lists is None:
             launch(self.kernels["device_terms"], self.n, _rows(self.q), self.coef, True, _rows(self.energies))
         else:
-            launch(self.kernels["gather_energies"], self.n, _rows(self.q), self.coef, self.lists.neighbours,
+            launch(self.kernels["gather_energies"], self.n, _rows(self.q), self.coef, p["ids"], self.lists.neighbours,
                    self.lists.counts, self.energies)
         launch(self.kernels["sample_terms"], self.n, self.q, p["omega"], p["mass_diag"], p["ids"], self.energies,
                self.terms)

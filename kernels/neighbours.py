@@ -381,7 +381,7 @@ def needs_rebuild(q, reference, skin, chunk_max):
     return beyond_half_skin(max_displacement_squared(q, reference, chunk_max), skin)
 
 
-def block_gradient_template(q, coef, neighbours, counts, block_start, x, out):
+def block_gradient_template(q, coef, ids, neighbours, counts, block_start, x, out):
     """Add block x's pair terms to ∂V/∂q (J): for each pair (i, j) of a row, t = g(r_ij²)(q_i − q_j) is added
     to out_i and subtracted from out_j (out_j = −t is what j's own gather of the pair would add, bit for bit)."""
     for i in range(block_start[x], block_start[x + 1]):
@@ -392,7 +392,7 @@ def block_gradient_template(q, coef, neighbours, counts, block_start, x, out):
             d0 = x0 - q[j, 0, 0]
             d1 = x1 - q[j, 1, 0]
             d2 = x2 - q[j, 2, 0]
-            f = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821 (bound at specialisation)
+            f = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, ids[i], ids[j])  # noqa: F821 (bound at specialisation)
             t0, t1, t2 = f * d0, f * d1, f * d2
             g0 += t0
             g1 += t1
@@ -403,7 +403,7 @@ def block_gradient_template(q, coef, neighbours, counts, block_start, x, out):
         out[i, 0, 0], out[i, 1, 0], out[i, 2, 0] = g0, g1, g2
 
 
-def block_energies_template(q, coef, neighbours, counts, block_start, x, out):
+def block_energies_template(q, coef, ids, neighbours, counts, block_start, x, out):
     """Add block x's pair energies to the per-particle energies e_i = ½ Σ_j φ(r_ij²) (J; V = Σ_i e_i)."""
     for i in range(block_start[x], block_start[x + 1]):
         e = out[i]
@@ -412,7 +412,7 @@ def block_energies_template(q, coef, neighbours, counts, block_start, x, out):
             d0 = q[i, 0, 0] - q[j, 0, 0]
             d1 = q[i, 1, 0] - q[j, 1, 0]
             d2 = q[i, 2, 0] - q[j, 2, 0]
-            half = 0.5 * pair_energy(d0 * d0 + d1 * d1 + d2 * d2, coef, 0)  # noqa: F821
+            half = 0.5 * pair_energy(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, ids[i], ids[j])  # noqa: F821
             e += half
             out[j] += half
         out[i] = e
@@ -427,18 +427,18 @@ def clear_blocks(block_start, x, out):
         out[i] = 0.0
 
 
-def colour_pass_template(q, coef, neighbours, counts, block_start, colour, out):
+def colour_pass_template(q, coef, ids, neighbours, counts, block_start, colour, out):
     """One colour of blocks in parallel: even blocks (``colour`` 0) clear their own and the next block's rows of
     ``out`` and add their pairs; then odd blocks (1) add theirs.  Call with 0, then 1."""
     for half in prange((block_start.shape[0] - 1) // 2):
         x = 2 * half + colour
         if colour == 0:
             clear_blocks(block_start, x, out)
-        block_pairs(q, coef, neighbours, counts, block_start, x, out)  # noqa: F821
+        block_pairs(q, coef, ids, neighbours, counts, block_start, x, out)  # noqa: F821
 
 
-def both_colours_template(q, coef, neighbours, counts, block_start, out):
+def both_colours_template(q, coef, ids, neighbours, counts, block_start, out):
     """Every pair's terms (∂V/∂q, or the per-particle energies, J) from the half rows: the even blocks (clearing what
     they write), then the odd ones."""
     for colour in range(2):
-        colour_pass(q, coef, neighbours, counts, block_start, colour, out)  # noqa: F821
+        colour_pass(q, coef, ids, neighbours, counts, block_start, colour, out)  # noqa: F821

@@ -79,15 +79,15 @@ def move_pass_template(q, omega, torque, mass_diag, step, alpha, steer, restart)
         fire_particle_move(q, omega, torque, mass_diag[i, 0], step, alpha, steer, restart, i)
 
 
-def list_gradient_template(q, coef, lists, out):
+def list_gradient_template(q, coef, ids, lists, out):
     """∂V/∂q (J) at q (n, 3, 1) into ``out`` from the neighbour list's half rows (both colours of blocks)."""
-    pair_gradient(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
+    pair_gradient(q, coef, ids, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
 
 
 def potential_template(q, coef, terms, ids, per_particle, by_id):
     """V = Σ_i e_i (J): the per-particle energies (``particle_energies`` of what the pair term needs, ``terms``: the
     all-pairs scratch or the lists) into ``per_particle`` in storage order, then added by id (``by_id``, n)."""
-    particle_energies(q, coef, terms, per_particle)  # noqa: F821 (bound: the driver's pair term)
+    particle_energies(q, coef, ids, terms, per_particle)  # noqa: F821 (bound: the driver's pair term)
     for s in range(q.shape[0]):
         by_id[ids[s]] = per_particle[s]
     total = 0.0
@@ -96,10 +96,10 @@ def potential_template(q, coef, terms, ids, per_particle, by_id):
     return total
 
 
-def forces_template(q, omega, mass_diag, coef, terms, grad, torque, chunk_sums, sums):
+def forces_template(q, omega, mass_diag, coef, ids, terms, grad, torque, chunk_sums, sums):
     """∂V/∂q at q (``term_gradient`` of the pair term's ``terms``), then the torques and the step's sums
     (:func:`sums_pass_template`); returns the largest tangential force max_i |τ_i| (J)."""
-    term_gradient(q, coef, terms, grad)  # noqa: F821 (bound: the driver's pair term)
+    term_gradient(q, coef, ids, terms, grad)  # noqa: F821 (bound: the driver's pair term)
     return particle_sums(q, grad, omega, mass_diag, torque, chunk_sums, sums)  # noqa: F821
 
 
@@ -107,7 +107,7 @@ def start_template(q, omega, mass_diag, coef, terms, ids, grad, torque, chunk_su
                    energy_tolerance):
     """A call's start: the forces and sums at q (:func:`forces_template`) and, for the energy criterion, V at q
     into ``row`` unless it carries one already; returns the largest tangential force (J)."""
-    largest = forces(q, omega, mass_diag, coef, terms, grad, torque, chunk_sums, sums)  # noqa: F821
+    largest = forces(q, omega, mass_diag, coef, ids, terms, grad, torque, chunk_sums, sums)  # noqa: F821
     if energy_tolerance > 0.0 and row[POTENTIAL] != row[POTENTIAL]:  # V of the start, for the first test
         row[POTENTIAL] = potential(q, coef, terms, ids, per_particle, by_id)  # noqa: F821
     return largest
@@ -117,7 +117,7 @@ def after_move_template(q, omega, mass_diag, coef, terms, ids, grad, torque, chu
                         row, options):
     """What a step's move left: the forces and sums at the new q (:func:`forces_template`), V when the energy
     criterion asks for it, and ``fire_verdict``; returns (the largest tangential force (J), the status code)."""
-    largest = forces(q, omega, mass_diag, coef, terms, grad, torque, chunk_sums, sums)  # noqa: F821
+    largest = forces(q, omega, mass_diag, coef, ids, terms, grad, torque, chunk_sums, sums)  # noqa: F821
     energy_tolerance = options[ENERGY_TOLERANCE]
     value = potential(q, coef, terms, ids, per_particle, by_id) if energy_tolerance > 0.0 else 0.0  # noqa: F821
     return largest, fire_verdict(sums, value, row, options[FORCE_TOLERANCE], energy_tolerance, options[MAX_STEPS])

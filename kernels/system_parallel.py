@@ -106,7 +106,7 @@ def block_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lis
             elif (phase == 0 and rows_first) or (phase == 2 and rows_after):
                 if phase == 2:
                     nb.clear_blocks(block_start, x, grad)
-                block_gradient(q_next, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], block_start, x, grad)  # noqa: F821
+                block_gradient(q_next, coef, ids, lists[nb.NEIGHBOURS], lists[nb.COUNTS], block_start, x, grad)  # noqa: F821
 
 
 def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, block_margin,
@@ -159,9 +159,10 @@ def chunk_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, ref
     return step_outcome(chunk_margin, chunk_moved, chunk_heat, chunks)
 
 
-def list_energies_template(q, coef, lists, out):
-    """The per-particle energies e_i = ½ Σ_j φ(r_ij²) (J) from the neighbour list's half rows."""
-    pair_energies(q, coef, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
+def list_energies_template(q, coef, ids, lists, out):
+    """The per-particle energies e_i = ½ Σ_j φ(r_ij²) (J) from the neighbour list's half rows (``ids``: the stored
+    particles' original ids, which the pair functions take)."""
+    pair_energies(q, coef, ids, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
 
 
 def record_template(sample, q, omega, mass_diag, ids, coef, terms, per_particle, by_id, scratch,
@@ -172,7 +173,7 @@ def record_template(sample, q, omega, mass_diag, ids, coef, terms, per_particle,
     ``terms``: the neighbour list, or the all-pairs term's scratch) adds its terms in the order the term fixes, so
     none depends on the thread count."""
     n = q.shape[0]
-    particle_energies(q, coef, terms, per_particle)  # noqa: F821 (bound: the driver's pair term)
+    particle_energies(q, coef, ids, terms, per_particle)  # noqa: F821 (bound: the driver's pair term)
     for s in range(n):
         by_id[0, ids[s]] = body_kinetic_energy(q, omega, mass_diag, s, 0)
         by_id[1, ids[s]] = per_particle[s]
@@ -393,7 +394,7 @@ def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_eve
     chunk_margin, chunk_moved, chunk_heat = np.empty(chunks), np.empty(chunks), np.zeros(chunks)
     no = n_steps < 0  # run-time flags: one compile of each pass (see drive_system_parallel)
     yes = not no
-    all_pairs_gradient(q, coef, columns, grad)  # noqa: F821
+    all_pairs_gradient(q, coef, ids, columns, grad)  # noqa: F821
     record_system_sample(0, q, omega, mass_diag, ids, coef, columns, per_particle, by_id, scratch,  # noqa: F821
                          save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error, exchanged,
                          heat_out)
@@ -404,7 +405,7 @@ def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_eve
     for k in range(1, n_steps + 1):
         if HEAT:  # noqa: F821
             exchanged += step_heat
-        all_pairs_gradient(q_next, coef, columns, grad)  # noqa: F821
+        all_pairs_gradient(q_next, coef, ids, columns, grad)  # noqa: F821
         saved = k % save_every == 0
         status, _, step_heat = advance_chunks(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
                                               reference, yes, k < n_steps and not saved, chunk_margin, chunk_moved,
@@ -616,8 +617,8 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
         rows = (lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START])
         gradient = np.empty_like(q)
         energies = np.empty(n)
-        kernel.pair_gradient(q, coef, *rows, gradient)
-        kernel.pair_energies(q, coef, *rows, energies)
+        kernel.pair_gradient(q, coef, order, *rows, gradient)
+        kernel.pair_energies(q, coef, order, *rows, energies)
     finally:
         numba.set_num_threads(previous)
     gradient[order] = gradient.copy()

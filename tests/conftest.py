@@ -11,7 +11,8 @@ from armillary.kernels.systems.sphere_lj import zero_force_sigma
 
 #: (dt, steps) that keep each paper example well resolved
 STEP = {"spherical_chain": 0.01, "sphere_nbody": 1e-3, "spring_pendula": 1e-3, "elastic_rod": 1e-4,
-        "dipole_array": 1e-3, "sphere_lj": 0.005, "jacobi_chain": 1e-3, "sphere_riesz": 1e-3}
+        "dipole_array": 1e-3, "sphere_lj": 0.005, "jacobi_chain": 1e-3, "sphere_riesz": 1e-3,
+        "sphere_mixture": 0.002}
 
 
 def small_lj():

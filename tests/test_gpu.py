@@ -162,7 +162,7 @@ def test_the_gpu_neighbour_list_kernels_compile_to_ptx():
                  "full_rows": (np.zeros((n, 3)), ints[n], ints[cells + 1], 3, 0.1, np.zeros((n, 4), np.int32),
                                ints[n], np.zeros(1, np.int32)),
                  "sort_rows": (ints[n], np.zeros(n, np.int64), np.zeros((n, 4), np.int32), ints[n])}
-    arguments.update({name: (np.zeros((n, 3)), np.zeros((3, 1)), np.zeros((n, 4), np.int32), ints[n], out)
+    arguments.update({name: (np.zeros((n, 3)), np.zeros((3, 1)), ints[n], np.zeros((n, 4), np.int32), ints[n], out)
                       for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))})
     functions = {**gpu_neighbours.kernel_functions(), **gpu_neighbours.pair_kernel_functions("sphere_lj")}
     assert set(functions) == set(arguments)
@@ -187,7 +187,7 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
                  "fold": (terms, np.zeros((1, 4))),
                  "permute_rows": (np.zeros(n, np.int32), np.zeros((n, 3)), np.zeros((n, 3))),
                  "rows_by_id": (ids, np.zeros((n, 3)), np.zeros((n, 3))),
-                 **{name: (np.zeros((n, 3)), coef, np.zeros((n, 4), np.int32), np.zeros(n, np.int32), out)
+                 **{name: (np.zeros((n, 3)), coef, ids, np.zeros((n, 4), np.int32), np.zeros(n, np.int32), out)
                     for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))},
                  "device_terms": (np.zeros((n, 3)), coef, True, np.zeros((n, 3)))}
     with open(os.path.join(HERE, os.pardir, "examples", "models", "sphere_yukawa.py")) as model:

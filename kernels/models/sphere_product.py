@@ -130,7 +130,7 @@ def _derive_pair(model: ModelFile, parameters, coef: dict) -> tuple[str, dict]:
     def pair_function(name, expr, doc):
         body = straight_line([("value", expr)], names, " " * 4)
         # computed, then selected: no branch in the neighbour loop (a value beyond the cutoff is discarded)
-        return "\n".join(["@lane_function", f"def {name}(r2, coef, b):", f'    """{doc}"""',
+        return "\n".join(["@lane_function", f"def {name}(r2, coef, b, i, j):", f'    """{doc}"""',
                           *(["    w = 1.0 / r2"] if use_inverse else []), *body,
                           f"    return value if r2 < {print_expression(reach, names)} else 0.0"]) + "\n"
 
@@ -155,7 +155,7 @@ def _check_unshifted_tail(pair_energy, coef: np.ndarray, cutoff: np.ndarray, pat
     unlimited = ~np.isfinite(np.broadcast_to(np.asarray(cutoff, dtype=np.float64), coef.shape[:1]))
     lanes = np.ascontiguousarray(coef[unlimited].T)
     for b in range(lanes.shape[1]):
-        if not np.isfinite(pair_energy(1.0, lanes, b)):
+        if not np.isfinite(pair_energy(1.0, lanes, b, 0, 1)):
             raise InvalidInput("cutoff", f"{path}: φ(∞) is not finite, so the potential cannot be summed over every "
                                "pair (cutoff = inf: V is shifted by φ(∞)); give a finite cutoff, or a φ that "
                                "vanishes at infinity")

@@ -71,10 +71,10 @@ def _particles(system, n, member_ids, seed, options, normals, integrate):
     """The placement (shared by all members) and each member's thermal velocities at ``temperature``,
     drawn from (seed, member id)."""
     q = _placed_particles(options["placement"], options["particles"], options["min_separation"], seed)
-    mass = system.params["m"]
+    masses = system.definition.inertia(system.broadcast(len(member_ids), len(q)), len(q))  # (members, n), kg
     omega = [thermal_velocities(q, mass, options["temperature"],
                                 np.random.SeedSequence(seed, spawn_key=(VELOCITY_STREAM, int(i))))
-             if options["temperature"] > 0 else np.zeros_like(q) for i in member_ids]
+             if options["temperature"] > 0 else np.zeros_like(q) for i, mass in zip(member_ids, masses)]
     return {"q": np.repeat(q[np.newaxis], len(omega), axis=0), "omega": np.stack(omega)}
 
 

@@ -2,13 +2,14 @@
 
 from ..errors import InvalidInput
 from . import (dipole_array, elastic_rod, free_rigid_body, heavy_top, jacobi_chain, kirchhoff_body, multibody,
-               rolling_ball, rolling_disk, sphere_lj, sphere_nbody, sphere_riesz, spherical_chain, spring_pendula)
+               rolling_ball, rolling_disk, sphere_lj, sphere_mixture, sphere_nbody, sphere_riesz, spherical_chain,
+               spring_pendula)
 from .base import Parameter, Preset, System, SystemDefinition, bind_system
 
 SYSTEMS: dict = {
     module.DEFINITION.name: module.DEFINITION
-    for module in (spherical_chain, sphere_nbody, spring_pendula, elastic_rod, dipole_array, sphere_lj, sphere_riesz,
-                   free_rigid_body, heavy_top, jacobi_chain, kirchhoff_body, multibody, rolling_ball,
+    for module in (spherical_chain, sphere_nbody, spring_pendula, elastic_rod, dipole_array, sphere_lj, sphere_mixture,
+                   sphere_riesz, free_rigid_body, heavy_top, jacobi_chain, kirchhoff_body, multibody, rolling_ball,
                    rolling_disk)
 }
 

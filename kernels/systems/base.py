@@ -98,8 +98,10 @@ class PairPotential:
     """A potential V = Σ_{i<j} φ(r_ij²) of chords r_ij = ‖q_i − q_j‖ that vanishes beyond a cutoff, so
     that a neighbour list (:mod:`kernels.neighbours`) can evaluate it in O(n).
 
-    ``energy(r2, coef, b)`` → φ (J) and ``gradient_factor(r2, coef, b)`` → g (J/m²) with
-    ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j), both jitted, lane b of ``coef``, zero for r2 ≥ r_c²;
+    ``energy(r2, coef, b, i, j)`` → φ (J) and ``gradient_factor(r2, coef, b, i, j)`` → g (J/m²) with
+    ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j), both jitted, lane b of ``coef``, zero for r2 ≥ r_c²; i and j are the two
+    particles' original ids (their index in the caller's order, whatever order a runner stores them in), which a
+    potential of several particle types or sizes uses to read each particle's rows of ``coef``;
     ``cutoff(params)`` → r_c (m, inf for none) and ``default_skin(params)`` → Verlet skin (m), from
     parameters broadcast to one member.
     """
@@ -119,7 +121,7 @@ def all_pairs_potential_template(q, coef, topology, out):
         for j in range(i + 1, n):
             for b in range(q.shape[2]):
                 d0, d1, d2, r2 = chord(q, i, j, b)
-                out[b] += pair_energy(r2, coef, b)  # noqa: F821
+                out[b] += pair_energy(r2, coef, b, i, j)  # noqa: F821
 
 
 def all_pairs_gradient_template(q, coef, topology, out):
@@ -130,7 +132,7 @@ def all_pairs_gradient_template(q, coef, topology, out):
         for j in range(i + 1, n):
             for b in range(q.shape[2]):
                 d0, d1, d2, r2 = chord(q, i, j, b)
-                f = pair_gradient_factor(r2, coef, b)  # noqa: F821
+                f = pair_gradient_factor(r2, coef, b, i, j)  # noqa: F821
                 out[i, 0, b] += f * d0
                 out[i, 1, b] += f * d1
                 out[i, 2, b] += f * d2
@@ -172,6 +174,12 @@ class ParameterLookup:
     def dimension_labels(self, params: dict, n: int) -> dict:
         """Labels of the state's own dims (dim → one label per index) for the store's coordinates; none by
         default."""
+        return {}
+
+    def body_properties(self, params: dict, n: int) -> dict:
+        """Constant properties of each body that the store keeps beside its state: name → (values (n,) or (members,
+        n) of broadcast ``params``, attrs with ``units`` and ``long_name``), e.g. a particle's type and diameter;
+        none by default."""
         return {}
 
     def momentum_map(self, params: dict):
@@ -297,6 +305,8 @@ class SystemDefinition(ParameterLookup):
     configuration_inertia: Any = None
     configuration_inertia_gradient: Any = None
     check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
+    #: see :meth:`ParameterLookup.body_properties`
+    body_properties: Callable[[dict, int], dict] = lambda params, n: {}
     space: StateSpace = SPHERE_PRODUCT
     provides: frozenset = frozenset({"potential", "gradient", "inertia"})
     #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores

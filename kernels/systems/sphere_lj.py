@@ -21,8 +21,9 @@ VORTEX_RADIUS_DEG = 20.0
 SKIN_SIGMAS = 0.3
 
 
-def _coefficients(params, n):
-    """[4ε, σ⁶, σ¹², r_c², V_c]."""
+def lj_coefficients(params, n):
+    """[4ε, σ⁶, σ¹², r_c², V_c] per member, from ``epsilon``, ``sigma`` and ``cutoff`` (members,) (also each type
+    pair's of :mod:`kernels.systems.sphere_mixture`)."""
     eps4 = 4.0 * params["epsilon"]
     s6 = params["sigma"] ** 6
     rc = params["cutoff"]
@@ -31,7 +32,7 @@ def _coefficients(params, n):
 
 
 @lane_function
-def pair_energy(r2, coef, b):
+def pair_energy(r2, coef, b, i, j):
     """φ(r²) = 4ε[(σ²/r²)⁶ − (σ²/r²)³] − V_c for a chord² r2 < r_c², else 0 (J), lane b.
 
     The one LJ pair formula: the all-pairs lane functions below and the neighbour-list kernels of
@@ -42,7 +43,7 @@ def pair_energy(r2, coef, b):
 
 
 @lane_function
-def pair_gradient_factor(r2, coef, b):
+def pair_gradient_factor(r2, coef, b, i, j):
     """g(r²) = 4ε(6σ⁶/r⁸ − 12σ¹²/r¹⁴) for r2 < r_c², else 0 (J/m²): ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j)."""
     inv2 = 1.0 / r2
     inv6 = inv2 * inv2 * inv2
@@ -87,7 +88,7 @@ DEFINITION = SystemDefinition(
     diagonal_inertia=True,
     bodies=lambda params: None,
     inertia=lambda params, n: np.repeat(params["m"][:, np.newaxis], n, axis=1),
-    coefficients=_coefficients,
+    coefficients=lj_coefficients,
     potential=potential,
     gradient=gradient,
     full_rotation_symmetry=True,

@@ -33,7 +33,7 @@ def _coefficients(params, n):
 
 
 @lane_function
-def pair_energy(r2, coef, b):
+def pair_energy(r2, coef, b, i, j):
     """φ(r²) = k r^{−s} (s > 0) or −k ln r (s = 0) for the chord² r2 (J), lane b."""
     s = coef[1, b]
     if s == COULOMB:
@@ -46,7 +46,7 @@ def pair_energy(r2, coef, b):
 
 
 @lane_function
-def pair_gradient_factor(r2, coef, b):
+def pair_gradient_factor(r2, coef, b, i, j):
     """g(r²) = φ'(r)/r = −s k r^{−s−2} (s > 0), −k r^{−2} (s = 0) (J/m²): ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j)."""
     s = coef[1, b]
     if s == COULOMB:

@@ -1,0 +1,409 @@
+"""Particles of several types and sizes on the unit sphere, with pair coefficients by type pair.
+
+Each particle i has a type a_i (with its mass m_a) and a diameter d_i (m, chord).  Distances are chords r_ij; a pair
+of types (a, c) has its coefficients ε_ac, σ_ac and cutoff r_c,ac, by mixing rule or by explicit table entry, and a
+pair of particles its size scale s_ij = (d_i + d_j)/(σ_a + σ_c), which is 1 when each particle has its type's σ:
+σ_ij = s_ij σ_ac and r_c,ij = s_ij r_c,ac (additive diameters: with Lorentz–Berthelot σ_ac = (σ_a + σ_c)/2, σ_ij
+= (d_i + d_j)/2 exactly).  The pair styles, each cut off and shifted so that φ is continuous at r_c,ij:
+
+- ``lj``: φ = 4ε[(σ_ij/r)¹² − (σ_ij/r)⁶] − φ(r_c) (WCA: r_c,ac = 2^{1/6} σ_ac, the default of ``wca``);
+- ``yukawa``: φ = ε (σ_ij/r) exp(−(r − σ_ij)/λ) − φ(r_c), the screened Coulomb (Debye–Hückel) repulsion of
+  charged colloids, with the Debye length λ (``debye``);
+- ``soft``: φ = ½ε (1 − r/σ_ij)² for r < σ_ij (r_c = σ_ij, no shift needed), the harmonic repulsion of
+  jamming studies (O'Hern, Silbert, Liu & Nagel, Phys. Rev. E 68, 011306 (2003)).
+
+Mixing rules for a pair without a table entry: ``lorentz_berthelot`` (σ_ac = (σ_a + σ_c)/2, ε_ac = √(ε_a ε_c)),
+``geometric`` (both geometric means), ``table`` (none: every pair of types must be listed in ``pairs``).
+
+Which particle has which type, and its size, follow from the parameters alone (so every member, worker and restart
+has the same): ``composition`` (counts or fractions of each type, the types randomly mixed by ``layout_seed``) and
+``polydispersity`` δ (each diameter σ_a u_i with u_i uniform on [1 − √3 δ, 1 + √3 δ]: mean σ_a, relative standard
+deviation δ), or explicit ``particle_types`` and ``diameters`` (a configuration read from a file).
+
+The coefficients of a member (:func:`_coefficients`) hold the table and, after it, each particle's type and
+diameter by original id: the pair functions get the two ids (:class:`~kernels.systems.base.PairPotential`) and read
+their rows, on every runner alike.  One type of σ with the LJ style and an explicit cutoff gives the arithmetic of
+:mod:`kernels.systems.sphere_lj` operation for operation, so the same bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidInput
+from ..geometry import fibonacci_sphere
+from ..lanes import lane_function
+from .base import SCALAR, PairPotential, Parameter, Preset, SystemDefinition, all_pairs
+from .sphere_lj import lj_coefficients
+
+PAIR_STYLES = ("lj", "wca", "yukawa", "soft")
+MIXING_RULES = ("lorentz_berthelot", "geometric", "table")
+#: the default cutoff of each style, in units of σ_ac (yukawa's is σ_ac + 6λ, set where λ is known)
+DEFAULT_CUTOFF_SIGMAS = {"lj": 2.5, "wca": 2.0 ** (1.0 / 6.0), "soft": 1.0}
+#: the style code each style's pair functions branch on (wca is lj with its own cutoff)
+STYLE_CODES = {"lj": 0.0, "wca": 0.0, "yukawa": 1.0, "soft": 2.0}
+LJ, YUKAWA, SOFT = 0.0, 1.0, 2.0
+#: default Verlet skin in units of the largest type σ (as sphere_lj's)
+SKIN_SIGMAS = 0.3
+#: the header rows of the coefficients: number of types K, number of particles n, whether any particle's diameter
+#: differs from its type's σ, the style code
+TYPES, COUNT, SIZED, STYLE = range(4)
+HEADER = 4
+#: the columns of a type pair's row of the table: three style coefficients (lj: 4ε, σ⁶, σ¹², as sphere_lj's; yukawa:
+#: ε, σ, 1/λ; soft: ε, σ, 0), r_c², the shift φ(r_c) and σ_a + σ_c
+COLUMNS = 6
+C0, C1, C2, CUTOFF2, SHIFT, SIGMA_SUM = range(COLUMNS)
+
+
+def _positive_number(value, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise InvalidInput(field, f"must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def parse_types(value) -> tuple:
+    """``types``: a table name → {sigma (m), epsilon (J, default 1), mass (kg, default 1)}, in declaration order (a
+    type's id is its position) → ((name, sigma, epsilon, mass), …)."""
+    if not isinstance(value, dict) or not value:
+        raise InvalidInput("types", "must be a table of particle types, e.g. { A = { sigma = 0.03 }, B = "
+                           "{ sigma = 0.042, mass = 2.0 } } (keys of each: sigma, epsilon, mass)")
+    out = []
+    for name, entry in value.items():
+        if not isinstance(entry, dict):
+            raise InvalidInput(f"types.{name}", f"must be a table {{ sigma, epsilon, mass }}, got {entry!r}")
+        unknown = set(entry) - {"sigma", "epsilon", "mass"}
+        if unknown:
+            raise InvalidInput(f"types.{name}.{sorted(unknown)[0]}", "unknown key; allowed: sigma, epsilon, mass")
+        if "sigma" not in entry:
+            raise InvalidInput(f"types.{name}.sigma", "is required (the type's diameter, m, chord)")
+        out.append((str(name), *(_positive_number(entry.get(key, 1.0), f"types.{name}.{key}")
+                                 for key in ("sigma", "epsilon", "mass"))))
+    return tuple(out)
+
+
+def parse_pairs(value) -> tuple:
+    """``pairs``: a table "A-B" → {epsilon, sigma, cutoff (m)}, each optional (mixing gives the rest) →
+    ((a, b, {key: value}), …); the type names are checked against ``types`` when the system is bound."""
+    if not isinstance(value, dict):
+        raise InvalidInput("pairs", "must be a table of type pairs, e.g. { \"A-B\" = { epsilon = 1.5, sigma = 0.8 } }")
+    out = []
+    for key, entry in value.items():
+        names = str(key).split("-")
+        if len(names) != 2 or not all(names):
+            raise InvalidInput(f"pairs.{key}", "must name two types as \"A-B\"")
+        if not isinstance(entry, dict) or set(entry) - {"epsilon", "sigma", "cutoff"}:
+            raise InvalidInput(f"pairs.{key}", f"must be a table with keys among epsilon, sigma, cutoff, got {entry!r}")
+        out.append((names[0], names[1], tuple((k, _positive_number(v, f"pairs.{key}.{k}"))
+                                                for k, v in sorted(entry.items()))))
+    return tuple(out)
+
+
+def parse_choice(allowed: tuple, field: str):
+    """A parser of one of ``allowed`` strings for ``field``."""
+    def parse(value):
+        if value not in allowed:
+            raise InvalidInput(field, f"unknown value {value!r}; allowed: {', '.join(allowed)}")
+        return value
+    return parse
+
+
+def parse_composition(value) -> tuple:
+    """``composition``: a table type → count (integers) or fraction (numbers summing to 1) → ((name, amount), …)."""
+    if not isinstance(value, dict) or not value:
+        raise InvalidInput("composition", "must be a table type → count or fraction, e.g. { A = 0.5, B = 0.5 }")
+    for name, amount in value.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount >= 0:
+            raise InvalidInput(f"composition.{name}", f"must be a count or a fraction >= 0, got {amount!r}")
+    return tuple((str(name), amount) for name, amount in value.items())
+
+
+def parse_ids(value) -> tuple | None:
+    """``particle_types``: one type id per particle (ints), or None."""
+    if value is None:
+        return None
+    array = np.asarray(value)
+    if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer) or array.size == 0 or array.min() < 0:
+        raise InvalidInput("particle_types", "must be a list of type ids (integers >= 0), one per particle")
+    return tuple(int(v) for v in array)
+
+
+def parse_diameters(value) -> tuple | None:
+    """``diameters``: one diameter per particle (m, chord, > 0), or None."""
+    if value is None:
+        return None
+    array = np.asarray(value, dtype=np.float64) if not isinstance(value, (str, dict)) else np.array([])
+    if array.ndim != 1 or array.size == 0 or not np.all(np.isfinite(array) & (array > 0)):
+        raise InvalidInput("diameters", "must be a list of numbers > 0 (m, chord), one per particle")
+    return tuple(float(v) for v in array)
+
+
+def type_names(params: dict) -> list[str]:
+    """The types' names, by id."""
+    return [name for name, *_ in params["types"]]
+
+
+def pair_table(params: dict, member: int = 0) -> dict:
+    """{(a, c): (ε, σ, r_c)} for every ordered pair of type ids (J, m, m) of one member's parameters: the explicit
+    ``pairs`` entries, the mixing rule for the rest (``table``: a missing pair is refused, naming it)."""
+    types = params["types"]
+    ids = {name: k for k, (name, *_) in enumerate(types)}
+    explicit = {}
+    for a, c, entry in params["pairs"]:
+        for name in (a, c):
+            if name not in ids:
+                raise InvalidInput(f"pairs.{a}-{c}", f"unknown type {name!r}; the types are {', '.join(ids)}")
+        explicit[(ids[a], ids[c])] = explicit[(ids[c], ids[a])] = dict(entry)
+    style = params["pair"]
+    debye = _member_value(params, "debye", member)
+    scale = _member_value(params, "cutoff_sigmas", member) or DEFAULT_CUTOFF_SIGMAS.get(style, 0.0)
+    table = {}
+    for a, (name_a, sigma_a, eps_a, _) in enumerate(types):
+        for c, (name_c, sigma_c, eps_c, _) in enumerate(types):
+            entry = explicit.get((a, c), {})
+            if params["mixing"] == "table" and (a, c) not in explicit:
+                raise InvalidInput("pairs", f"mixing = \"table\" needs every pair of types; \"{name_a}-{name_c}\" is "
+                                   "missing")
+            geometric = params["mixing"] == "geometric"
+            sigma = entry.get("sigma", np.sqrt(sigma_a * sigma_c) if geometric else 0.5 * (sigma_a + sigma_c))
+            epsilon = entry.get("epsilon", np.sqrt(eps_a * eps_c))
+            default_cutoff = sigma + 6.0 * debye if style == "yukawa" and not scale else scale * sigma
+            table[(a, c)] = (epsilon, sigma, entry.get("cutoff", default_cutoff))
+    return table
+
+
+def _style_row(style: str, epsilon: float, sigma: float, cutoff: float, debye: float) -> np.ndarray:
+    """A type pair's columns C0 … SHIFT (:data:`COLUMNS`): LJ's by sphere_lj's own coefficients."""
+    if style in ("lj", "wca"):
+        return lj_coefficients({"epsilon": np.array([epsilon]), "sigma": np.array([sigma]),
+                                "cutoff": np.array([cutoff])}, 0)[0]
+    if style == "yukawa":
+        shift = epsilon * sigma / cutoff * np.exp(-(cutoff - sigma) / debye)
+        return np.array([epsilon, sigma, 1.0 / debye, cutoff * cutoff, shift])
+    return np.array([epsilon, sigma, 0.0, cutoff * cutoff, 0.0])
+
+
+def _member_value(params: dict, name: str, member: int) -> float:
+    """Member ``member``'s value of the scalar parameter ``name`` (one value, or one per member)."""
+    values = np.ravel(params[name])
+    return float(values[min(member, values.size - 1)])
+
+
+def particle_layout(params: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(type id (n,) int64, diameter (members, n) m) of each particle by original id: the explicit
+    ``particle_types`` and ``diameters``, else drawn from ``composition`` and ``polydispersity`` by ``layout_seed``
+    (the types' counts fixed, the order a random permutation; the size factors uniform, mean 1, relative standard
+    deviation δ), the same for every member but for the polydispersity each may have."""
+    names = type_names(params)
+    if params["particle_types"] is not None:
+        ids = np.asarray(params["particle_types"], dtype=np.int64)
+        if ids.size != n:
+            raise InvalidInput("particle_types", f"needs one type id per particle ({n}), got {ids.size}")
+    else:
+        ids = _mixed_types(params, names, n)
+    sigma = np.array([entry[1] for entry in params["types"]])[ids]
+    delta = np.asarray(params["polydispersity"], dtype=np.float64).reshape(-1, 1)
+    if params["diameters"] is not None:
+        diameters = np.asarray(params["diameters"])
+        if diameters.size != n:
+            raise InvalidInput("diameters", f"needs one diameter per particle ({n}), got {diameters.size}")
+        return ids, np.broadcast_to(diameters, (delta.shape[0], n)).copy()
+    uniform = np.random.Generator(np.random.PCG64([int(params["layout_seed"]), 1])).random(n)
+    return ids, np.where(delta > 0, sigma * (1.0 + np.sqrt(3.0) * delta * (2.0 * uniform - 1.0)), sigma)
+
+
+def _mixed_types(params: dict, names: list[str], n: int) -> np.ndarray:
+    """Each particle's type id: the composition's counts (fractions rounded by largest remainder), randomly
+    permuted by ``layout_seed``."""
+    composition = params["composition"] or ((names[0], n),)
+    amounts = np.array([float(amount) for _, amount in composition])
+    integral = all(isinstance(amount, int) for _, amount in composition)
+    if integral and amounts.sum() == n:
+        counts = amounts.astype(np.int64)
+    elif not integral and abs(amounts.sum() - 1.0) < 1e-9:
+        exact = amounts * n
+        counts = np.floor(exact).astype(np.int64)
+        counts[np.argsort(-(exact - counts), kind="stable")[: n - counts.sum()]] += 1
+    else:
+        raise InvalidInput("composition", f"must give counts summing to the number of particles ({n}) or fractions "
+                           f"summing to 1, got {dict(composition)}")
+    ids = np.repeat([names.index(name) for name, _ in composition], counts)
+    return np.random.Generator(np.random.PCG64([int(params["layout_seed"]), 0])).permutation(ids)
+
+
+def _coefficients(params, n):
+    """[K, n, sized, style | the table (K², COLUMNS) by (a, c) | type ids (n) | diameters (n)] per member."""
+    members = np.shape(params["polydispersity"])[0]
+    ids, diameters = particle_layout(params, n)
+    diameters = np.broadcast_to(diameters, (members, n))
+    sigma_of_type = np.array([entry[1] for entry in params["types"]])
+    k = len(params["types"])
+    rows = np.empty((members, HEADER + k * k * COLUMNS + 2 * n))
+    for member in range(members):
+        table = pair_table(params, member)
+        debye = _member_value(params, "debye", member)
+        sized = float(np.any(diameters[member] != sigma_of_type[ids]))
+        block = [[*_style_row(params["pair"], *table[(a, c)], debye), sigma_of_type[a] + sigma_of_type[c]]
+                 for a in range(k) for c in range(k)]
+        rows[member] = np.concatenate([[k, n, sized, STYLE_CODES[params["pair"]]], np.ravel(block), ids,
+                                       diameters[member]])
+    return rows
+
+
+@lane_function
+def pair_row(coef, b, i, j):
+    """(the first row of the type pair of particles i and j (ids) in lane b's table, their size scale s_ij: 1 unless
+    some particle's diameter differs from its type's σ)."""
+    k = int(coef[TYPES, b])
+    first_type = HEADER + k * k * COLUMNS
+    row = HEADER + (int(coef[first_type + i, b]) * k + int(coef[first_type + j, b])) * COLUMNS
+    scale = 1.0
+    if coef[SIZED, b] != 0.0:
+        first_diameter = first_type + int(coef[COUNT, b])
+        scale = (coef[first_diameter + i, b] + coef[first_diameter + j, b]) / coef[row + SIGMA_SUM, b]
+    return row, scale
+
+
+@lane_function
+def pair_energy(r2, coef, b, i, j):
+    """φ(r²) − φ(r_c) of particles i and j (ids) for the chord² r2 < r_c,ij², else 0 (J), lane b."""
+    row, scale = pair_row(coef, b, i, j)
+    style = coef[STYLE, b]
+    scale2 = scale * scale
+    inside = 1.0 if r2 < coef[row + CUTOFF2, b] * scale2 else 0.0
+    if style == LJ:
+        scale6 = scale2 * scale2 * scale2
+        inv6 = 1.0 / (r2 * r2 * r2)
+        return inside * (coef[row + C0, b] * (coef[row + C2, b] * (scale6 * scale6) * inv6 * inv6
+                                              - coef[row + C1, b] * scale6 * inv6) - coef[row + SHIFT, b])
+    r = np.sqrt(r2)
+    sigma = coef[row + C1, b] * scale
+    if style == YUKAWA:
+        shift = coef[row + SHIFT, b]
+        if scale != 1.0:
+            cutoff = np.sqrt(coef[row + CUTOFF2, b]) * scale
+            shift = coef[row + C0, b] * sigma / cutoff * np.exp(-(cutoff - sigma) * coef[row + C2, b])
+        return inside * (coef[row + C0, b] * sigma / r * np.exp(-(r - sigma) * coef[row + C2, b]) - shift)
+    overlap = 1.0 - r / sigma
+    return inside * 0.5 * coef[row + C0, b] * overlap * overlap
+
+
+@lane_function
+def pair_gradient_factor(r2, coef, b, i, j):
+    """g = φ'(r)/r of particles i and j (ids) for r2 < r_c,ij², else 0 (J/m²): ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j)."""
+    row, scale = pair_row(coef, b, i, j)
+    style = coef[STYLE, b]
+    scale2 = scale * scale
+    inside = 1.0 if r2 < coef[row + CUTOFF2, b] * scale2 else 0.0
+    if style == LJ:
+        scale6 = scale2 * scale2 * scale2
+        inv2 = 1.0 / r2
+        inv6 = inv2 * inv2 * inv2
+        return inside * coef[row + C0, b] * inv2 * inv6 * (6.0 * (coef[row + C1, b] * scale6)
+                                                           - 12.0 * (coef[row + C2, b] * (scale6 * scale6)) * inv6)
+    r = np.sqrt(r2)
+    sigma = coef[row + C1, b] * scale
+    if style == YUKAWA:
+        inverse_debye = coef[row + C2, b]
+        phi = coef[row + C0, b] * sigma / r * np.exp(-(r - sigma) * inverse_debye)
+        return -inside * phi * (1.0 / r + inverse_debye) / r
+    return -inside * coef[row + C0, b] * (1.0 - r / sigma) / (sigma * r)
+
+
+#: V = Σ_{i<j} φ and ∂V/∂q over every pair (the ensemble mode's lane functions)
+potential, gradient = all_pairs(pair_energy, pair_gradient_factor, "sphere_mixture")
+
+
+def largest_cutoff(params: dict) -> float:
+    """The largest r_c,ij (m) of any pair of particles: the table's largest r_c,ac times the largest size factor
+    (what one neighbour list for every type needs)."""
+    table = pair_table(params)
+    sigma_of_type = np.array([entry[1] for entry in params["types"]])
+    if params["diameters"] is not None:
+        ids = params["particle_types"]
+        factor = (np.max(np.asarray(params["diameters"]) / sigma_of_type[np.asarray(ids)]) if ids is not None
+                  else np.max(params["diameters"]) / sigma_of_type.min())
+    else:
+        factor = 1.0 + np.sqrt(3.0) * float(np.max(params["polydispersity"]))
+    return max(cutoff for _, _, cutoff in table.values()) * max(factor, 1.0)
+
+
+def _inertia(params, n):
+    """Each particle's mass by its type (kg), per member."""
+    ids, diameters = particle_layout(params, n)
+    masses = np.array([entry[3] for entry in params["types"]])[ids]
+    return np.broadcast_to(masses, (diameters.shape[0], n)).copy()
+
+
+def _body_properties(params, n):
+    """Each particle's type id (with the types' names), diameter (m) and mass (kg), for the store."""
+    ids, diameters = particle_layout(params, n)
+    return {"particle_type": (ids.astype(np.int32), {"long_name": "particle type id", "type_names": type_names(params)}),
+            "diameter": (diameters, {"units": "m", "long_name": "particle diameter (chord)"}),
+            "mass": (_inertia(params, n), {"units": "kg", "long_name": "particle mass"})}
+
+
+def _check(params):
+    """The table, composition and explicit layout refused where inconsistent (each naming its key)."""
+    pair_table(params)
+    names = type_names(params)
+    for name, _ in params["composition"]:
+        if name not in names:
+            raise InvalidInput(f"composition.{name}", f"unknown type; the types are {', '.join(names)}")
+    if params["particle_types"] is not None and max(params["particle_types"]) >= len(names):
+        raise InvalidInput("particle_types", f"type id {max(params['particle_types'])} unknown; the types are 0 … "
+                           f"{len(names) - 1}")
+
+
+def _binary_64():
+    """64 particles on the Fibonacci lattice, 32 of type A (σ = 0.25) and 32 of B (σ = 0.35, twice the mass),
+    randomly mixed, diameters 10 % polydisperse, LJ with Lorentz–Berthelot mixing, stirred by a slow rotation about
+    a tilted axis."""
+    q0 = fibonacci_sphere(64)
+    axis = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+    omega0 = 0.3 * (axis - (q0 @ axis)[:, np.newaxis] * q0)
+    return Preset(doc="64 LJ particles, 32 A (σ = 0.25 m) and 32 B (σ = 0.35 m, m = 2 kg), ε = 1, 10 % "
+                  "polydisperse, Lorentz–Berthelot, on the Fibonacci lattice with a slow tilted rotation",
+                  params={"types": {"A": {"sigma": 0.25}, "B": {"sigma": 0.35, "mass": 2.0}},
+                          "composition": {"A": 32, "B": 32}, "polydispersity": 0.1},
+                  state={"q": q0, "omega": omega0})
+
+
+DEFINITION = SystemDefinition(
+    name="sphere_mixture",
+    summary="particles of several types and sizes on the unit sphere: LJ, WCA, Yukawa or soft pairs by type pair",
+    parameters=(
+        Parameter("types", SCALAR, "", "particle types: a table name → { sigma (m), epsilon (J, default 1), mass (kg, "
+                  "default 1) }; a type's id is its position", check="structural", parse=parse_types),
+        Parameter("pair", SCALAR, "", f"pair style: {' | '.join(PAIR_STYLES)}", default="lj", check="structural",
+                  parse=parse_choice(PAIR_STYLES, "pair")),
+        Parameter("mixing", SCALAR, "", f"mixing rule of pairs not in `pairs`: {' | '.join(MIXING_RULES)}",
+                  default="lorentz_berthelot", check="structural", parse=parse_choice(MIXING_RULES, "mixing")),
+        Parameter("pairs", SCALAR, "", "explicit pair entries: a table \"A-B\" → { epsilon (J), sigma (m), cutoff (m) }",
+                  default={}, check="structural", parse=parse_pairs),
+        Parameter("cutoff_sigmas", SCALAR, "1", "cutoff r_c,ac in units of σ_ac (0: the style's, lj 2.5, wca 2^(1/6), "
+                  "soft 1, yukawa σ_ac + 6λ)", default=0.0, check="nonnegative"),
+        Parameter("debye", SCALAR, "m", "Debye length λ of the yukawa style", default=1.0),
+        Parameter("composition", SCALAR, "", "counts or fractions of each type, e.g. { A = 0.5, B = 0.5 } (default: "
+                  "all of the first type)", default={}, check="structural", parse=lambda v: parse_composition(v) if v else ()),
+        Parameter("polydispersity", SCALAR, "1", "relative standard deviation δ of the diameters about their type's σ "
+                  "(uniform, 0: every particle its type's σ)", default=0.0, check="nonnegative"),
+        Parameter("layout_seed", SCALAR, "1", "seed of the types' random mixing and of the sizes", default=0,
+                  check="structural", parse=int),
+        Parameter("particle_types", SCALAR, "1", "explicit type id of each particle (from a file)", default=None,
+                  check="structural", parse=parse_ids),
+        Parameter("diameters", SCALAR, "m", "explicit diameter of each particle (m, chord; from a file)", default=None,
+                  check="structural", parse=parse_diameters),
+    ),
+    presets={"binary_64": _binary_64},
+    diagonal_inertia=True,
+    bodies=lambda params: None,
+    inertia=_inertia,
+    coefficients=_coefficients,
+    potential=potential,
+    gradient=gradient,
+    full_rotation_symmetry=True,
+    check=_check,
+    body_properties=_body_properties,
+    pair=PairPotential(pair_energy, pair_gradient_factor, cutoff=largest_cutoff,
+                       default_skin=lambda params: SKIN_SIGMAS * max(entry[1] for entry in params["types"])),
+)
