@@ -6,7 +6,7 @@ in the same run.
     .venv/bin/python benchmarks/md.py [--sizes 1000 10000 100000 1000000] [--repeats 3] [--no-lammps]
                                       [--no-conservation] [--method vi|langevin|brownian]
                                       [--threads 1 2 4 8 16] [--model [16 64]] [--skin auto|SIGMAS]
-                                      [--competitor]
+                                      [--competitor] [--mixture]
 
 With ``--threads``, the scaling table instead: the largest size on each thread count (Numba threads, the
 ``NUMBA_NUM_THREADS`` of the measuring process) beside LAMMPS on as many MPI ranks, each with its speed-up and
@@ -29,6 +29,12 @@ With ``--method langevin`` (or brownian) every size is measured for the method a
 rounds, and the table gives the method's cost over vi's (issue 45's targets: langevin ≤ 1.3×, brownian ≤ 1.0×);
 LAMMPS then runs ``fix langevin`` (T* = 1, damping τ) beside its ``fix nve``.  The bath: T* = 1, γ = 1/τ (brownian:
 100/τ, overdamped).
+
+With ``--mixture``, the binary Lennard-Jones mixture instead (``sphere_mixture``, issue 70): 50:50, σ_B = 1.4 σ_A,
+ε = 1, Lorentz–Berthelot, each pair cut at 2.5 σ_ab, B as heavy as A, at the one-type run's area fraction
+(σ_A² (1 + 1.4²)/2 = σ², so as many neighbours per particle), against one-type LJ measured in the same rounds (the
+"cost vs 1 type" column: the type table's price, target ≤ 1.1×) and LAMMPS on 2 ranks running the same mixture in
+2-D (``pair_coeff`` per type pair, types set at random 50:50 on the hex lattice; target ≥ 1.0×).
 
 Setup (reduced LJ units: ε = m = 1, σ, τ = σ√(m/ε)): ρ* = N σ²/4π = 0.8 on the unit sphere, so
 σ = √(0.8·4π/N); r_c = 2.5σ, shifted; half Verlet lists rebuilt when a particle has moved skin/2, the skin
@@ -91,7 +97,7 @@ def measure(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto
     mode = "ensemble" if kind == "allpairs" else "system"
     warm = fibonacci_sphere(1200)
     sigma = np.sqrt(DENSITY * 4 * np.pi / 1200)
-    system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
+    system = system_at(kind, sigma)
     warm_state = {"q": warm[None], "omega": thermal_velocities(warm, 1.0, 1.0, 0)[None]}
     # brownian is the overdamped limit: γ = 100/τ, so that a step moves a particle ~0.01σ, not a tenth of σ
     friction = {"vi": None, "langevin": 1.0, "brownian": 100.0}[method]
@@ -100,7 +106,7 @@ def measure(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto
     baseline = _rss_bytes()
     temperature, step = (0.5, 0.001) if kind == "conservation" else (TEMPERATURE, STEP)
     sigma = np.sqrt(DENSITY * 4 * np.pi / n)
-    system = get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
+    system = system_at(kind, sigma)
     q = fibonacci_sphere(n)
     omega = thermal_velocities(q, 1.0, temperature, 0)
     start = time.perf_counter()
@@ -117,6 +123,22 @@ def measure(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto
             "max_unit": float(np.max(trajectory.unit_error)),
             "rebuilds": None if trajectory.neighbour_rebuilds is None else int(trajectory.neighbour_rebuilds[0]),
             "skin": None if trajectory.neighbour_skin is None else float(trajectory.neighbour_skin[0] / sigma)}
+
+
+#: σ_B/σ_A of the binary mixture, and σ_A/σ of the one-type system at the same area fraction
+SIZE_RATIO = 1.4
+MIXTURE_SIGMA_A = float(np.sqrt(2.0 / (1.0 + SIZE_RATIO**2)))
+
+
+def system_at(kind: str, sigma: float):
+    """One-type LJ of σ (m) with r_c = CUTOFF σ, or for ``kind`` "mixture" the binary mixture at its area fraction."""
+    from armillary.kernels import get_system
+
+    if kind != "mixture":
+        return get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
+    sigma_a = MIXTURE_SIGMA_A * sigma
+    return get_system("sphere_mixture", types={"A": {"sigma": sigma_a}, "B": {"sigma": SIZE_RATIO * sigma_a}},
+                      composition={"A": 0.5, "B": 0.5}, cutoff_sigmas=CUTOFF)
 
 
 def run_isolated(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto", threads: int | None = None) -> dict:
@@ -149,13 +171,20 @@ run {steps}
 """
 
 
+#: the binary mixture's lines replacing the one type's (in σ_A units: the lattice at the mixture's number density)
+LAMMPS_MIXTURE = {"create_box 1 box": "create_box 2 box", "mass 1 1.0": "mass * 1.0\nset type 1 type/fraction 2 0.5 "
+                  "29371", "pair_coeff 1 1 1.0 1.0 {cutoff}": "pair_coeff 1 1 1.0 1.0 {cutoff}\npair_coeff 1 2 1.0 "
+                  "{sigma_ab} {cutoff_ab}\npair_coeff 2 2 1.0 {sigma_bb} {cutoff_bb}"}
+
+
 #: LAMMPS' Langevin thermostat beside ``fix nve``: T* from T* to T*, damping 1/γ = τ (1 in LJ units)
 LAMMPS_LANGEVIN = "fix 3 all langevin {temperature} {temperature} 1.0 48279\n"
 
 
-def lammps_rate(n: int, steps: int, ranks: int, langevin: bool = False) -> tuple[float | None, str]:
+def lammps_rate(n: int, steps: int, ranks: int, langevin: bool = False, mixture: bool = False
+                ) -> tuple[float | None, str]:
     """LAMMPS particle-steps/s on the flat 2-D analogue (hex lattice, 2 atoms per cell), with its Langevin
-    thermostat when ``langevin``, or (None, why)."""
+    thermostat when ``langevin``, of the binary mixture when ``mixture``, or (None, why)."""
     bindir = os.path.dirname(sys.executable)
     lmp = shutil.which("lmp", path=bindir) or shutil.which("lmp")
     mpirun = shutil.which("mpirun", path=bindir) or shutil.which("mpirun")
@@ -166,8 +195,14 @@ def lammps_rate(n: int, steps: int, ranks: int, langevin: bool = False) -> tuple
         path = os.path.join(folder, "in.lj2d")
         with open(path, "w") as f:
             bath = LAMMPS_LANGEVIN.format(temperature=TEMPERATURE) if langevin else ""
-            f.write(LAMMPS_INPUT.format(density=DENSITY, nx=cells, ny=cells, temperature=TEMPERATURE, cutoff=CUTOFF,
-                                        skin=SKIN, step=STEP, steps=steps, bath=bath))
+            text = LAMMPS_INPUT
+            for line, replacement in LAMMPS_MIXTURE.items() if mixture else ():
+                text = text.replace(line, replacement)
+            sigma_ab = (1.0 + SIZE_RATIO) / 2.0
+            f.write(text.format(density=DENSITY * MIXTURE_SIGMA_A**2 if mixture else DENSITY, nx=cells, ny=cells,
+                                temperature=TEMPERATURE, cutoff=CUTOFF, skin=SKIN, step=STEP, steps=steps, bath=bath,
+                                sigma_ab=sigma_ab, cutoff_ab=CUTOFF * sigma_ab, sigma_bb=SIZE_RATIO,
+                                cutoff_bb=CUTOFF * SIZE_RATIO))
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = os.path.join(sys.prefix, "lib") + os.pathsep + env.get("LD_LIBRARY_PATH", "")
         env["OMP_NUM_THREADS"] = "1"
@@ -338,6 +373,8 @@ def main():
     parser.add_argument("--skin", default="auto", help='our Verlet skin: "auto" (default) or a number of σ')
     parser.add_argument("--competitor", action="store_true",
                         help="one busy process beside every measurement, as another user of a shared node")
+    parser.add_argument("--mixture", action="store_true",
+                        help="the binary LJ mixture against one type and LAMMPS' 2-D mixture, instead")
     parser.add_argument("--one", nargs=5, metavar=("KIND", "N", "STEPS", "METHOD", "SKIN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -346,6 +383,8 @@ def main():
     with competing_process(args.competitor):
         if args.model is not None:
             efficiency_model(max(args.sizes), args.model or [16, 64], args.repeats, args.method, args.skin)
+        elif args.mixture:
+            mixture_table(args)
         elif args.threads:
             thread_scaling(max(args.sizes), args.threads, args.repeats, args.method, args.skin, not args.no_lammps)
         else:
@@ -419,6 +458,40 @@ def size_table(args):
         print(f"\nconservation, N = 10⁴, 10⁴ steps, T* = 0.5, h = 0.001τ: max |ΔE|/|E0| = {row['max_rel_dE']:.2e} "
               f"(target < 1e-5), max unit error = {row['max_unit']:.2e} (target ≤ 1e-13), "
               f"{row['rebuilds']} list builds, {row['seconds']:.1f} s")
+    print(run_conditions(start))
+
+
+def mixture_table(args):
+    """Every size: one-type LJ and the binary mixture (our method, system mode) and LAMMPS' 2-D mixture on 2 ranks,
+    each the fastest of the rounds."""
+    from armillary.kernels.integration import default_threads
+
+    start = run_start()
+    print(f"{default_threads()} threads; {args.method}; binary LJ 50:50, σ_B/σ_A = {SIZE_RATIO}, Lorentz–Berthelot, "
+          f"r_c = {CUTOFF}σ_ab, at one type's ρ* = {DENSITY} area fraction; fastest of {args.repeats} rounds")
+    best, lammps, skipped = {}, {}, None
+    for _ in range(args.repeats):
+        for n in args.sizes:
+            for kind in ("system", "mixture"):
+                row = run_isolated(kind, n, steps_for(n), args.method, args.skin)
+                if (kind, n) not in best or row["rate"] > best[kind, n]["rate"]:
+                    best[kind, n] = row
+            if not (args.no_lammps or skipped):
+                rate, note = lammps_rate(n, steps_for(n), 2, langevin=args.method == "langevin", mixture=True)
+                if rate is None:
+                    skipped = note
+                elif rate > lammps.get(n, (0.0, ""))[0]:
+                    lammps[n] = rate, note
+    print(f"{'N':>9}{'steps':>7}{'1 type /s':>13}{'mixture /s':>13}{'cost vs 1 type':>16}{'LAMMPS 2 /s':>13}"
+          f"{'vs LAMMPS 2':>13}{'builds':>8}")
+    for n in args.sizes:
+        one, mixed = best["system", n], best["mixture", n]
+        rate = lammps.get(n, (None, ""))[0]
+        print(f"{n:>9}{mixed['steps']:>7}{one['rate']:>13.3e}{mixed['rate']:>13.3e}{one['rate'] / mixed['rate']:>15.2f}×"
+              f"{rate or float('nan'):>13.3e}{(mixed['rate'] / rate if rate else float('nan')):>12.2f}×"
+              f"{mixed['rebuilds']:>8}", flush=True)
+    if skipped:
+        print(f"LAMMPS skipped: {skipped}")
     print(run_conditions(start))
 
 

@@ -19,8 +19,9 @@ from armillary.kernels.models.checks import check_states, gradient_error
 from armillary.kernels.sections import Section, parameter_shapes, plan_sections
 from armillary.kernels.all_pairs import PAIR_TERMS_PER_CORE_SECOND
 from armillary.kernels.system_parallel import check_no_skin, cutoff_of, sums_all_pairs
-from armillary.kernels.systems import MODELS
+from armillary.kernels.systems import MODELS, system_definition
 
+from .configuration import read_configuration
 from .initial import member_normals, shadow_directions, spectrum_directions
 from .progress import final_state
 from .spec import OPTION_SWEEPS, Spec
@@ -90,7 +91,35 @@ class Plan:
                                "first (armillary.load_model(path) on the same text)")
         if self.spec.model_source is not None:
             build_model(self.spec.model_source, self.spec.model)
-        return get_system(self.spec.system, self.spec.preset, **self.spec.params)
+        return get_system(self.spec.system, self.spec.preset, **self.spec.params, **self._file_layout())
+
+    @cached_property
+    def file_configuration(self):
+        """The particles of a GSD or extended XYZ ``ensemble.path`` (:func:`.configuration.read_configuration`, its
+        last frame), None for any other initial state (a .npz or a store's end state)."""
+        path = self.spec.initial_path
+        if self.spec.initial != "file" or path.endswith(".npz") or "://" in path or os.path.isdir(path):
+            return None
+        try:
+            return read_configuration(path)
+        except InvalidInput as refused:
+            raise InvalidInput("ensemble.path", refused.message) from None
+
+    def _file_layout(self) -> dict:
+        """The parameters the configuration file fixes: each particle's type (by name) and diameter, for a system
+        of several types; a file of several types for a system of one kind of particle is refused."""
+        configuration = self.file_configuration
+        if configuration is None or configuration.type_ids is None:
+            return {}
+        layout = system_definition(self.spec.system).file_layout
+        if layout is not None:
+            return layout(self.spec.params, configuration.type_names, configuration.type_ids, configuration.diameters)
+        kinds = np.unique(configuration.type_ids)
+        if kinds.size > 1:
+            names = ", ".join(configuration.type_names[k] for k in kinds)
+            raise InvalidInput("ensemble.path", f"the file holds particles of {kinds.size} types ({names}); "
+                               f"{self.spec.system} has one kind of particle (sphere_mixture takes types)")
+        return {}
 
     @property
     def space(self):
@@ -446,6 +475,8 @@ class Plan:
             rows = slice(0, 1) if count == 1 else slice(first, stop)
             return {name: np.broadcast_to(value[rows], (stop - first,) + value.shape[1:]).copy()
                     for name, value in state.items()}
-        if "://" not in path and not os.path.isdir(path):
-            raise InvalidInput("ensemble.path", f"{path!r} is neither a .npz file nor a store directory")
+        configuration = self.file_configuration
+        if configuration is not None:
+            state = self.space.particle_state(configuration.points, configuration.angular_velocities)
+            return {name: np.repeat(value[np.newaxis], stop - first, axis=0) for name, value in state.items()}
         return final_state(path, names, first, stop, self.spec.members)

@@ -17,6 +17,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
 from armillary.kernels import DEVICES, METHODS, SYSTEMS, InvalidInput, methods_for
+from armillary.kernels.integration import temperature_schedule_knots
 from armillary.kernels.integrators import ACTIVE_KEYS, NON_NEGATIVE_OPTIONS, OPTION_DOCS
 from armillary.kernels.models import build_model, declared_model
 from armillary.kernels.systems import system_definition
@@ -460,6 +461,18 @@ def _integrator_section(section: _Section, definition) -> dict:
             if value is not None:
                 options[key] = value
             continue
+        if key == "temperature_schedule":  # a list of [t, T] knots
+            knots = section.get(key, "list")
+            if knots is not None:
+                try:
+                    options[key] = temperature_schedule_knots(knots).tolist()
+                except InvalidInput as refused:
+                    raise InvalidInput(section.field(key), refused.message) from None
+                for other in ("temperature", "cooling_rate"):
+                    if other in section.table:
+                        raise InvalidInput(section.field(key), f"give either temperature_schedule or {other}, not "
+                                           "both (the schedule starts at its first knot's temperature)")
+            continue
         if key == "active":  # a table of its own keys
             table = section.get(key, "table")
             if table is not None:
@@ -473,13 +486,13 @@ def _integrator_section(section: _Section, definition) -> dict:
         if value is not None:
             _check_option_value(section.field(key), key, value, kind)
             options[key] = value
-    if METHODS[method].stochastic and "temperature" not in options:
+    if METHODS[method].stochastic and "temperature" not in options and "temperature_schedule" not in options:
         raise InvalidInput(section.field("temperature"), f"{method} needs the bath's temperature (J, k_B = 1), "
-                           "a number >= 0")
+                           "a number >= 0, or a temperature_schedule")
     if "diffusion" in options:
         if "friction" in options:
             raise InvalidInput(section.field("diffusion"), "give either friction or diffusion, not both (D = T/ζ)")
-        temperature = options["temperature"]
+        temperature = options.get("temperature", (options.get("temperature_schedule") or [[0, 0]])[0][1])
         if not min(temperature["values"] if isinstance(temperature, dict) else [temperature]) > 0:
             raise InvalidInput(section.field("diffusion"), "needs a temperature > 0: the friction coefficient is "
                                "ζ = T/D")
@@ -565,7 +578,8 @@ def _ensemble_section(section: _Section, space) -> dict:
     path = section.get("path", "str")
     if (initial == "file") != (path is not None):
         names = ", ".join(name + "0" for name in space.names)
-        raise InvalidInput("ensemble.path", f"is required with initial = \"file\" (a .npz with {names}, or a store)"
+        raise InvalidInput("ensemble.path", f"is required with initial = \"file\" (a .npz with {names}, a store, "
+                           "or a GSD or XYZ file of particles)"
                            if path is None else "is only used with initial = \"file\"")
     if path is not None and "://" not in path:
         path = os.path.abspath(path)

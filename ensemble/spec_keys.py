@@ -71,8 +71,10 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "ensemble.omega_scale": SpecKey("number ≥ 0", "1.0", "rad/s or m/s", "uniform, headings, tilts: std of the "
                                     "velocity Gaussian"),
     "ensemble.path": SpecKey("string", "none (required with initial = \"file\")", "", "file: a .npz with <name>0 "
-                             "of each state variable (with a member axis, or one state for all), or a finished "
-                             "store"),
+                             "of each state variable (with a member axis, or one state for all), a finished "
+                             "store (its end state), or particles on a sphere: a GSD file (HOOMD-blue, `armillary "
+                             "export`; its last frame) or extended XYZ, whose particle types (matched to "
+                             "system.params.types by name) and diameters a sphere_mixture run takes"),
     "ensemble.chunk": SpecKey("integer ≥ 1", "min(members, 1000); with until gcd(batch, 1000)", "members",
                               "members per task"),
     "ensemble.until": SpecKey("table", "none (members fixes the size)", "", "stop when the answer is known: add "

@@ -118,6 +118,21 @@ class Trajectory:
             return np.where(elapsed > 0, self.log_growth[:, :elapsed.size] / elapsed, np.nan)
 
 
+def temperature_schedule_knots(value) -> np.ndarray:
+    """A temperature schedule [[t, T], …] checked: (K, 2) float64 knots, t₀ = 0 and increasing (s), T >= 0 (J)."""
+    try:
+        knots = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        knots = np.zeros((0, 0))
+    if knots.ndim != 2 or knots.shape[1] != 2 or len(knots) < 1 or not np.all(np.isfinite(knots)):
+        raise InvalidInput("temperature_schedule", f"must be a list of [t (s), T (J)] knots, e.g. [[0.0, 1.0], "
+                           f"[10.0, 0.1]], got {value!r}")
+    if knots[0, 0] != 0.0 or np.any(np.diff(knots[:, 0]) <= 0) or np.any(knots[:, 1] < 0):
+        raise InvalidInput("temperature_schedule", "needs t₀ = 0, times increasing and temperatures >= 0, got "
+                           f"{knots.tolist()!r}")
+    return knots
+
+
 def _positive_int(field: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise InvalidInput(field, f"must be an integer >= 1, got {value!r}")
@@ -140,6 +155,12 @@ def _method_options(method: str, options: dict, n_steps: int, dt: float,
     for name in ("newton_tol", "rtol", "atol", "tolerance"):
         if name in merged and not (np.isfinite(merged[name]) and merged[name] > 0):
             raise InvalidInput(name, f"must be > 0, got {merged[name]!r}")
+    if spec.stochastic and merged["temperature_schedule"] is not None:
+        merged["temperature_schedule"] = temperature_schedule_knots(merged["temperature_schedule"])
+        for name in ("temperature", "cooling_rate"):
+            if name in options:
+                raise InvalidInput(name, "give either temperature_schedule or temperature (with cooling_rate), not both")
+        merged["temperature"] = merged["temperature_schedule"][0, 1]
     if spec.stochastic:
         _bath_values("temperature", merged["temperature"], 0.0, "J", f"{method} needs the bath's temperature")
         _bath_values("friction", merged["friction"], None, "1/s", "")
@@ -337,7 +358,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     ``sections`` (fixed-step methods, ensemble mode): :class:`~kernels.sections.Section` s whose crossings
     are located inside the steps and returned in ``Trajectory.sections``.
     Stochastic methods (langevin, brownian; :mod:`kernels.integrators.langevin`): temperature (J), cooling_rate
-    (J/s: the bath's temperature falls as max(T − rate·t, 0) with the run's time t), friction (1/s) and, for
+    (J/s: the bath's temperature falls as max(T − rate·t, 0) with the run's time t) or instead
+    temperature_schedule [[0, T₀], [t₁, T₁], …] (piecewise linear in t, s and J), friction (1/s) and, for
     brownian, diffusion (rad²/s, instead of friction) and active = {speed, rotational_diffusion}, each a scalar or
     one per member.  Their noise is a function of ``seed`` (an integer >= 0), each member's global id
     (``member_ids``, default 0 … members − 1: give a chunk of a larger ensemble its own ids), the global step and
@@ -495,7 +517,7 @@ def _bath(runs: Method, system: System, options: dict, seed, member_ids, members
     for name, value in values.items():
         if value.ndim == 1 and value.shape != (members,):
             raise InvalidInput(name, f"must be a scalar or one value per member ({members}), got {value.shape[0]}")
-    return tuple(values.values()) + (noise_key(int(seed)), ids)
+    return tuple(values.values()) + (noise_key(int(seed)), ids, options["temperature_schedule"])
 
 
 def _check_headings(state: dict, restart: bool) -> None:

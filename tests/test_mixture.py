@@ -2,6 +2,7 @@
 gradient is its energy's, a polydisperse binary mixture runs with the same bits on 1, 2 and 3 threads, and a spec
 keeps each particle's type and size in its store; bad tables are refused naming the key."""
 
+import io
 import os
 import subprocess
 import sys
@@ -109,11 +110,14 @@ np.savez({out!r}, **split_run(3))
 
 
 def split_run(threads):
-    """A langevin run of the binary mixture in the system mode, 40 steps then 20 more continued from its end state
-    (a new list, as a store's next segment starts): its samples and end state."""
+    """A langevin run of the binary mixture in the system mode under a temperature ramp (1 → 0.5 over steps 0–30,
+    up to 0.8 at step 50, then held), 40 steps then 20 more continued from its end state (inside the second ramp;
+    a new list, as a store's next segment starts): its samples and end state."""
     system, state = binary(), start()
-    options = dict(temperature=1.0, friction=10.0, seed=5, member_ids=[0], mode="system", threads=threads)
     dt = 0.004 * SIGMA_A
+    schedule = [[0.0, 1.0], [30 * dt, 0.5], [50 * dt, 0.8]]
+    options = dict(temperature_schedule=schedule, friction=10.0, seed=5, member_ids=[0], mode="system",
+                   threads=threads)
     first = integrate(system, "langevin", state, dt, 40, 10, **options)
     second = integrate(system, "langevin", first.final, dt, 20, 10, restart=True, start_step=40, carry=first.carry,
                        **options)
@@ -123,9 +127,9 @@ def split_run(threads):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
-def test_a_polydisperse_mixture_is_the_same_bits_on_1_2_and_3_threads(tmp_path):
-    """The binary mixture's split langevin run on 1 and 2 threads here and on 3 in a process started with
-    NUMBA_NUM_THREADS=3: every sample and the end state bit for bit."""
+def test_a_polydisperse_mixture_under_a_ramp_is_the_same_bits_on_1_2_and_3_threads(tmp_path):
+    """The binary mixture's split langevin run under its temperature ramp on 1 and 2 threads here and on 3 in a
+    process started with NUMBA_NUM_THREADS=3: every sample and the end state bit for bit."""
     results = [split_run(1), split_run(2)]
     out = tmp_path / "three.npz"
     subprocess.run([sys.executable, "-c", THREE_THREADS.format(here=HERE, out=str(out))], check=True, timeout=300,
@@ -134,3 +138,115 @@ def test_a_polydisperse_mixture_is_the_same_bits_on_1_2_and_3_threads(tmp_path):
     for other in results[1:]:
         for key, value in results[0].items():
             np.testing.assert_array_equal(other[key], value, err_msg=key, strict=True)
+
+
+def test_a_temperature_schedule_is_the_bath_s_temperature_at_every_step():
+    """A run stopped inside a ramp and continued equals the run that never stopped (q and the bath's heat); after
+    a quench of the binary mixture (T = 1 → 0.4 over 100 steps, 20 friction times, then held for 1100 steps) its
+    kinetic temperature, averaged over the hold's last 12 samples 2/γ apart, is 0.4 within 4 standard errors (each
+    sample's relative spread is about 1/√N = 2.6 %)."""
+    system, state = binary(), start()
+    dt = 0.004 * SIGMA_A
+    small = get_system("sphere_lj", epsilon=1.0, sigma=0.2, cutoff=0.5)
+    q = fibonacci_sphere(60)
+    few = {"q": q[None], "omega": thermal_velocities(q, 1.0, 1.0, seed=1)[None]}
+    bath = dict(friction=5.0, seed=1)
+    ramp = [[0.0, 1.0], [0.2, 0.3], [0.4, 0.6]]
+    whole = integrate(small, "langevin", few, 0.005, 100, 100, temperature_schedule=ramp, **bath)
+    first = integrate(small, "langevin", few, 0.005, 57, 57, temperature_schedule=ramp, **bath)
+    rest = integrate(small, "langevin", first.final, 0.005, 43, 43, temperature_schedule=ramp, restart=True,
+                     start_step=57, carry=first.carry, **bath)
+    np.testing.assert_array_equal(rest.q_final, whole.q_final, strict=True)
+    np.testing.assert_array_equal(rest.heat[:, -1], whole.heat[:, -1], strict=True)
+    friction = 50.0 / SIGMA_A  # 1/γ = σ_A/50 = 5 steps
+    run = integrate(system, "langevin", state, dt, 1200, 10, mode="system", friction=friction, seed=2,
+                    temperature_schedule=[[0.0, 1.0], [100 * dt, 0.4]], outputs=("energy",))
+    held = run.temperature[0, -12:]
+    error = held.std(ddof=1) / np.sqrt(held.size)
+    assert abs(held.mean() - 0.4) < 4 * error and error < 0.01, (held.mean(), error)
+
+
+MIXTURE_SPEC = """
+[system]
+name = "sphere_mixture"
+params = {{ types = {{ small = {{ sigma = 0.2 }}, big = {{ sigma = 0.28, mass = 2.0 }} }} }}
+
+[integrator]
+method = "langevin"
+temperature = 0.5
+friction = 20.0
+dt = 0.001
+t_end = 0.02
+save_every = 10
+
+[ensemble]
+members = 1
+initial = "file"
+path = "{path}"
+
+[output]
+store = "{store}"
+variables = ["q", "omega", "energy"]
+"""
+
+
+def hoomd_file(path, radius=5.0, scatter=0.0):
+    """A GSD frame as HOOMD-blue writes one (float32) on a sphere of ``radius``: 200 particles, types small and big
+    alternating, diameters σ·R with a 5 % spread, tangent velocities; ``scatter`` moves each off the sphere by up to
+    that fraction of R."""
+    import gsd.hoomd
+
+    rng = np.random.default_rng(4)
+    q = fibonacci_sphere(200)
+    r = radius * q * (1.0 + scatter * rng.uniform(-1, 1, (200, 1)))
+    frame = gsd.hoomd.Frame()
+    frame.particles.N = 200
+    frame.particles.position = r.astype(np.float32)
+    frame.particles.types = ["big", "small"]  # in another order than the spec's
+    frame.particles.typeid = np.arange(200) % 2
+    frame.particles.diameter = (radius * np.where(np.arange(200) % 2, 0.2, 0.28) * rng.uniform(0.95, 1.05, 200)
+                                ).astype(np.float32)
+    frame.particles.velocity = (radius * np.cross(rng.normal(size=(200, 3)) * 0.3, q)).astype(np.float32)
+    frame.configuration.box = [4 * radius, 4 * radius, 4 * radius, 0, 0, 0]
+    with gsd.hoomd.open(str(path), "w") as f:
+        f.append(frame)
+    return frame
+
+
+def test_a_gsd_file_of_the_gsd_library_runs_and_its_export_reads_back_bitwise(tmp_path, capsys):
+    """A HOOMD-style GSD frame on a sphere of radius 5 (float32, types in another order than the spec's, 5 %
+    polydisperse) is the run's initial state: q0 the file's points on the unit sphere, each particle's type matched
+    by name and its diameter the file's over R (the particles' mean |r|); the run's export read back gives its last positions bit for bit and
+    the same types; a file whose particles lie off the sphere is refused with exit 2, naming ensemble.path, and no
+    store is made."""
+    import gsd.hoomd
+
+    from armillary import ensemble
+    from armillary.ensemble.configuration import read_configuration
+    from armillary.ensemble.export import export_gsd
+    from armillary.jobs.cli import main
+
+    frame = hoomd_file(tmp_path / "start.gsd")
+    spec = ensemble.parse_spec(MIXTURE_SPEC.format(path=tmp_path / "start.gsd", store=tmp_path / "run.zarr"))
+    ds = ensemble.run(spec, stream=io.StringIO())
+    q = frame.particles.position.astype(np.float64)
+    np.testing.assert_allclose(ds.q0.values[0], q / np.linalg.norm(q, axis=1, keepdims=True), rtol=0, atol=1e-15)
+    names = ds.particle_type.attrs["type_names"]
+    assert [names[k] for k in ds.particle_type.values] == [["big", "small"][k] for k in frame.particles.typeid]
+    np.testing.assert_array_equal(ds.diameter.values, read_configuration(tmp_path / "start.gsd").diameters)
+    np.testing.assert_allclose(ds.diameter.values, frame.particles.diameter / 5.0, rtol=1e-6)  # R: the mean |r|
+    assert ds.status.values[0] == 0 and np.isfinite(ds.energy.values).all()
+    export_gsd(ds, tmp_path / "end.gsd")
+    with gsd.hoomd.open(str(tmp_path / "end.gsd")) as exported:
+        assert list(exported[-1].particles.types) == names
+    back = read_configuration(tmp_path / "end.gsd")
+    np.testing.assert_array_equal(back.points, ds.q.values[0, -1], strict=True)
+    np.testing.assert_array_equal(back.type_ids, ds.particle_type.values)
+    hoomd_file(tmp_path / "off.gsd", scatter=1e-3)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(MIXTURE_SPEC.format(path=tmp_path / "off.gsd", store=tmp_path / "never.zarr"))
+    capsys.readouterr()
+    assert main(["check", str(bad)]) == 2
+    refusal = capsys.readouterr().err
+    assert refusal.count("\n") == 1 and "ensemble.path" in refusal and "off the sphere" in refusal, refusal
+    assert not (tmp_path / "never.zarr").exists()

@@ -352,7 +352,7 @@ METHODS: dict[str, Method] = {
         Method("langevin", "Langevin dynamics at a temperature by geodesic BAOAB (Leimkuhler–Matthews 2016): half "
                "kicks, exact great-circle drifts and the exact Ornstein–Uhlenbeck step of the tangential velocities; "
                "weak order 2 for configurational averages", 2,
-               {"temperature": None, "cooling_rate": 0.0, "friction": 1.0},
+               {"temperature": None, "cooling_rate": 0.0, "temperature_schedule": None, "friction": 1.0},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.langevin_allocate, langevin.langevin_begin,
                                                          langevin.langevin_step, True))},
                stochastic=True, heat=True, diagonal_only=True, revision=2,  # 2: Ziggurat normals, not Box–Muller
@@ -360,7 +360,8 @@ METHODS: dict[str, Method] = {
                               langevin.langevin_particle_factors)),
         Method("brownian", "overdamped Langevin (Brownian) dynamics by geodesic Euler–Maruyama steps along the "
                "sphere's exponential map; weak order 1; ω is set to 0", 1,
-               {"temperature": None, "cooling_rate": 0.0, "friction": 1.0, "diffusion": None, "active": None},
+               {"temperature": None, "cooling_rate": 0.0, "temperature_schedule": None, "friction": 1.0,
+                "diffusion": None, "active": None},
                {SPHERES: (ON_SPHERES, _stochastic_recipe(langevin.brownian_allocate, langevin.brownian_begin,
                                                          langevin.brownian_step, False))},
                stochastic=True, diagonal_only=True, revision=2,  # 2: Ziggurat normals, not Box–Muller
@@ -419,6 +420,9 @@ OPTION_DOCS = {
                     "a sweep { values = [...] } varies it over members (store coordinate bath_temperature)"),
     "cooling_rate": ("J/s", "langevin, brownian: the bath cools as T(t) = max(temperature − cooling_rate·t, 0), t the "
                      "run's time (anneal a liquid into a crystal)"),
+    "temperature_schedule": ("[s, J]", "langevin, brownian: instead of temperature and cooling_rate, a piecewise-linear "
+                             "protocol [[t₀ = 0, T₀], [t₁, T₁], …] (times increasing, T >= 0): T(t) interpolated "
+                             "between the knots, T of the last after it (quench, anneal, heat and hold)"),
     "friction": ("1/s", "langevin, brownian: the friction rate γ; brownian's diffusion is D_i = T/(M_ii γ) (rad²/s); "
                  "may be swept (bath_friction)"),
     "diffusion": ("rad²/s", "brownian: instead of friction, every body's diffusion D at t = 0 (friction coefficient "

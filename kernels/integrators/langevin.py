@@ -47,10 +47,11 @@ from ..lanes import lane_function
 from ..noise import gaussian_pair, gaussian_triple
 from .vi import half_steps_over_mass
 
-#: the bath's rows at the end of the coefficient block, in order
-BATH_ROWS = ("temperature", "cooling_rate", "friction", "diffusion", "speed", "rotational_diffusion", "noise_key0",
-             "noise_key1", "member")
-TEMPERATURE, COOLING_RATE, FRICTION, DIFFUSION, SPEED, ROTATIONAL_DIFFUSION, KEY0, KEY1, MEMBER = range(
+#: the bath's rows at the end of the coefficient block, in order (a temperature schedule's K knots ride before
+#: them: K times, then K temperatures)
+BATH_ROWS = ("schedule_knots", "temperature", "cooling_rate", "friction", "diffusion", "speed",
+             "rotational_diffusion", "noise_key0", "noise_key1", "member")
+KNOTS, TEMPERATURE, COOLING_RATE, FRICTION, DIFFUSION, SPEED, ROTATIONAL_DIFFUSION, KEY0, KEY1, MEMBER = range(
     -len(BATH_ROWS), 0)
 #: the stages of a step that draw noise (counter word 3): the Ornstein–Uhlenbeck or Brownian kick, and an active
 #: particle's two half turns of its heading
@@ -58,16 +59,20 @@ O_STAGE, HEADING_STAGE = 0, 1
 
 
 def with_bath(coef: np.ndarray, temperature, cooling_rate, friction, diffusion, speed, rotational_diffusion,
-              key: tuple[int, int], member_ids) -> np.ndarray:
-    """The coefficients (members, P) with the bath's rows appended (BATH_ROWS): temperature at t = 0 (J), its
-    cooling rate (J/s: T(t) = max(T − rate·t, 0)), friction (1/s), brownian's diffusion at t = 0 in its place
-    (rad²/s; 0: given by the friction), an active particle's speed (rad/s on the unit sphere) and rotational
-    diffusion (rad²/s; both 0 for passive particles), each a scalar or one per member, the noise key and each
-    member's global id.  Every value is an integer below 2³² or a float, exact in float64."""
+              key: tuple[int, int], member_ids, schedule=None) -> np.ndarray:
+    """The coefficients (members, P) with a temperature schedule's knots and the bath's rows appended
+    (BATH_ROWS): the schedule's K (0 without one), temperature at t = 0 (J), its cooling rate (J/s: T(t) = max(T −
+    rate·t, 0) without a schedule), friction (1/s), brownian's diffusion at t = 0 in its place (rad²/s; 0: given by
+    the friction), an active particle's speed (rad/s on the unit sphere) and rotational diffusion (rad²/s; both 0
+    for passive particles), each a scalar or one per member, the noise key and each member's global id.
+    ``schedule``: None or (K, 2) knots (t (s), T (J)), t increasing from 0: T(t) piecewise linear between them and
+    the last T after the last.  Every value is an integer below 2³² or a float, exact in float64."""
     members = coef.shape[0]
-    columns = [np.broadcast_to(np.asarray(value, dtype=np.float64), (members,))
-               for value in (temperature, cooling_rate, friction, diffusion, speed, rotational_diffusion, key[0],
-                             key[1])]
+    knots = np.zeros((0, 2)) if schedule is None else np.asarray(schedule, dtype=np.float64)
+    columns = [np.full(members, value) for value in np.concatenate([knots[:, 0], knots[:, 1]])]
+    columns += [np.broadcast_to(np.asarray(value, dtype=np.float64), (members,))
+                for value in (len(knots), temperature, cooling_rate, friction, diffusion, speed, rotational_diffusion,
+                              key[0], key[1])]
     columns.append(np.asarray(member_ids, dtype=np.float64).reshape(members))
     return np.ascontiguousarray(np.column_stack([coef] + columns))
 
@@ -178,9 +183,28 @@ def brownian_factors(coef, h, mass, b):
 
 
 @lane_function
+def bath_temperature(coef, step, h, b):
+    """T (J) of lane b's bath in the step that starts at t = step·h: its schedule's T(t), piecewise linear between
+    the knots (t_k, T_k) and T_K after the last, or without one max(T₀ − rate·t, 0).  A function of the step index
+    alone, so a run continued inside a ramp has the bits of one that never stopped."""
+    t = step * h
+    knots = int(bath_row(coef, KNOTS, b))
+    if knots == 0:
+        return max(bath_row(coef, TEMPERATURE, b) - bath_row(coef, COOLING_RATE, b) * t, 0.0)
+    first = coef.shape[0] - len(BATH_ROWS) - 2 * knots  # the knots' times, then their temperatures
+    value = coef[first + 2 * knots - 1, b]
+    for k in range(knots - 1, 0, -1):
+        if t < coef[first + k, b]:
+            start, stop = coef[first + k - 1, b], coef[first + k, b]
+            low, high = coef[first + knots + k - 1, b], coef[first + knots + k, b]
+            value = low + (high - low) * ((t - start) / (stop - start))
+    return value
+
+
+@lane_function
 def thermal_scale(coef, step, h, b):
-    """√T of lane b's bath in the step that starts at t = step·h: T(t) = max(T₀ − rate·t, 0) (J)."""
-    return np.sqrt(max(bath_row(coef, TEMPERATURE, b) - bath_row(coef, COOLING_RATE, b) * (step * h), 0.0))
+    """√T of lane b's bath in the step that starts at t = step·h (:func:`bath_temperature`)."""
+    return np.sqrt(bath_temperature(coef, step, h, b))
 
 
 def langevin_allocate(n, lanes):

@@ -166,6 +166,12 @@ class StateSpace:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ retraction and shadows
+    def particle_state(self, points: np.ndarray, angular_velocities: np.ndarray | None) -> dict:
+        """The state (no member axis) of particles at unit vectors ``points`` (n, 3) with angular velocities
+        (rad/s; None: at rest), for a configuration read from a file; only a space of particles has one."""
+        raise InvalidInput("ensemble.initial", f"a configuration of particles is a state of particles on spheres, not "
+                           f"of {self.name}")
+
     def normal_count(self, n: int) -> int:
         """Standard normals per member that :meth:`perturb` and :meth:`displace` consume."""
         raise NotImplementedError

@@ -99,6 +99,10 @@ def _check_particles(options):
 class SphereProductSpace(StateSpace):
     """(S²)ⁿ (see the module docstring)."""
 
+    def particle_state(self, points: np.ndarray, angular_velocities: np.ndarray | None) -> dict:
+        """q = the points, ω the angular velocities (zero when None)."""
+        return {"q": points, "omega": np.zeros_like(points) if angular_velocities is None else angular_velocities}
+
     def project(self, state: dict) -> dict:
         """Normalise q and project ω within STATE_TOLERANCE; refuse beyond it."""
         q, omega = state["q"], state["omega"]

@@ -307,6 +307,10 @@ class SystemDefinition(ParameterLookup):
     check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
     #: see :meth:`ParameterLookup.body_properties`
     body_properties: Callable[[dict, int], dict] = lambda params, n: {}
+    #: the parameters a configuration read from a file fixes, (spec params, the file's type names, each particle's
+    #: type id, diameters or None) → params to add; None: a system of one kind of particle (a file of several types
+    #: is refused)
+    file_layout: Callable[[dict, tuple, np.ndarray, np.ndarray | None], dict] | None = None
     space: StateSpace = SPHERE_PRODUCT
     provides: frozenset = frozenset({"potential", "gradient", "inertia"})
     #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores

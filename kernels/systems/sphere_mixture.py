@@ -342,6 +342,18 @@ def _body_properties(params, n):
             "mass": (_inertia(params, n), {"units": "kg", "long_name": "particle mass"})}
 
 
+def _file_layout(params: dict, names: tuple, ids: np.ndarray, diameters) -> dict:
+    """``particle_types`` (a file's types matched to ``types`` by name) and ``diameters`` of a configuration read from
+    a file."""
+    declared = type_names({"types": parse_types(params.get("types"))})
+    missing = [name for name in names if name not in declared]
+    if missing:
+        raise InvalidInput("ensemble.path", f"the file's particle types {', '.join(missing)} are not among "
+                           f"system.params.types ({', '.join(declared)})")
+    layout = {"particle_types": np.array([declared.index(name) for name in names])[ids].tolist()}
+    return layout if diameters is None else {**layout, "diameters": np.asarray(diameters).tolist()}
+
+
 def _check(params):
     """The table, composition and explicit layout refused where inconsistent (each naming its key)."""
     pair_table(params)
@@ -404,6 +416,7 @@ DEFINITION = SystemDefinition(
     full_rotation_symmetry=True,
     check=_check,
     body_properties=_body_properties,
+    file_layout=_file_layout,
     pair=PairPotential(pair_energy, pair_gradient_factor, cutoff=largest_cutoff,
                        default_skin=lambda params: SKIN_SIGMAS * max(entry[1] for entry in params["types"])),
 )
