@@ -21,11 +21,26 @@ DT = 0.005 * SIGMA
 #: takes a wider one, whose cell grid differs (3 cells per axis against 4), so that its lists are built at other
 #: steps and store the particles in another order
 SKIN, WIDE_SKIN = 0.3 * SIGMA, 1.0 * SIGMA
-#: (method, steps, options) by name: as few steps as keep a rebuild inside each run (the simulator takes ~0.9 s a
-#: step of 400 particles)
-RUNS = {"vi": ("vi", 9, {}),
-        "langevin": ("langevin", 12, {"temperature": 1.0, "friction": 1.0 / SIGMA, "seed": 5}),
-        "brownian": ("brownian", 6, {"temperature": 1.0, "friction": 20.0 / SIGMA, "seed": 5})}
+def lj_system():
+    """sphere_lj at the cases' σ: ε = 1, r_c = 2.5σ."""
+    return get_system("sphere_lj", epsilon=1.0, sigma=SIGMA, cutoff=2.5 * SIGMA)
+
+
+def mixture_system():
+    """A 50:50 binary LJ mixture at the cases' area fraction (σ_A = 0.83σ, σ_B = 1.4σ_A, B twice as heavy, 10 %
+    polydisperse, Lorentz–Berthelot, r_c = 2.5σ_ab)."""
+    sigma_a = SIGMA * np.sqrt(2.0 / (1.0 + 1.4**2))
+    return get_system("sphere_mixture", types={"A": {"sigma": sigma_a}, "B": {"sigma": 1.4 * sigma_a, "mass": 2.0}},
+                      composition={"A": 0.5, "B": 0.5}, polydispersity=0.1)
+
+
+#: (method, steps, options, system) by name: as few steps as keep a rebuild inside each run (the simulator takes
+#: ~0.9 s a step of 400 particles); the mixture under a temperature ramp
+RUNS = {"vi": ("vi", 9, {}, lj_system),
+        "langevin": ("langevin", 12, {"temperature": 1.0, "friction": 1.0 / SIGMA, "seed": 5}, lj_system),
+        "brownian": ("brownian", 6, {"temperature": 1.0, "friction": 20.0 / SIGMA, "seed": 5}, lj_system),
+        "mixture": ("langevin", 9, {"temperature_schedule": [[0.0, 2.0], [4 * DT, 0.5]], "friction": 1.0 / SIGMA,
+                                    "seed": 6}, mixture_system)}
 SPLIT, SPLIT_AT = "langevin", 6
 #: samples every 3 steps
 SAVE_EVERY = 3
@@ -33,15 +48,10 @@ SAVE_EVERY = 3
 KEPT = ("q", "omega", "energy", "temperature", "unit_error", "tangency_error", "status", "neighbour_rebuilds")
 
 
-def lj_system():
-    """sphere_lj at the cases' σ: ε = 1, r_c = 2.5σ."""
-    return get_system("sphere_lj", epsilon=1.0, sigma=SIGMA, cutoff=2.5 * SIGMA)
-
-
 def run(name: str, device: str, state=STATE, steps=None, start_step: int = 0, carry=None, skin: float = SKIN):
     """Run ``name`` of :data:`RUNS` in the system mode on ``device`` (``steps`` of it from ``start_step``)."""
-    method, all_steps, options = RUNS[name]
-    return integrate(lj_system(), method, state, DT, steps or all_steps, SAVE_EVERY, mode="system", device=device,
+    method, all_steps, options, system = RUNS[name]
+    return integrate(system(), method, state, DT, steps or all_steps, SAVE_EVERY, mode="system", device=device,
                      skin=skin, restart=start_step > 0, start_step=start_step, carry=carry, **options)
 
 
