@@ -24,6 +24,7 @@ import xarray as xr
 from armillary.kernels.errors import InvalidInput
 from armillary.kernels.status import NOT_FAILED
 
+from .particles import angular_radii
 from .spec_keys import STATISTICS, section_prefix
 
 #: below this |E0| (J) the error is reported absolute, not relative
@@ -403,6 +404,31 @@ def particle_trajectories(ds: xr.Dataset, members=None) -> np.ndarray:
     space = store_space(ds)
     chosen = slice(None) if members is None else np.atleast_1d(np.asarray(members, dtype=np.int64))
     return space.points({name: ds[name].isel(member=chosen).values for name in space.names})
+
+
+def _body_values(ds: xr.Dataset, name: str, member: int) -> np.ndarray:
+    """The values (body,) of the per-body variable ``name`` for member ``member`` (a store keeps a body property
+    on (body,) when every member shares it, else on (member, body))."""
+    values = ds[name]
+    return (values.isel(member=member) if "member" in values.dims else values).values
+
+
+def particle_types(ds: xr.Dataset, member: int = 0) -> tuple[np.ndarray, list[str]] | None:
+    """The particles' types of member ``member``: (type ids (N,) int64, 0 … K − 1, names (the attribute
+    ``type_names`` of ``particle_type``, index = id; "type <id>" where it lacks)), or None for a store without
+    ``particle_type`` (particles of one type)."""
+    if "particle_type" not in ds:
+        return None
+    ids = _body_values(ds, "particle_type", member).astype(np.int64)
+    names = list(ds["particle_type"].attrs.get("type_names", []))
+    return ids, names + [f"type {a}" for a in range(len(names), int(ids.max(initial=-1)) + 1)]
+
+
+def particle_radii(ds: xr.Dataset, member: int = 0) -> np.ndarray | None:
+    """The particles' angular radii (rad) of member ``member``, asin(d/2) of their chord diameters d (the store's
+    ``diameter``, m on the unit sphere; :func:`.particles.angular_radii`), or None for a store without
+    ``diameter``."""
+    return angular_radii(_body_values(ds, "diameter", member)) if "diameter" in ds else None
 
 
 # ----------------------------------------------------------------------------------- chaos indicators

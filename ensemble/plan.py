@@ -21,7 +21,7 @@ from armillary.kernels.all_pairs import PAIR_TERMS_PER_CORE_SECOND
 from armillary.kernels.system_parallel import check_no_skin, cutoff_of, sums_all_pairs
 from armillary.kernels.systems import MODELS, system_definition
 
-from .configuration import read_configuration
+from .particle_files import read_particle_file
 from .initial import member_normals, shadow_directions, spectrum_directions
 from .progress import final_state
 from .spec import OPTION_SWEEPS, Spec
@@ -95,13 +95,13 @@ class Plan:
 
     @cached_property
     def file_configuration(self):
-        """The particles of a GSD or extended XYZ ``ensemble.path`` (:func:`.configuration.read_configuration`, its
+        """The particles of a GSD or extended XYZ ``ensemble.path`` (:func:`.particle_files.read_particle_file`, its
         last frame), None for any other initial state (a .npz or a store's end state)."""
         path = self.spec.initial_path
         if self.spec.initial != "file" or path.endswith(".npz") or "://" in path or os.path.isdir(path):
             return None
         try:
-            return read_configuration(path)
+            return read_particle_file(path)
         except InvalidInput as refused:
             raise InvalidInput("ensemble.path", refused.message) from None
 

@@ -16,11 +16,14 @@ from armillary.kernels.errors import InvalidInput  # noqa: E402
 from .accessor import open_store  # noqa: E402
 from .analysis import (  # noqa: E402
     analyse_store, chaos_table, diagnostic_names, escape_map, face_kinetic_energy, headline_diagnostic, kinetic_temperature,
-    lyapunov_map, particle_points, quantile_envelope, section_names, section_points, store_plan,
-    sweep_coordinates,
+    lyapunov_map, particle_points, particle_radii, particle_trajectories, particle_types, quantile_envelope,
+    section_names, section_points, store_plan, sweep_coordinates,
 )
 from .minima import SAME_MINIMUM_TOLERANCE, distinct_minima, final_energies, is_minimisation, minima_rows  # noqa: E402
-from .particles import VORONOI_MIN_PARTICLES, coordination_figure, pair_distribution, voronoi_order  # noqa: E402
+from .particles import (  # noqa: E402
+    VORONOI_MIN_PARTICLES, coordination_by_type, coordination_figure, msd_by_type, pair_distribution,
+    partial_pair_distributions, voronoi_order,
+)
 
 #: (column heading, summary key, format) of the headline table
 COLUMNS = (
@@ -39,6 +42,9 @@ COLUMNS = (
     ("chaotic", "chaotic_fraction", "{:.1%}"),
     ("failed", "failed_members", "{}"),
 )
+#: the most samples the per-type mean-square displacement of the report uses (evenly strided): its cost grows as
+#: samples² · particles
+MSD_SAMPLES = 101
 
 
 def _with_constraint(summary: dict) -> dict:
@@ -483,9 +489,9 @@ def section_figure(ds: xr.Dataset, label: str, out: str, section: str) -> tuple[
 
 
 def particle_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:
-    """Kinetic temperature over time, the kinetic-energy map on the 5120-face mesh at five times,
-    and g(θ) at the first and last sample, for member 0 of a store of particles on the sphere (a pair
-    potential, e.g. sphere_lj)."""
+    """Kinetic temperature over time and the kinetic-energy map on the 5120-face mesh at five times, for member
+    0 of a store of particles on the sphere (a pair potential, e.g. sphere_lj), then the
+    :func:`particle_structure_figures` of its unit vectors."""
     from armillary.kernels.geometry import face_mesh
 
     figures = []
@@ -516,8 +522,19 @@ def particle_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, st
     _save(fig, os.path.join(out, name), tight=False)
     figures.append((name, f"{label}: kinetic-energy map on the 5120-face icosphere (member 0)"))
 
+    return figures + particle_structure_figures(ds, label, out)
+
+
+def particle_structure_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, str]]:
+    """What the particles' unit vectors alone show, for member 0 of a store of particles on the sphere: g(θ) at
+    the first and last sample and the Voronoi coordination at the last, from the radical (power) tessellation
+    of the particles' discs when the store holds their ``diameter``; for a store with ``particle_type`` also
+    the partial g_ab(θ) of each pair of types at the last sample and each type's mean-square geodesic
+    displacement (over at most ``MSD_SAMPLES`` samples, evenly strided, every pair of them a time origin)."""
+    figures = []
+    last = ds.sizes["time"] - 1
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    for index in (0, ds.sizes["time"] - 1):
+    for index in (0, last):
         theta, g = pair_distribution(particle_points(ds, 0, index))
         ax.plot(np.degrees(theta), g, label=f"t = {float(ds.time[index]):g} s")
     ax.set_xlabel("geodesic angle θ (°)")
@@ -528,13 +545,53 @@ def particle_figures(ds: xr.Dataset, label: str, out: str) -> list[tuple[str, st
     _save(fig, os.path.join(out, name))
     figures.append((name, f"{label}: geodesic pair-distribution function g(θ)"))
 
-    points = particle_points(ds, 0, ds.sizes["time"] - 1)
+    types = particle_types(ds)
+    points = particle_points(ds, 0, last)
+    if types is not None:
+        figures += _type_figures(ds, label, out, *types)
     if len(points) >= VORONOI_MIN_PARTICLES:
-        order = voronoi_order(points)
+        radii = particle_radii(ds)
+        order = voronoi_order(points, radii)
         name = f"{label}_coordination.png"
         coordination_figure(points, order.coordination, os.path.join(out, name))
-        figures.append((name, f"{label}: Voronoi coordination at t = {float(ds.time[-1]):g} s (member 0): "
+        by_type = "" if types is None else "; by type: " + ", ".join(
+            f"{types[1][a]} {counts.get(5, 0)} five-fold, {counts.get(7, 0)} seven-fold"
+            for a, counts in coordination_by_type(order.coordination, types[0]).items())
+        figures.append((name, f"{label}: {'Voronoi' if radii is None else 'radical (power) tessellation'} "
+                              f"coordination at t = {float(ds.time[last]):g} s (member 0): "
                               f"{order.defects['z5']} five-fold, {order.defects['z7']} seven-fold, "
                               f"{order.defects['other']} other, six-fold share {order.six_fold_fraction:.2f}, "
-                              f"mean |ψ6| {order.mean_abs_psi6:.2f}, Σ(6 − z) = {order.total_charge}"))
+                              f"mean |ψ6| {order.mean_abs_psi6:.2f}, Σ(6 − z) = {order.total_charge}" + by_type))
     return figures
+
+
+def _type_figures(ds: xr.Dataset, label: str, out: str, ids: np.ndarray, names: list[str]) -> list[tuple[str, str]]:
+    """The partial g_ab(θ) at the last sample and the mean-square geodesic displacement of each type (member 0)
+    of a store whose particles have type ids ``ids`` named ``names``."""
+    last = ds.sizes["time"] - 1
+    theta, partials = partial_pair_distributions(particle_points(ds, 0, last), ids)
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for (a, b), g in partials.items():
+        ax.plot(np.degrees(theta), g, label=f"{names[a]}–{names[b]}")
+    ax.set_xlabel("geodesic angle θ (°)")
+    ax.set_ylabel("g_ab(θ)")
+    ax.set_title(f"{label}: partial g_ab(θ) at t = {float(ds.time[last]):g} s (member 0)")
+    ax.legend(fontsize=8)
+    pair_name = f"{label}_partial_pair_distribution.png"
+    _save(fig, os.path.join(out, pair_name))
+
+    stride = max(1, -(-last // (MSD_SAMPLES - 1)))  # ⌈(T − 1)/(MSD_SAMPLES − 1)⌉
+    sampled = ds.isel(time=slice(None, None, stride))
+    times = sampled.time.values
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for a, displacement in msd_by_type(particle_trajectories(sampled, members=0), ids).items():
+        ax.plot(times[displacement.lags] - times[0], displacement.msd, label=names[a])
+    ax.set_xlabel("lag τ (s)")
+    ax.set_ylabel("⟨θ(τ)²⟩ (rad²)")
+    ax.set_title(f"{label}: mean-square displacement by type (member 0)")
+    ax.legend(fontsize=8)
+    msd_name = f"{label}_msd_by_type.png"
+    _save(fig, os.path.join(out, msd_name))
+    return [(pair_name, f"{label}: partial pair-distribution functions g_ab(θ) by type"),
+            (msd_name, f"{label}: mean-square geodesic displacement by type, from {times.size} samples "
+                       f"(every {stride} saved), each pair of them an origin and a lag")]
