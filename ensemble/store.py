@@ -328,8 +328,11 @@ def coordinates(plan: Plan) -> dict[str, tuple[str, np.ndarray, dict]]:
     # some member's differ
     properties = (definition.body_properties(plan.chunk_system(0, members).broadcast(members, plan.n_bodies),
                                              plan.n_bodies) if definition else {})
-    for name, (values, attrs) in properties.items():
+    for name, (values, attrs, *dims) in properties.items():
         values = np.asarray(values)
+        if dims:  # on dims of its own (a bond's two particles)
+            coords[name] = (dims[0], values, attrs)
+            continue
         shared = values.ndim == 1 or bool(np.all(values == values[:1]))
         coords[name] = (("body",) if shared else ("member", "body"), values if values.ndim == 1 else
                         values[0] if shared else values, attrs)

@@ -35,6 +35,7 @@ from .caches import kernel_cache_directory
 from .lanes import bind_template
 from .source_hash import SOURCE_HASH
 from .systems import system_definition
+from .systems.base import no_bonded_gradient
 
 #: the flags of every kernel here: NumPy's division (no check of a zero divisor: the pair j = i divides by 0 and is
 #: left out), no GIL
@@ -107,6 +108,11 @@ def gradient_template(q, coef, ids, columns, out):
         factors = np.empty(PARTNER_TILE)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             out[i, 0, 0], out[i, 1, 0], out[i, 2, 0] = row_gradient(columns, coef, ids, i, factors)  # noqa: F821
+            if BONDED:  # noqa: F821: its bonds and angles (every position is q's: one configuration); slot = ids
+                g0, g1, g2 = bonded_gradient(q, coef, ids, ids[i], i, 0)  # noqa: F821
+                out[i, 0, 0] += g0
+                out[i, 1, 0] += g1
+                out[i, 2, 0] += g2
 
 
 def energies_template(q, coef, ids, columns, out):
@@ -115,6 +121,8 @@ def energies_template(q, coef, ids, columns, out):
     positions_by_component(q, columns)  # noqa: F821
     for i in prange(q.shape[0]):
         out[i] = row_energy(columns, coef, ids, i)  # noqa: F821
+        if BONDED:  # noqa: F821
+            out[i] += bonded_energy(q, coef, ids, ids[i], i, 0)  # noqa: F821
 
 
 def energy_template(q, coef, ids, columns, per_particle):
@@ -176,6 +184,15 @@ TEMPLATES = (("positions_by_component", columns_template, "parallel"), ("row_gra
              ("particle_energies", energies_template, "parallel"), ("all_pairs_energy", energy_template, "serial"))
 
 
+def pair_bindings(system: str) -> dict:
+    """What the pair term's templates call of ``system``: its pair functions, its bonded terms (bonds, angles) and
+    ``BONDED``, whether it has any (a run without them compiles no bonded pass)."""
+    pair = system_definition(system).pair
+    return {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor,
+            "bonded_gradient": pair.bonded_gradient, "bonded_energy": pair.bonded_energy,
+            "BONDED": pair.bonded_gradient is not no_bonded_gradient}
+
+
 @functools.cache
 def compiled_all_pairs(system: str) -> types.SimpleNamespace:
     """The all-pairs kernels of ``system``'s pair potential, jitted (the parallel ones and the total energy cached on
@@ -185,8 +202,7 @@ def compiled_all_pairs(system: str) -> types.SimpleNamespace:
     per_particle (n,) scratch; the row functions ``row_gradient`` and ``row_energy``.  What the system mode's
     drivers call (:mod:`kernels.system_parallel`)."""
     kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
-    pair = system_definition(system).pair
-    bindings = {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
+    bindings = pair_bindings(system)
     for name, template, kind in TEMPLATES:
         bindings[name] = njit(**JIT_FLAGS[kind])(bind_template(template, f"{name}__{system}__{SOURCE_HASH}", bindings))
     return types.SimpleNamespace(**{name: bindings[name] for name, _, _ in TEMPLATES})

@@ -239,3 +239,67 @@ def face_map(points: np.ndarray, values: np.ndarray, level: int = 4) -> np.ndarr
     count = np.bincount(face, minlength=faces)
     mean = np.divide(total, count, out=np.zeros(faces), where=count > 0)
     return (mean + mean[mesh.neighbours].sum(axis=1)) / 4
+
+
+def polymer_positions(n: int, chains, min_separation: float, seed) -> np.ndarray:
+    """n unit vectors (n, 3): each chain (first id, length, ring, bond chord (m)) of consecutive ids placed first,
+    a ring as a regular polygon on a small circle about a random centre, a linear chain as a self-avoiding random
+    walk of geodesic steps of the bond's chord; then every particle in no chain uniformly at random.  Each new
+    particle keeps at least ``min_separation`` (m, chord) from every one placed before, but for its own bonded
+    neighbours; a step is tried 100 times and a chain 100 times before the placement is refused (too dense).
+    Seeded: the same seed gives the same points."""
+    rng = np.random.default_rng(seed)
+    placed = np.full((n, 3), np.nan)
+
+    def clear(point, ignore=()):
+        others = np.delete(placed, list(ignore), axis=0) if ignore else placed
+        distances = np.linalg.norm(others - point, axis=1)
+        return not np.any(distances < min_separation)  # NaN rows (not yet placed) compare False
+
+    def random_unit():
+        point = rng.standard_normal(3)
+        return point / np.linalg.norm(point)
+
+    for first, length, ring, chord in chains:
+        for _ in range(100):
+            centre = random_unit()
+            side = tangent_rows(centre[np.newaxis], random_unit()[np.newaxis])[0]
+            side /= np.linalg.norm(side)
+            other = np.cross(centre, side)
+            if ring:
+                opening = np.arcsin(min(chord / (2.0 * np.sin(np.pi / length)), 1.0))
+                angles = 2.0 * np.pi * np.arange(length) / length
+                points = (np.cos(opening) * centre + np.sin(opening) * (np.cos(angles)[:, np.newaxis] * side
+                                                                          + np.sin(angles)[:, np.newaxis] * other))
+                if all(clear(point) for point in points):
+                    placed[first:first + length] = points
+                    break
+                continue
+            step = 2.0 * np.arcsin(chord / 2.0)
+            points = [centre]
+            while len(points) < length:
+                for _ in range(100):
+                    heading = tangent_rows(points[-1][np.newaxis], random_unit()[np.newaxis])[0]
+                    candidate = np.cos(step) * points[-1] + np.sin(step) * heading / np.linalg.norm(heading)
+                    own = np.array(points[:-1]).reshape(-1, 3)
+                    if clear(candidate) and not np.any(np.linalg.norm(own - candidate, axis=1) < min_separation):
+                        points.append(candidate / np.linalg.norm(candidate))
+                        break
+                else:
+                    break
+            if len(points) == length and clear(points[0]):
+                placed[first:first + length] = points
+                break
+        else:
+            raise InvalidInput("ensemble.placement", f"could not place the chain of particles {first} … "
+                               f"{first + length - 1} clear of the others by min_separation = {min_separation:g}")
+    for i in np.flatnonzero(np.isnan(placed[:, 0])):
+        for _ in range(1000):
+            point = random_unit()
+            if clear(point):
+                placed[i] = point
+                break
+        else:
+            raise InvalidInput("ensemble.placement", f"could not place particle {i} clear of the others by "
+                               f"min_separation = {min_separation:g}")
+    return placed

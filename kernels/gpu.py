@@ -139,8 +139,10 @@ def check_supported(system, method: str, *, forced: bool, sections, track_encoun
     if mode != "system" and space not in spaces:
         raise InvalidInput("device", f"{method} runs on device 'cuda' for {', '.join(spaces)} systems so far; "
                            f"{system.name} is on {space}: use device = 'cpu'")
+    pair = getattr(system.definition, "pair", None)
     for name, what, present in (
             ("sections", "surfaces of section", bool(sections)), ("forcing", f"forces ({system.name} is forced)", forced),
+            ("bonds", "bonds and angles", pair is not None and pair.bonded_present(system.params)),
             ("outputs", "close-encounter tracking (min_separation)", track_encounters)):
         if present:
             raise InvalidInput(name, f"device 'cuda' does not run {what} yet; use device = 'cpu' for it")

@@ -112,6 +112,14 @@ def allocate(n, per_axis, capacity):
             np.empty(n, np.int32), np.zeros(2, np.int32))
 
 
+@_parallel
+def storage_slots(ids, slot):
+    """slot[ids[s]] = s: each original index's storage index, for the stored particles' original indices ``ids``
+    (after a sort, into the lists' BY_ID, which the bonded terms read their partners' rows from)."""
+    for s in prange(ids.shape[0]):
+        slot[ids[s]] = s
+
+
 @_serial
 def cell_index(x, y, z, per_axis):
     """The cell of the point (x, y, z) of [−1, 1]³ in a grid of per_axis³ cells, numbered in (x, y, z) order (the
@@ -126,7 +134,7 @@ def cell_index(x, y, z, per_axis):
 
 @_parallel
 def _assign_cells(q, ids, per_axis, cell, by_id):
-    """Each stored particle's cell, and each original index's storage index."""
+    """Each stored particle's cell, and each original index's storage index (before the sort)."""
     for i in prange(q.shape[0]):
         by_id[ids[i]] = i
         cell[i] = cell_index(q[i, 0, 0], q[i, 1, 0], q[i, 2, 0], per_axis)
@@ -341,6 +349,7 @@ def fresh_lists(q, ids, list_range):
     lists = allocate(n, per_axis, initial_capacity(n, list_range))
     order = sort_by_cell(q, ids, per_axis, lists)
     stored = np.ascontiguousarray(q[order])
+    storage_slots(ids[order], lists[BY_ID])
     return rebuild(stored, list_range, per_axis, lists), order, stored
 
 

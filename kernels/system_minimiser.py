@@ -80,8 +80,9 @@ def move_pass_template(q, omega, torque, mass_diag, step, alpha, steer, restart)
 
 
 def list_gradient_template(q, coef, ids, lists, out):
-    """∂V/∂q (J) at q (n, 3, 1) into ``out`` from the neighbour list's half rows (both colours of blocks)."""
-    pair_gradient(q, coef, ids, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
+    """∂V/∂q (J) at q (n, 3, 1) into ``out`` from the neighbour list's half rows (both colours of blocks) and the
+    bonded terms."""
+    pair_gradient(q, coef, ids, lists[nb.BY_ID], lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
 
 
 def potential_template(q, coef, terms, ids, per_particle, by_id):

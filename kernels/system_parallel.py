@@ -24,7 +24,7 @@ import numba
 from numba import njit, prange
 
 from . import neighbours as nb
-from .all_pairs import ROW_CHUNKS, compiled_all_pairs
+from .all_pairs import ROW_CHUNKS, compiled_all_pairs, pair_bindings
 from .caches import kernel_cache_directory
 from .compile import KERNEL_FLAGS
 from .systems import system_definition
@@ -119,6 +119,8 @@ def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists,
     (VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or inf appeared in q or ω, else OK: the codes
     and precedence of the ensemble driver), the largest displacement² since the last build (m²) and the heat of the
     drifts' bath (J: the blocks' sums added in block order, so that no sum depends on the threads)."""
+    if BONDED and kick:  # noqa: F821: the bonded terms of the gradient at q_next, all at one configuration
+        bonded_gradients(q_next, coef, ids, lists[nb.BY_ID], grad)  # noqa: F821
     for colour in (1, 0):
         block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, kick and colour == 1,  # noqa: F821
                    kick, drift, drift and colour == 0, block_margin, block_moved, block_heat, step, coef, mass_diag,
@@ -159,10 +161,39 @@ def chunk_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, ref
     return step_outcome(chunk_margin, chunk_moved, chunk_heat, chunks)
 
 
+def bonded_gradients_template(q, coef, ids, slot, out):
+    """Add each stored particle's bonded terms (bonds, angles: the system's ``bonded_gradient``) to its row of ∂V/∂q
+    (J), in parallel: each particle gathers its own, at one configuration q, and adds them to its own row once, so
+    the bits do not depend on the threads.  ``slot``: each original id's storage index."""
+    for s in prange(q.shape[0]):
+        g0, g1, g2 = bonded_gradient(q, coef, slot, ids[s], s, 0)  # noqa: F821 (bound: the system's)
+        out[s, 0, 0] += g0
+        out[s, 1, 0] += g1
+        out[s, 2, 0] += g2
+
+
+def bonded_energies_template(q, coef, ids, slot, out):
+    """Add each stored particle's share of its bonds' and angles' energy (J) to out[s], in parallel."""
+    for s in prange(q.shape[0]):
+        out[s] += bonded_energy(q, coef, slot, ids[s], s, 0)  # noqa: F821 (bound: the system's)
+
+
+#: the bonded passes by bound name
+BONDED_TEMPLATES = {"bonded_gradients": bonded_gradients_template, "bonded_energies": bonded_energies_template}
+
+
+def list_terms_template(q, coef, ids, slot, neighbours, counts, block_start, out):
+    """Every pair's terms from the half rows (both colours of blocks), then, for a system with bonds, each particle's
+    bonded terms: ∂V/∂q or the per-particle energies (J), as bound."""
+    both_colours(q, coef, ids, neighbours, counts, block_start, out)  # noqa: F821
+    if BONDED:  # noqa: F821
+        bonded_pass(q, coef, ids, slot, out)  # noqa: F821
+
+
 def list_energies_template(q, coef, ids, lists, out):
-    """The per-particle energies e_i = ½ Σ_j φ(r_ij²) (J) from the neighbour list's half rows (``ids``: the stored
-    particles' original ids, which the pair functions take)."""
-    pair_energies(q, coef, ids, lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
+    """The per-particle energies e_i = ½ Σ_j φ(r_ij²) (J) from the neighbour list's half rows, with their bonded shares
+    (``ids``: the stored particles' original ids, which the pair functions take)."""
+    pair_energies(q, coef, ids, lists[nb.BY_ID], lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START], out)  # noqa: F821
 
 
 def record_template(sample, q, omega, mass_diag, ids, coef, terms, per_particle, by_id, scratch,
@@ -237,6 +268,7 @@ def sort_and_rebuild_template(particles, spare, list_range, per_axis, lists):
     the particles' arrays now, the spare ones)."""
     order = nb.sort_by_cell(particles[0], particles[6], per_axis, lists)
     gather_particles(order, *particles, *spare)
+    nb.storage_slots(spare[6], lists[nb.BY_ID])
     return nb.rebuild(spare[0], list_range, per_axis, lists), spare, particles
 
 
@@ -319,6 +351,8 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
         block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, colour == 1, no,  # noqa: F821
                    no, colour == 0, block_margin, block_moved, block_heat, step_offset, coef, mass_diag, factors,
                    ids, heat)
+    if BONDED:  # noqa: F821
+        bonded_gradients(q, coef, ids, lists[nb.BY_ID], grad)  # noqa: F821
     record_system_sample(0, q, omega, mass_diag, ids, coef, lists, per_particle, by_id,  # noqa: F821
                          scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
                          exchanged, heat_out)
@@ -617,8 +651,8 @@ def pair_terms(system, q, skin: float | None = None, threads: int | None = None)
         rows = (lists[nb.NEIGHBOURS], lists[nb.COUNTS], lists[nb.BLOCK_START])
         gradient = np.empty_like(q)
         energies = np.empty(n)
-        kernel.pair_gradient(q, coef, order, *rows, gradient)
-        kernel.pair_energies(q, coef, order, *rows, energies)
+        kernel.pair_gradient(q, coef, order, lists[nb.BY_ID], *rows, gradient)
+        kernel.pair_energies(q, coef, order, lists[nb.BY_ID], *rows, energies)
     finally:
         numba.set_num_threads(previous)
     gradient[order] = gradient.copy()
@@ -631,8 +665,7 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
     """The half-list pair kernels of ``system``'s pair potential (:mod:`kernels.neighbours`): one block's rows
     (``block_gradient``, ``block_energies``), one colour of blocks in parallel (``gradient_colour_pass``,
     ``energies_colour_pass``) and both colours (``pair_gradient``, ``pair_energies``)."""
-    pair = system_definition(system).pair
-    bindings = {"pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
+    bindings = pair_bindings(system)
     tag = f"{system}__{SOURCE_HASH}"
 
     def bound(template, name, parallel=False, **more):
@@ -642,10 +675,14 @@ def compiled_pair_kernels(system: str) -> types.SimpleNamespace:
     for quantity in ("gradient", "energies"):
         bound(getattr(nb, f"block_{quantity}_template"), f"block_{quantity}")
         bound(nb.colour_pass_template, f"{quantity}_colour_pass", parallel=True, block_pairs=bindings[f"block_{quantity}"])
-        bound(nb.both_colours_template, f"pair_{quantity}", colour_pass=bindings[f"{quantity}_colour_pass"])
+        bound(nb.both_colours_template, f"{quantity}_colours", colour_pass=bindings[f"{quantity}_colour_pass"])
+        bonded = {"gradient": "bonded_gradients", "energies": "bonded_energies"}[quantity]
+        bound(BONDED_TEMPLATES[bonded], bonded, parallel=True)
+        bound(list_terms_template, f"pair_{quantity}", both_colours=bindings[f"{quantity}_colours"],
+              bonded_pass=bindings[bonded])
     return types.SimpleNamespace(**{name: bindings[name] for name in (
         "block_gradient", "block_energies", "gradient_colour_pass", "energies_colour_pass", "pair_gradient",
-        "pair_energies")})
+        "pair_energies", "bonded_gradients", "BONDED")})
 
 
 def bound_driver(method: str, system: str, kind: str, driver, helpers: tuple, bindings: dict):

@@ -110,10 +110,15 @@ np.savez({out!r}, **split_run(3))
 
 
 def split_run(threads):
-    """A langevin run of the binary mixture in the system mode under a temperature ramp (1 → 0.5 over steps 0–30,
-    up to 0.8 at step 50, then held), 40 steps then 20 more continued from its end state (inside the second ramp;
-    a new list, as a store's next segment starts): its samples and end state."""
-    system, state = binary(), start()
+    """A langevin run of the binary mixture with 30 harmonic chains of 10 (cosine angles) placed as random walks, in
+    the system mode under a temperature ramp (1 → 0.5 over steps 0–30, up to 0.8 at step 50, then held), 40 steps
+    then 20 more continued from its end state (inside the second ramp; a new list, as a store's next segment
+    starts): its samples and end state."""
+    system = binary(bond_types={"b": {"style": "harmonic", "k": 400.0 / SIGMA_A**2, "r0": SIGMA_A}},
+                    angle_types={"a": {"style": "cosine", "k": 2.0}},
+                    polymers={"count": 30, "length": 10, "bond": "b", "angle": "a"})
+    q = system.definition.place_particles(system.broadcast(1, N), N, 0.0, 7)
+    state = {"q": q[None], "omega": thermal_velocities(q, 1.0, 1.0, seed=3)[None]}
     dt = 0.004 * SIGMA_A
     schedule = [[0.0, 1.0], [30 * dt, 0.5], [50 * dt, 0.8]]
     options = dict(temperature_schedule=schedule, friction=10.0, seed=5, member_ids=[0], mode="system",
@@ -127,9 +132,9 @@ def split_run(threads):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
-def test_a_polydisperse_mixture_under_a_ramp_is_the_same_bits_on_1_2_and_3_threads(tmp_path):
-    """The binary mixture's split langevin run under its temperature ramp on 1 and 2 threads here and on 3 in a
-    process started with NUMBA_NUM_THREADS=3: every sample and the end state bit for bit."""
+def test_a_polydisperse_mixture_with_bonds_under_a_ramp_is_the_same_bits_on_1_2_and_3_threads(tmp_path):
+    """The binary mixture's split langevin run with its chains under its temperature ramp on 1 and 2 threads here
+    and on 3 in a process started with NUMBA_NUM_THREADS=3: every sample and the end state bit for bit."""
     results = [split_run(1), split_run(2)]
     out = tmp_path / "three.npz"
     subprocess.run([sys.executable, "-c", THREE_THREADS.format(here=HERE, out=str(out))], check=True, timeout=300,

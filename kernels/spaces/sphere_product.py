@@ -19,7 +19,7 @@ from .base import STATE_TOLERANCE, Diagnostic, Sampler, StateSpace, Variable
 
 #: random streams of the ``particles`` sampler (disjoint from the ensemble's normal streams 0 and 1)
 PLACEMENT_STREAM, VELOCITY_STREAM = 2, 3
-PLACEMENTS = ("fibonacci", "icosphere", "random")
+PLACEMENTS = ("fibonacci", "icosphere", "random", "polymers")
 
 
 @njit(cache=True)
@@ -70,7 +70,15 @@ def _placed_particles(placement: str, count: int, min_separation: float, seed: i
 def _particles(system, n, member_ids, seed, options, normals, integrate):
     """The placement (shared by all members) and each member's thermal velocities at ``temperature``,
     drawn from (seed, member id)."""
-    q = _placed_particles(options["placement"], options["particles"], options["min_separation"], seed)
+    if options["placement"] == "polymers":  # the system's chains and rings as random walks (its own placement)
+        place = system.definition.place_particles
+        if place is None:
+            raise InvalidInput("ensemble.placement", f"\"polymers\" places a system's bonded chains; {system.name} "
+                               "has none")
+        q = place(system.broadcast(1, options["particles"]), options["particles"],
+                  options["min_separation"], np.random.SeedSequence(seed, spawn_key=(PLACEMENT_STREAM,)))
+    else:
+        q = _placed_particles(options["placement"], options["particles"], options["min_separation"], seed)
     masses = system.definition.inertia(system.broadcast(len(member_ids), len(q)), len(q))  # (members, n), kg
     omega = [thermal_velocities(q, mass, options["temperature"],
                                 np.random.SeedSequence(seed, spawn_key=(VELOCITY_STREAM, int(i))))
@@ -92,8 +100,8 @@ def _check_particles(options):
         levels = ", ".join(str(10 * 4**k + 2) for k in range(7))
         raise InvalidInput("ensemble.particles", f"icosphere placement needs 10·4^k + 2 particles ({levels}, …), "
                            f"got {count}")
-    if placement != "random" and options["min_separation"]:
-        raise InvalidInput("ensemble.min_separation", 'is only used with placement = "random"')
+    if placement not in ("random", "polymers") and options["min_separation"]:
+        raise InvalidInput("ensemble.min_separation", 'is only used with placement = "random" or "polymers"')
 
 
 class SphereProductSpace(StateSpace):
@@ -180,8 +188,10 @@ SPHERE_PRODUCT = SphereProductSpace(
         "particles": Sampler(
             "particles", "particles placed on the sphere with thermal velocities (molecular dynamics)",
             {"particles": (None, "int", "number of particles (>= 2)"),
-             "placement": ("fibonacci", PLACEMENTS, "fibonacci lattice, icosphere vertices (10·4^k + 2) or random"),
-             "min_separation": (0.0, "float", "random placement: minimum chord between particles (m)"),
+             "placement": ("fibonacci", PLACEMENTS, "fibonacci lattice, icosphere vertices (10·4^k + 2), random, or "
+                           "polymers (a system's chains and rings as random walks, the rest random)"),
+             "min_separation": (0.0, "float", "random and polymers placement: minimum chord between particles (m; "
+                                "polymers: 0 takes 0.8 × the smallest type σ)"),
              "temperature": (0.0, "float", "kinetic temperature (J per particle, k_B = 1; 0: at rest)")},
             _particles, bodies=lambda options: options["particles"], check=_check_particles),
     },

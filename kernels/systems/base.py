@@ -110,6 +110,31 @@ class PairPotential:
     gradient_factor: Any
     cutoff: Callable[[dict], float]
     default_skin: Callable[[dict], float]
+    #: the bonded terms (bonds, angles) the runners add to each particle's pair terms, gathered by the particle
+    #: alone: ``bonded_gradient(q, coef, slot, p, s, b)`` → ∂/∂q_p (3 floats, J) and ``bonded_energy(q, coef, slot, p,
+    #: s, b)`` → its share of their energy (J), for particle id p stored at row s, ``slot`` each id's row
+    #: (:mod:`kernels.systems.sphere_mixture`); none by default
+    bonded_gradient: Any = None
+    bonded_energy: Any = None
+    #: whether a system with these parameters (validated, not broadcast) has any bond or angle
+    bonded_present: Callable[[dict], bool] = lambda params: False
+
+    def __post_init__(self):
+        if self.bonded_gradient is None:
+            object.__setattr__(self, "bonded_gradient", no_bonded_gradient)
+            object.__setattr__(self, "bonded_energy", no_bonded_energy)
+
+
+@lane_function
+def no_bonded_gradient(q, coef, slot, p, s, b):
+    """A system without bonds: no bonded force."""
+    return 0.0, 0.0, 0.0
+
+
+@lane_function
+def no_bonded_energy(q, coef, slot, p, s, b):
+    """A system without bonds: no bonded energy."""
+    return 0.0
 
 
 def all_pairs_potential_template(q, coef, topology, out):
@@ -178,8 +203,8 @@ class ParameterLookup:
 
     def body_properties(self, params: dict, n: int) -> dict:
         """Constant properties of each body that the store keeps beside its state: name → (values (n,) or (members,
-        n) of broadcast ``params``, attrs with ``units`` and ``long_name``), e.g. a particle's type and diameter;
-        none by default."""
+        n) of broadcast ``params``, attrs with ``units`` and ``long_name``[, dims of their own]), e.g. a particle's
+        type and diameter, or a system's bonds (on (bond, end)); none by default."""
         return {}
 
     def momentum_map(self, params: dict):
@@ -311,6 +336,9 @@ class SystemDefinition(ParameterLookup):
     #: type id, diameters or None) → params to add; None: a system of one kind of particle (a file of several types
     #: is refused)
     file_layout: Callable[[dict, tuple, np.ndarray, np.ndarray | None], dict] | None = None
+    #: the particles sampler's placement = "polymers": (params of one member, n, min_separation (m), seed) → q (n, 3)
+    #: with the system's bonded chains as random walks; None: a system without bonds
+    place_particles: Callable[[dict, int, float, Any], np.ndarray] | None = None
     space: StateSpace = SPHERE_PRODUCT
     provides: frozenset = frozenset({"potential", "gradient", "inertia"})
     #: raised when the system's floating-point evaluation changes (a spec then gives other bits); stores

@@ -31,8 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInput
-from ..geometry import fibonacci_sphere
+from ..geometry import fibonacci_sphere, polymer_positions
 from ..lanes import lane_function
+from . import bonded
 from .base import SCALAR, PairPotential, Parameter, Preset, SystemDefinition, all_pairs
 from .sphere_lj import lj_coefficients
 
@@ -46,9 +47,11 @@ LJ, YUKAWA, SOFT = 0.0, 1.0, 2.0
 #: default Verlet skin in units of the largest type σ (as sphere_lj's)
 SKIN_SIGMAS = 0.3
 #: the header rows of the coefficients: number of types K, number of particles n, whether any particle's diameter
-#: differs from its type's σ, the style code
-TYPES, COUNT, SIZED, STYLE = range(4)
-HEADER = 4
+#: differs from its type's σ, the style code; the bonds' ends and the angles' memberships (each bond counted at both
+#: ends, each angle at its three particles), the bond and angle types, and the weight of a bonded pair's pair
+#: potential (LAMMPS' special_bonds: 0 excluded, 1 kept)
+TYPES, COUNT, SIZED, STYLE, BOND_ENDS, ANGLE_SLOTS, BOND_TYPES, ANGLE_TYPES, SPECIAL = range(9)
+HEADER = 9
 #: the columns of a type pair's row of the table: three style coefficients (lj: 4ε, σ⁶, σ¹², as sphere_lj's; yukawa:
 #: ε, σ, 1/λ; soft: ε, σ, 0), r_c², the shift φ(r_c) and σ_a + σ_c
 COLUMNS = 6
@@ -231,21 +234,24 @@ def _mixed_types(params: dict, names: list[str], n: int) -> np.ndarray:
 
 
 def _coefficients(params, n):
-    """[K, n, sized, style | the table (K², COLUMNS) by (a, c) | type ids (n) | diameters (n)] per member."""
+    """[the header | the table (K², COLUMNS) by (a, c) | type ids (n) | diameters (n) | the bonds and angles
+    (:func:`kernels.systems.bonded.bonded_rows`)] per member."""
     members = np.shape(params["polydispersity"])[0]
     ids, diameters = particle_layout(params, n)
     diameters = np.broadcast_to(diameters, (members, n))
     sigma_of_type = np.array([entry[1] for entry in params["types"]])
     k = len(params["types"])
-    rows = np.empty((members, HEADER + k * k * COLUMNS + 2 * n))
+    counts, block = bonded.bonded_rows(params, n)
+    rows = np.empty((members, HEADER + k * k * COLUMNS + 2 * n + block.size))
     for member in range(members):
         table = pair_table(params, member)
         debye = _member_value(params, "debye", member)
         sized = float(np.any(diameters[member] != sigma_of_type[ids]))
-        block = [[*_style_row(params["pair"], *table[(a, c)], debye), sigma_of_type[a] + sigma_of_type[c]]
+        pairs = [[*_style_row(params["pair"], *table[(a, c)], debye), sigma_of_type[a] + sigma_of_type[c]]
                  for a in range(k) for c in range(k)]
-        rows[member] = np.concatenate([[k, n, sized, STYLE_CODES[params["pair"]]], np.ravel(block), ids,
-                                       diameters[member]])
+        rows[member] = np.concatenate([[k, n, sized, STYLE_CODES[params["pair"]], *counts,
+                                        _member_value(params, "special_bonds", member)], np.ravel(pairs), ids,
+                                       diameters[member], block])
     return rows
 
 
@@ -309,8 +315,123 @@ def pair_gradient_factor(r2, coef, b, i, j):
     return -inside * coef[row + C0, b] * (1.0 - r / sigma) / (sigma * r)
 
 
-#: V = Σ_{i<j} φ and ∂V/∂q over every pair (the ensemble mode's lane functions)
-potential, gradient = all_pairs(pair_energy, pair_gradient_factor, "sphere_mixture")
+@lane_function
+def bonded_layout(coef, b):
+    """The first rows of lane b's bond offsets, bond entries, angle offsets, angle entries, bond types and angle
+    types (:func:`kernels.systems.bonded.bonded_rows`)."""
+    n = int(coef[COUNT, b])
+    bond_offsets = HEADER + int(coef[TYPES, b]) ** 2 * COLUMNS + 2 * n
+    bond_entries = bond_offsets + n + 1
+    angle_offsets = bond_entries + 2 * int(coef[BOND_ENDS, b])
+    angle_entries = angle_offsets + n + 1
+    bond_types = angle_entries + 4 * int(coef[ANGLE_SLOTS, b])
+    return (bond_offsets, bond_entries, angle_offsets, angle_entries, bond_types,
+            bond_types + bonded.BOND_COLUMNS * int(coef[BOND_TYPES, b]))
+
+
+@lane_function
+def angle_geometry(q, slot, a, v, c, b):
+    """(u = q_a − q_v, w = q_c − q_v (m), |u|², |w|², 1/(|u||w|), cos θ) of the angle (a, v, c) (ids; ``slot``: each
+    id's row of q)."""
+    sa, sv, sc = slot[a], slot[v], slot[c]
+    u0, u1, u2 = q[sa, 0, b] - q[sv, 0, b], q[sa, 1, b] - q[sv, 1, b], q[sa, 2, b] - q[sv, 2, b]
+    w0, w1, w2 = q[sc, 0, b] - q[sv, 0, b], q[sc, 1, b] - q[sv, 1, b], q[sc, 2, b] - q[sv, 2, b]
+    uu = u0 * u0 + u1 * u1 + u2 * u2
+    ww = w0 * w0 + w1 * w1 + w2 * w2
+    inverse = 1.0 / np.sqrt(uu * ww)
+    return u0, u1, u2, w0, w1, w2, uu, ww, inverse, (u0 * w0 + u1 * w1 + u2 * w2) * inverse
+
+
+@lane_function
+def bonded_gradient(q, coef, slot, p, s, b):
+    """∂/∂q_p (J) of the bonds and angles particle p (id; row s of q) is in, lane b, gathered by p alone: its bonds
+    in their order (a bonded pair's pair term taken out when ``special_bonds`` = 0), then its angles.  ``slot``:
+    each id's row of q (the runner's storage order)."""
+    g0 = g1 = g2 = 0.0
+    if coef[BOND_ENDS, b] == 0.0 and coef[ANGLE_SLOTS, b] == 0.0:
+        return g0, g1, g2
+    bond_offsets, bond_entries, angle_offsets, angle_entries, bond_types, angle_types = bonded_layout(coef, b)
+    excluded = coef[SPECIAL, b] == 0.0
+    x0, x1, x2 = q[s, 0, b], q[s, 1, b], q[s, 2, b]
+    for e in range(int(coef[bond_offsets + p, b]), int(coef[bond_offsets + p + 1, b])):
+        partner = int(coef[bond_entries + 2 * e, b])
+        j = slot[partner]
+        d0, d1, d2 = x0 - q[j, 0, b], x1 - q[j, 1, b], x2 - q[j, 2, b]
+        r2 = d0 * d0 + d1 * d1 + d2 * d2
+        f = bonded.bond_gradient_factor(r2, coef, b, bond_types + bonded.BOND_COLUMNS * int(
+            coef[bond_entries + 2 * e + 1, b]))
+        if excluded:
+            f -= pair_gradient_factor(r2, coef, b, p, partner)
+        g0 += f * d0
+        g1 += f * d1
+        g2 += f * d2
+    for e in range(int(coef[angle_offsets + p, b]), int(coef[angle_offsets + p + 1, b])):
+        first = angle_entries + 4 * e
+        a, v, c = int(coef[first, b]), int(coef[first + 1, b]), int(coef[first + 2, b])
+        u0, u1, u2, w0, w1, w2, uu, ww, inverse, cosine = angle_geometry(q, slot, a, v, c, b)
+        slope = bonded.angle_derivative(cosine, coef, b, angle_types + bonded.ANGLE_COLUMNS * int(coef[first + 3, b]))
+        # ∂cos θ/∂q_a = w/(|u||w|) − cos θ u/|u|², ∂cos θ/∂q_c likewise, ∂cos θ/∂q_v = −(their sum)
+        a0, a1, a2 = w0 * inverse - cosine * u0 / uu, w1 * inverse - cosine * u1 / uu, w2 * inverse - cosine * u2 / uu
+        c0, c1, c2 = u0 * inverse - cosine * w0 / ww, u1 * inverse - cosine * w1 / ww, u2 * inverse - cosine * w2 / ww
+        if p == a:
+            g0, g1, g2 = g0 + slope * a0, g1 + slope * a1, g2 + slope * a2
+        elif p == c:
+            g0, g1, g2 = g0 + slope * c0, g1 + slope * c1, g2 + slope * c2
+        else:
+            g0, g1, g2 = g0 - slope * (a0 + c0), g1 - slope * (a1 + c1), g2 - slope * (a2 + c2)
+    return g0, g1, g2
+
+
+@lane_function
+def bonded_energy(q, coef, slot, p, s, b):
+    """Particle p's share (J) of its bonds' and angles' energy, lane b: half of each bond's (less half its pair term
+    when ``special_bonds`` = 0), a third of each angle's; the shares of all particles add up to the whole."""
+    energy = 0.0
+    if coef[BOND_ENDS, b] == 0.0 and coef[ANGLE_SLOTS, b] == 0.0:
+        return energy
+    bond_offsets, bond_entries, angle_offsets, angle_entries, bond_types, angle_types = bonded_layout(coef, b)
+    excluded = coef[SPECIAL, b] == 0.0
+    for e in range(int(coef[bond_offsets + p, b]), int(coef[bond_offsets + p + 1, b])):
+        partner = int(coef[bond_entries + 2 * e, b])
+        j = slot[partner]
+        d0, d1, d2 = q[s, 0, b] - q[j, 0, b], q[s, 1, b] - q[j, 1, b], q[s, 2, b] - q[j, 2, b]
+        r2 = d0 * d0 + d1 * d1 + d2 * d2
+        u = bonded.bond_energy(r2, coef, b, bond_types + bonded.BOND_COLUMNS * int(coef[bond_entries + 2 * e + 1, b]))
+        if excluded:
+            u -= pair_energy(r2, coef, b, p, partner)
+        energy += 0.5 * u
+    for e in range(int(coef[angle_offsets + p, b]), int(coef[angle_offsets + p + 1, b])):
+        first = angle_entries + 4 * e
+        geometry = angle_geometry(q, slot, int(coef[first, b]), int(coef[first + 1, b]), int(coef[first + 2, b]), b)
+        energy += bonded.angle_energy(geometry[9], coef, b, angle_types + bonded.ANGLE_COLUMNS * int(
+            coef[first + 3, b])) / 3.0
+    return energy
+
+
+#: V = Σ_{i<j} φ and ∂V/∂q over every pair
+pair_potential, pair_gradient = all_pairs(pair_energy, pair_gradient_factor, "sphere_mixture")
+
+
+@lane_function
+def potential(q, coef, topology, out):
+    """V (J) of every pair and every bond and angle (the ensemble mode's lane function; ``topology``: the ids
+    0 … n − 1, each particle's row)."""
+    pair_potential(q, coef, topology, out)
+    for b in range(q.shape[2]):
+        for p in range(q.shape[0]):
+            out[b] += bonded_energy(q, coef, topology, p, p, b)
+
+
+@lane_function
+def gradient(q, coef, topology, out):
+    """∂V/∂q (J) of every pair, then of each particle's bonds and angles (:func:`bonded_gradient`)."""
+    pair_gradient(q, coef, topology, out)
+    for b in range(q.shape[2]):
+        for p in range(q.shape[0]):
+            g0, g1, g2 = bonded_gradient(q, coef, topology, p, p, b)
+            out[p, 0, b] += g0
+            out[p, 1, b] += g1
+            out[p, 2, b] += g2
 
 
 def largest_cutoff(params: dict) -> float:
@@ -335,11 +456,27 @@ def _inertia(params, n):
 
 
 def _body_properties(params, n):
-    """Each particle's type id (with the types' names), diameter (m) and mass (kg), for the store."""
+    """Each particle's type id (with the types' names), diameter (m) and mass (kg), and the bonds and angles with
+    their types (on their own dims), for the store."""
     ids, diameters = particle_layout(params, n)
-    return {"particle_type": (ids.astype(np.int32), {"long_name": "particle type id", "type_names": type_names(params)}),
-            "diameter": (diameters, {"units": "m", "long_name": "particle diameter (chord)"}),
-            "mass": (_inertia(params, n), {"units": "kg", "long_name": "particle mass"})}
+    properties = {"particle_type": (ids.astype(np.int32), {"long_name": "particle type id",
+                                                            "type_names": type_names(params)}),
+                  "diameter": (diameters, {"units": "m", "long_name": "particle diameter (chord)"}),
+                  "mass": (_inertia(params, n), {"units": "kg", "long_name": "particle mass"})}
+    bonds, bond_ids, angles, angle_ids = bonded.topology(params, n)
+    if len(bonds):
+        properties.update(
+            bonds=(bonds, {"long_name": "the two particles of each bond"}, ("bond", "end")),
+            bond_type=(bond_ids.astype(np.int32), {"long_name": "bond type id",
+                                                   "type_names": [entry[0] for entry in params["bond_types"]]},
+                       ("bond",)))
+    if len(angles):
+        properties.update(
+            angles=(angles, {"long_name": "the end, vertex and end of each angle"}, ("angle", "vertex")),
+            angle_type=(angle_ids.astype(np.int32), {"long_name": "angle type id",
+                                                     "type_names": [entry[0] for entry in params["angle_types"]]},
+                        ("angle",)))
+    return properties
 
 
 def _file_layout(params: dict, names: tuple, ids: np.ndarray, diameters) -> dict:
@@ -354,9 +491,27 @@ def _file_layout(params: dict, names: tuple, ids: np.ndarray, diameters) -> dict
     return layout if diameters is None else {**layout, "diameters": np.asarray(diameters).tolist()}
 
 
+def _place_particles(params: dict, n: int, min_separation: float, seed) -> np.ndarray:
+    """The particles of one member's ``params``: each polymer (and explicit bond chain) as a random walk or ring whose
+    steps are its bond's rest chord (harmonic r₀; fene 0.97 σ, the Kremer–Grest bond), the rest at random, none
+    closer than ``min_separation`` (0: 0.8 × the smallest type σ) but for bonded neighbours."""
+    chains, first = [], 0
+    rest = {name: (r0 if style == "harmonic" else 0.97 * sigma) for name, style, _, r0, _, sigma in params["bond_types"]}
+    for count, length, bond, _, ring in params["polymers"]:
+        for _ in range(count):
+            chains.append((first, length, ring, rest[bond]))
+            first += length
+    separation = min_separation or 0.8 * min(entry[1] for entry in params["types"])
+    return polymer_positions(n, chains, separation, seed)
+
+
 def _check(params):
-    """The table, composition and explicit layout refused where inconsistent (each naming its key)."""
+    """The table, composition, bonds and explicit layout refused where inconsistent (each naming its key)."""
     pair_table(params)
+    bonded.check_polymer_types(params)
+    if not np.all(np.isin(params["special_bonds"], (0.0, 1.0))):
+        raise InvalidInput("special_bonds", "must be 0 (bonded pairs excluded from the pair potential) or 1 (kept), "
+                           f"got {params['special_bonds']}")
     names = type_names(params)
     for name, _ in params["composition"]:
         if name not in names:
@@ -401,6 +556,22 @@ DEFINITION = SystemDefinition(
                   "(uniform, 0: every particle its type's σ)", default=0.0, check="nonnegative"),
         Parameter("layout_seed", SCALAR, "1", "seed of the types' random mixing and of the sizes", default=0,
                   check="structural", parse=int),
+        Parameter("bond_types", SCALAR, "", "bond types: a table name → { style = harmonic | fene, k (J/m²), r0 (m; "
+                  "fene: R₀), epsilon (J) and sigma (m) of fene's WCA part }", default={}, check="structural",
+                  parse=bonded.parse_bond_types),
+        Parameter("angle_types", SCALAR, "", "angle types: a table name → { style = harmonic | cosine, k (J/rad² or J), "
+                  "theta0 (degrees, default 180) }", default={}, check="structural", parse=bonded.parse_angle_types),
+        Parameter("polymers", SCALAR, "", "chains and rings of consecutive particle ids from 0: a table or a list of "
+                  "tables { count, length, bond, angle (optional), ring (default false) }", default=(),
+                  check="structural", parse=lambda value: bonded.parse_polymers(value) if value else ()),
+        Parameter("special_bonds", SCALAR, "1", "weight of a bonded pair's pair potential: 0 excluded (LAMMPS' default), "
+                  "1 kept", default=0.0, check="nonnegative"),
+        Parameter("bonds", SCALAR, "1", "explicit bonds [[i, j], …] (from a file)", default=None, check="structural"),
+        Parameter("bond_type_ids", SCALAR, "1", "the type id of each explicit bond", default=None, check="structural"),
+        Parameter("angles", SCALAR, "1", "explicit angles [[end, vertex, end], …] (from a file)", default=None,
+                  check="structural"),
+        Parameter("angle_type_ids", SCALAR, "1", "the type id of each explicit angle", default=None,
+                  check="structural"),
         Parameter("particle_types", SCALAR, "1", "explicit type id of each particle (from a file)", default=None,
                   check="structural", parse=parse_ids),
         Parameter("diameters", SCALAR, "m", "explicit diameter of each particle (m, chord; from a file)", default=None,
@@ -414,9 +585,13 @@ DEFINITION = SystemDefinition(
     potential=potential,
     gradient=gradient,
     full_rotation_symmetry=True,
+    topology=lambda params, n: np.arange(n, dtype=np.int64),
     check=_check,
     body_properties=_body_properties,
     file_layout=_file_layout,
-    pair=PairPotential(pair_energy, pair_gradient_factor, cutoff=largest_cutoff,
+    place_particles=_place_particles,
+    pair=PairPotential(pair_energy, pair_gradient_factor, bonded_gradient=bonded_gradient, bonded_energy=bonded_energy,
+                       bonded_present=lambda params: bool(params["polymers"] or params["bonds"] or params["angles"]),
+                       cutoff=largest_cutoff,
                        default_skin=lambda params: SKIN_SIGMAS * max(entry[1] for entry in params["types"])),
 )
