@@ -106,14 +106,20 @@ class Plan:
             raise InvalidInput("ensemble.path", refused.message) from None
 
     def _file_layout(self) -> dict:
-        """The parameters the configuration file fixes: each particle's type (by name) and diameter, for a system
-        of several types; a file of several types for a system of one kind of particle is refused."""
+        """The parameters the configuration file fixes: each particle's type (by name) and diameter, the bonds and
+        angles, for a system that takes them; a file of several types, or with bonds, for a system of one kind of
+        unbonded particle is refused."""
         configuration = self.file_configuration
-        if configuration is None or configuration.type_ids is None:
+        if configuration is None:
             return {}
         layout = system_definition(self.spec.system).file_layout
         if layout is not None:
-            return layout(self.spec.params, configuration.type_names, configuration.type_ids, configuration.diameters)
+            return layout(self.spec.params, configuration._asdict())
+        if configuration.bonds is not None and len(configuration.bonds):
+            raise InvalidInput("ensemble.path", f"the file holds {len(configuration.bonds)} bonds; {self.spec.system} "
+                               "has none (sphere_mixture takes bonds)")
+        if configuration.type_ids is None:
+            return {}
         kinds = np.unique(configuration.type_ids)
         if kinds.size > 1:
             names = ", ".join(configuration.type_names[k] for k in kinds)

@@ -190,3 +190,39 @@ def test_a_spec_of_polymers_runs_keeps_its_bonds_and_exports_them(tmp_path, caps
     assert not (tmp_path / "never.zarr").exists()
     with pytest.raises(InvalidInput, match="special_bonds"):
         get_system("sphere_mixture", types={"A": {"sigma": 0.1}}, special_bonds=0.5)
+
+
+def test_bonds_of_a_gsd_file_are_run_by_their_type_names(tmp_path):
+    """A GSD frame (the gsd library's) of 200 particles with two rings of 8 bonded by type "link" (and bonds of an
+    undeclared type refused naming ensemble.path): the run takes the file's bonds, by name, as its own."""
+    import gsd.hoomd
+
+    from armillary import ensemble
+
+    rings = get_system("sphere_mixture", types={"A": {"sigma": 0.1}},
+                       bond_types={"b": {"style": "harmonic", "k": 4e4, "r0": 0.1}},
+                       polymers={"count": 2, "length": 8, "bond": "b", "ring": True})
+    q = rings.definition.place_particles(rings.broadcast(1, 200), 200, 0.0, 5)
+    bonds = np.array([(r * 8 + i, r * 8 + (i + 1) % 8) for r in range(2) for i in range(8)])
+    frame = gsd.hoomd.Frame()
+    frame.particles.N = 200
+    frame.particles.position = q.astype(np.float32)
+    frame.particles.types = ["A"]
+    frame.particles.typeid = np.zeros(200, np.uint32)
+    frame.bonds.N = len(bonds)
+    frame.bonds.group = bonds
+    frame.bonds.types = ["link"]
+    frame.bonds.typeid = np.zeros(len(bonds), np.uint32)
+    with gsd.hoomd.open(str(tmp_path / "rings.gsd"), "w") as f:
+        f.append(frame)
+    text = (POLYMER_SPEC.replace('bond_types = {{ b = {{', 'bond_types = {{ link = {{')
+            .replace('polymers = {{ count = 5, length = 8, bond = "b", angle = "bend", ring = {ring} }}\n', "")
+            .replace('initial = "particles"\nparticles = 200\nplacement = "polymers"\ntemperature = 1.0',
+                     f'initial = "file"\npath = "{tmp_path / "rings.gsd"}"'))
+    ds = ensemble.run(ensemble.parse_spec(text.format(store=tmp_path / "from-file.zarr")), stream=io.StringIO())
+    np.testing.assert_array_equal(ds.bonds.values, bonds)
+    assert ds.bond_type.attrs["type_names"] == ["link"] and ds.status.values[0] == 0
+    with pytest.raises(InvalidInput, match="link") as refused:
+        ensemble.run(ensemble.parse_spec(text.replace("link = {{", "tie = {{").format(store=tmp_path / "never.zarr")),
+                     stream=io.StringIO())
+    assert refused.value.field == "ensemble.path" and not (tmp_path / "never.zarr").exists()

@@ -332,10 +332,11 @@ class SystemDefinition(ParameterLookup):
     check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
     #: see :meth:`ParameterLookup.body_properties`
     body_properties: Callable[[dict, int], dict] = lambda params, n: {}
-    #: the parameters a configuration read from a file fixes, (spec params, the file's type names, each particle's
-    #: type id, diameters or None) → params to add; None: a system of one kind of particle (a file of several types
-    #: is refused)
-    file_layout: Callable[[dict, tuple, np.ndarray, np.ndarray | None], dict] | None = None
+    #: the parameters a configuration read from a file fixes, (spec params, the file's configuration as a dict:
+    #: type_ids and type_names, diameters, bonds, bond_type_ids and bond_type_names, angles, …, each None where the
+    #: file has none) → params to add; None: a system of one kind of unbonded particle (a file of several types, or
+    #: with bonds, is refused)
+    file_layout: Callable[[dict, dict], dict] | None = None
     #: the particles sampler's placement = "polymers": (params of one member, n, min_separation (m), seed) → q (n, 3)
     #: with the system's bonded chains as random walks; None: a system without bonds
     place_particles: Callable[[dict, int, float, Any], np.ndarray] | None = None

@@ -479,16 +479,27 @@ def _body_properties(params, n):
     return properties
 
 
-def _file_layout(params: dict, names: tuple, ids: np.ndarray, diameters) -> dict:
-    """``particle_types`` (a file's types matched to ``types`` by name) and ``diameters`` of a configuration read from
-    a file."""
-    declared = type_names({"types": parse_types(params.get("types"))})
-    missing = [name for name in names if name not in declared]
-    if missing:
-        raise InvalidInput("ensemble.path", f"the file's particle types {', '.join(missing)} are not among "
-                           f"system.params.types ({', '.join(declared)})")
-    layout = {"particle_types": np.array([declared.index(name) for name in names])[ids].tolist()}
-    return layout if diameters is None else {**layout, "diameters": np.asarray(diameters).tolist()}
+def _file_layout(params: dict, configuration: dict) -> dict:
+    """``particle_types``, ``bond_type_ids`` and ``angle_type_ids`` (a file's types matched to ``types``,
+    ``bond_types`` and ``angle_types`` by name), ``diameters``, ``bonds`` and ``angles`` of a configuration read from a
+    file (:class:`ensemble.particle_files.Configuration` as a dict)."""
+    layout = {}
+    for ids, names, declared, key, target in (
+            ("type_ids", "type_names", "types", "types", "particle_types"),
+            ("bond_type_ids", "bond_type_names", "bond_types", "bond_types", "bond_type_ids"),
+            ("angle_type_ids", "angle_type_names", "angle_types", "angle_types", "angle_type_ids")):
+        if configuration[ids] is None:
+            continue
+        known = [entry[0] for entry in DEFINITION.parameter(declared).parse(params.get(key, {}))]
+        missing = [name for name in configuration[names] if name not in known]
+        if missing:
+            raise InvalidInput("ensemble.path", f"the file's {key.replace('_', ' ')} {', '.join(missing)} are not "
+                               f"among system.params.{key} ({', '.join(known) or 'none'})")
+        layout[target] = np.array([known.index(name) for name in configuration[names]])[configuration[ids]].tolist()
+    for field, target in (("diameters", "diameters"), ("bonds", "bonds"), ("angles", "angles")):
+        if configuration[field] is not None and len(configuration[field]):
+            layout[target] = np.asarray(configuration[field]).tolist()
+    return layout
 
 
 def _place_particles(params: dict, n: int, min_separation: float, seed) -> np.ndarray:
