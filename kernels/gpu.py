@@ -142,7 +142,8 @@ def check_supported(system, method: str, *, forced: bool, sections, track_encoun
     pair = getattr(system.definition, "pair", None)
     for name, what, present in (
             ("sections", "surfaces of section", bool(sections)), ("forcing", f"forces ({system.name} is forced)", forced),
-            ("bonds", "bonds and angles", pair is not None and pair.bonded_present(system.params)),
+            ("bonds", "bonds and angles in the ensemble mode", mode != "system" and pair is not None
+             and pair.bonded_present(system.params)),
             ("outputs", "close-encounter tracking (min_separation)", track_encounters)):
         if present:
             raise InvalidInput(name, f"device 'cuda' does not run {what} yet; use device = 'cpu' for it")

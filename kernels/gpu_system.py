@@ -142,9 +142,35 @@ def rows_by_id_template(ids, source, target):
             target[ids[s], c] = source[s, c]
 
 
+def storage_slots_template(ids, slot):
+    """slot[ids[s]] = s: each original id's storage index (what the bonded terms read their partners' rows by)."""
+    s = cuda.grid(1)  # noqa: F821
+    if s < ids.shape[0]:
+        slot[ids[s]] = s
+
+
+def bonded_gradients_template(q, coef, ids, slot, out):
+    """Add stored particle s's bonded terms (its bonds and angles, ``bonded_gradient``, all at one configuration q)
+    to its row of ∂V/∂q by its own thread, after its pair terms: the CPU's bonded pass
+    (:func:`kernels.system_parallel.bonded_gradients_template`)."""
+    s = cuda.grid(1)  # noqa: F821
+    if s < q.shape[0]:
+        g0, g1, g2 = bonded_gradient(q, coef, slot, ids[s], s, 0)  # noqa: F821 (bound: the system's)
+        out[s, 0, 0] += g0
+        out[s, 1, 0] += g1
+        out[s, 2, 0] += g2
+
+
+def bonded_energies_template(q, coef, ids, slot, out):
+    """Add stored particle s's share of its bonds' and angles' energy (J) to out[s], by its own thread."""
+    s = cuda.grid(1)  # noqa: F821
+    if s < q.shape[0]:
+        out[s] += bonded_energy(q, coef, slot, ids[s], s, 0)  # noqa: F821 (bound: the system's)
+
+
 #: the templates, each a kernel of its name without ``_template``
 TEMPLATES = (setup_template, advance_template, sample_terms_template, fold_template, permute_rows_template,
-             rows_by_id_template)
+             rows_by_id_template, storage_slots_template, bonded_gradients_template, bonded_energies_template)
 
 
 @functools.cache
@@ -157,7 +183,8 @@ def kernel_functions(method: str, system: str) -> dict:
     drift, kick, factors = KERNEL_METHODS[method].system_stages
     pair = system_definition(system).pair
     bindings = {"cuda": cuda_module(), "integrator_drift": drift, "integrator_kick": kick, "particle_factors": factors,
-                "pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor}
+                "pair_energy": pair.energy, "pair_gradient_factor": pair.gradient_factor,
+                "bonded_gradient": pair.bonded_gradient, "bonded_energy": pair.bonded_energy}
     tag = f"{method}__{system}"
     return {**{template.__name__.removesuffix("_template"):
                bind_template(template, f"{template.__name__}__{tag}", bindings)
@@ -180,11 +207,14 @@ def _rows(array):
 class _March:
     """One call's arrays on the device and its launches (:func:`run` drives them as the CPU's driver does)."""
 
-    def __init__(self, kernels: dict, q, omega, mass_diag, coef, h: float, list_range: float | None):
-        """``list_range`` (m): r_c + skin of the neighbour lists, or None for the all-pairs term (no list)."""
+    def __init__(self, kernels: dict, q, omega, mass_diag, coef, h: float, list_range: float | None,
+                 bonded: bool = False):
+        """``list_range`` (m): r_c + skin of the neighbour lists, or None for the all-pairs term (no list);
+        ``bonded``: whether the system has bonded terms, gathered after the pair terms."""
         cuda = cuda_module()
         n = q.shape[0]
-        self.kernels, self.n, self.h = kernels, n, h
+        self.kernels, self.n, self.h, self.bonded = kernels, n, h, bonded
+        self.slot = cuda.to_device(np.arange(n, dtype=np.int64))  # each id's storage index
         # the per-particle arrays, in storage order (ids maps them back); a rebuild gathers them into the spares
         # (n, 3, 1) copies: a new axis of a view has stride 0, which the simulator's copies take for a broadcast
         self.particles = {"q_next": cuda.to_device(q.reshape(n, 3, 1).copy()),
@@ -222,6 +252,7 @@ class _March:
         for name, array in self.particles.items():
             launch(self.kernels["permute_rows"], self.n, self.lists.order, _rows(array), _rows(self.spare[name]))
             self.particles[name], self.spare[name] = self.spare[name], array
+        launch(self.kernels["storage_slots"], self.n, self.particles["ids"], self.slot)
 
     def gradient(self) -> None:
         """∂V/∂q at q_next, each particle's own row (or all of its partners, without a list)."""
@@ -231,6 +262,9 @@ class _March:
         else:
             launch(self.kernels["gather_gradient"], self.n, _rows(self.particles["q_next"]), self.coef,
                    self.particles["ids"], self.lists.neighbours, self.lists.counts, _rows(self.grad))
+        if self.bonded:
+            launch(self.kernels["bonded_gradients"], self.n, self.particles["q_next"], self.coef, self.particles["ids"],
+                   self.slot, self.grad)
 
     def summary(self) -> np.ndarray:
         """The folded ``terms`` (:func:`fold_template`): (sum, sum, max, max) on the host."""
@@ -264,6 +298,8 @@ class _March:
         else:
             launch(self.kernels["gather_energies"], self.n, _rows(self.q), self.coef, p["ids"], self.lists.neighbours,
                    self.lists.counts, self.energies)
+        if self.bonded:
+            launch(self.kernels["bonded_energies"], self.n, self.q, self.coef, p["ids"], self.slot, self.energies)
         launch(self.kernels["sample_terms"], self.n, self.q, p["omega"], p["mass_diag"], p["ids"], self.energies,
                self.terms)
         kinetic, potential, unit_error, tangency_error = self.summary()
@@ -293,7 +329,7 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     q_final, omega_final = np.empty((1, n, 3)), np.empty((1, n, 3))
     with nvvm_options(fma):
         march = _March(_launchable(method, system.name, fma), q[0], omega[0], mass_diag[0], coef, float(dt),
-                       None if all_pairs else cutoff + skin)
+                       None if all_pairs else cutoff + skin, system.definition.pair.bonded_present(system.params))
         rebuilds, built_at, failed = 0 if all_pairs else 1, 0, -1
         march.record(0, out, exchanged, keep_state)
         # the drift of step k (1-based in the call) is the run's step start_step + k − 1

@@ -175,8 +175,8 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
     """Each kernel of the GPU's system mode compiled for compute capability 8.0 (one entry point each), with the
     stages of vi and langevin (Philox and the Ziggurat's tables on the device) and brownian with active particles,
     and the pair passes of a model file's pair potential (the tutorial's Yukawa, with its exponential), of a
-    mixture's type table (sphere_mixture, each pair's row read by the particles' ids) and of the all-pairs term
-    (Coulomb's, sphere_riesz)."""
+    mixture's type table and bonded terms (sphere_mixture, each pair's row read by the particles' ids, each
+    particle's bonds and angles gathered by its own thread) and of the all-pairs term (Coulomb's, sphere_riesz)."""
     n = 8
     state, column, ids, terms = np.zeros((n, 3, 1)), np.zeros((n, 1)), np.zeros(n, np.int64), np.zeros((n, 4))
     coef = np.zeros((20, 1))
@@ -190,7 +190,9 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
                  "rows_by_id": (ids, np.zeros((n, 3)), np.zeros((n, 3))),
                  **{name: (np.zeros((n, 3)), coef, ids, np.zeros((n, 4), np.int32), np.zeros(n, np.int32), out)
                     for name, out in (("gather_gradient", np.zeros((n, 3))), ("gather_energies", np.zeros(n)))},
-                 "device_terms": (np.zeros((n, 3)), coef, True, np.zeros((n, 3)))}
+                 "device_terms": (np.zeros((n, 3)), coef, True, np.zeros((n, 3))),
+                 "storage_slots": (ids, np.zeros(n, np.int64)), "bonded_gradients": (state, coef, ids, ids, state),
+                 "bonded_energies": (state, coef, ids, ids, np.zeros(n))}
     with open(os.path.join(HERE, os.pardir, "examples", "models", "sphere_yukawa.py")) as model:
         yukawa = build_model(model.read(), "sphere_yukawa.py").name
     for method, system in (("vi", "sphere_lj"), ("langevin", "sphere_lj"), ("brownian_active", "sphere_lj"),
@@ -200,7 +202,7 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
         names = {"vi": functions, "langevin": ("setup", "advance"), "brownian_active": ("setup", "advance")}[method]
         pair_passes = {yukawa: ("gather_gradient", "gather_energies"),  # the all-pairs passes of Coulomb: tiles in
                        "sphere_riesz": ("device_terms",),  # shared memory, its square root; a mixture's type table
-                       "sphere_mixture": ("gather_gradient", "gather_energies")}
+                       "sphere_mixture": ("gather_gradient", "gather_energies", "bonded_gradients", "bonded_energies")}
         for name in names if system == "sphere_lj" else pair_passes[system]:
             assert gpu._compile_ptx(functions[name], arguments[name]).count(".entry ") == 1, (method, system, name)
     # a minimisation's own kernels (kernels/gpu_minimiser.py: fire's stages; its other kernels are the above)
@@ -216,7 +218,8 @@ def test_the_gpu_system_mode_kernels_compile_to_ptx():
 def test_the_gpu_system_mode_follows_the_cpus_and_restarts_bit_for_bit(tmp_path):
     """kernels/gpu_system.py in numba-cuda's simulator (tests/gpu_system.py: 400 LJ particles at ρ* = 0.8 from a
     lattice at T = 2, the lists rebuilt within the runs): vi for 9 steps, langevin for 12, brownian for 6 and a
-    polydisperse binary mixture under a temperature ramp (langevin) for 9 in the system mode with device="cuda"
+    polydisperse binary mixture with bonded chains under a temperature ramp (langevin) for 9 in the system mode
+    with device="cuda"
     follow the CPU's system mode to round-off (q and ω within 1e-12, energy within
     1e-12 of its size, heat within 1e-10 J; their sums run in another order), with the same status and as many
     rebuilds; and langevin split at step 6 and restarted equals the uninterrupted run bit for bit, though the
