@@ -241,20 +241,44 @@ def face_map(points: np.ndarray, values: np.ndarray, level: int = 4) -> np.ndarr
     return (mean + mean[mesh.neighbours].sum(axis=1)) / 4
 
 
+class _Clearance:
+    """Points placed so far, hashed by cells of side ``separation`` (a point's neighbours within it lie in the 27 cells
+    about its own), for :func:`polymer_positions`: O(1) per test, not O(placed)."""
+
+    def __init__(self, separation: float):
+        self.separation = separation
+        self.cells: dict = {}
+
+    def _cell(self, point) -> tuple:
+        return tuple(np.floor(point / self.separation).astype(np.int64)) if self.separation > 0 else (0, 0, 0)
+
+    def clear(self, point, ignore=()) -> bool:
+        """Whether ``point`` is at least the separation from every placed point but those of ``ignore`` (ids)."""
+        if self.separation <= 0:
+            return True
+        x, y, z = self._cell(point)
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for dz in (-1, 0, 1):
+                    for index, other in self.cells.get((x + dx, y + dy, z + dz), ()):
+                        if index not in ignore and np.linalg.norm(other - point) < self.separation:
+                            return False
+        return True
+
+    def add(self, index: int, point) -> None:
+        self.cells.setdefault(self._cell(point), []).append((index, point))
+
+
 def polymer_positions(n: int, chains, min_separation: float, seed) -> np.ndarray:
     """n unit vectors (n, 3): each chain (first id, length, ring, bond chord (m)) of consecutive ids placed first,
     a ring as a regular polygon on a small circle about a random centre, a linear chain as a self-avoiding random
     walk of geodesic steps of the bond's chord; then every particle in no chain uniformly at random.  Each new
     particle keeps at least ``min_separation`` (m, chord) from every one placed before, but for its own bonded
-    neighbours; a step is tried 100 times and a chain 100 times before the placement is refused (too dense).
+    neighbour; a step is tried 100 times and a chain 100 times before the placement is refused (too dense).
     Seeded: the same seed gives the same points."""
     rng = np.random.default_rng(seed)
     placed = np.full((n, 3), np.nan)
-
-    def clear(point, ignore=()):
-        others = np.delete(placed, list(ignore), axis=0) if ignore else placed
-        distances = np.linalg.norm(others - point, axis=1)
-        return not np.any(distances < min_separation)  # NaN rows (not yet placed) compare False
+    grid = _Clearance(min_separation)
 
     def random_unit():
         point = rng.standard_normal(3)
@@ -269,35 +293,40 @@ def polymer_positions(n: int, chains, min_separation: float, seed) -> np.ndarray
             if ring:
                 opening = np.arcsin(min(chord / (2.0 * np.sin(np.pi / length)), 1.0))
                 angles = 2.0 * np.pi * np.arange(length) / length
-                points = (np.cos(opening) * centre + np.sin(opening) * (np.cos(angles)[:, np.newaxis] * side
-                                                                          + np.sin(angles)[:, np.newaxis] * other))
-                if all(clear(point) for point in points):
-                    placed[first:first + length] = points
-                    break
-                continue
-            step = 2.0 * np.arcsin(chord / 2.0)
-            points = [centre]
-            while len(points) < length:
-                for _ in range(100):
-                    heading = tangent_rows(points[-1][np.newaxis], random_unit()[np.newaxis])[0]
-                    candidate = np.cos(step) * points[-1] + np.sin(step) * heading / np.linalg.norm(heading)
-                    own = np.array(points[:-1]).reshape(-1, 3)
-                    if clear(candidate) and not np.any(np.linalg.norm(own - candidate, axis=1) < min_separation):
-                        points.append(candidate / np.linalg.norm(candidate))
+                points = list(np.cos(opening) * centre + np.sin(opening) * (np.cos(angles)[:, np.newaxis] * side
+                                                                               + np.sin(angles)[:, np.newaxis] * other))
+                if not all(grid.clear(point) for point in points):
+                    continue
+            else:
+                step = 2.0 * np.arcsin(chord / 2.0)
+                points = [centre] if grid.clear(centre) else []
+                own = _Clearance(min_separation)
+                while points and len(points) < length:
+                    own.add(len(points) - 1, points[-1])
+                    for _ in range(100):
+                        heading = tangent_rows(points[-1][np.newaxis], random_unit()[np.newaxis])[0]
+                        candidate = np.cos(step) * points[-1] + np.sin(step) * heading / np.linalg.norm(heading)
+                        candidate /= np.linalg.norm(candidate)
+                        if grid.clear(candidate) and own.clear(candidate, ignore=(len(points) - 1,)):
+                            points.append(candidate)
+                            break
+                    else:
                         break
-                else:
-                    break
-            if len(points) == length and clear(points[0]):
-                placed[first:first + length] = points
-                break
+                if len(points) < length:
+                    continue
+            for offset, point in enumerate(points):
+                placed[first + offset] = point
+                grid.add(first + offset, point)
+            break
         else:
             raise InvalidInput("ensemble.placement", f"could not place the chain of particles {first} … "
                                f"{first + length - 1} clear of the others by min_separation = {min_separation:g}")
     for i in np.flatnonzero(np.isnan(placed[:, 0])):
         for _ in range(1000):
             point = random_unit()
-            if clear(point):
+            if grid.clear(point):
                 placed[i] = point
+                grid.add(i, point)
                 break
         else:
             raise InvalidInput("ensemble.placement", f"could not place particle {i} clear of the others by "
