@@ -34,7 +34,9 @@ With ``--mixture``, the binary Lennard-Jones mixture instead (``sphere_mixture``
 ε = 1, Lorentz–Berthelot, each pair cut at 2.5 σ_ab, B as heavy as A, at the one-type run's area fraction
 (σ_A² (1 + 1.4²)/2 = σ², so as many neighbours per particle), against one-type LJ measured in the same rounds (the
 "cost vs 1 type" column: the type table's price, target ≤ 1.1×) and LAMMPS on 2 ranks running the same mixture in
-2-D (``pair_coeff`` per type pair, types set at random 50:50 on the hex lattice; target ≥ 1.0×).
+2-D (``pair_coeff`` per type pair, types set at random 50:50 on the hex lattice; target ≥ 1.0×); and the same
+mixture at half the density joined into chains of 10 by harmonic bonds (0.9 bonds per particle, placed as random
+walks) against the same particles without bonds (the "cost vs none" column, target ≤ 1.2×).
 
 Setup (reduced LJ units: ε = m = 1, σ, τ = σ√(m/ε)): ρ* = N σ²/4π = 0.8 on the unit sphere, so
 σ = √(0.8·4π/N); r_c = 2.5σ, shifted; half Verlet lists rebuilt when a particle has moved skin/2, the skin
@@ -91,13 +93,13 @@ def measure(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto
     ensemble kernel with the same cutoff, one member: one thread) or 'conservation'; ``method`` vi, or a stochastic
     one with the bath T* = 1, γ = 1/τ; ``skin`` "auto" or a number of σ.  The energy is computed at the first and
     last step only, as LAMMPS' thermo output is (the conservation run: every 10th of the run)."""
-    from armillary.kernels import get_system, integrate
-    from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities
+    from armillary.kernels import integrate
+    from armillary.kernels.geometry import thermal_velocities
 
     mode = "ensemble" if kind == "allpairs" else "system"
-    warm = fibonacci_sphere(1200)
     sigma = np.sqrt(DENSITY * 4 * np.pi / 1200)
-    system = system_at(kind, sigma)
+    system = system_at(kind, sigma, 1200)
+    warm = start_positions(kind, system, 1200)
     warm_state = {"q": warm[None], "omega": thermal_velocities(warm, 1.0, 1.0, 0)[None]}
     # brownian is the overdamped limit: γ = 100/τ, so that a step moves a particle ~0.01σ, not a tenth of σ
     friction = {"vi": None, "langevin": 1.0, "brownian": 100.0}[method]
@@ -106,8 +108,8 @@ def measure(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto
     baseline = _rss_bytes()
     temperature, step = (0.5, 0.001) if kind == "conservation" else (TEMPERATURE, STEP)
     sigma = np.sqrt(DENSITY * 4 * np.pi / n)
-    system = system_at(kind, sigma)
-    q = fibonacci_sphere(n)
+    system = system_at(kind, sigma, n)
+    q = start_positions(kind, system, n)
     omega = thermal_velocities(q, 1.0, temperature, 0)
     start = time.perf_counter()
     skin = None if mode != "system" else "auto" if skin == "auto" else float(skin) * sigma
@@ -128,17 +130,36 @@ def measure(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto
 #: σ_B/σ_A of the binary mixture, and σ_A/σ of the one-type system at the same area fraction
 SIZE_RATIO = 1.4
 MIXTURE_SIGMA_A = float(np.sqrt(2.0 / (1.0 + SIZE_RATIO**2)))
+#: monomers per chain of the "chains" rows, and their density as a fraction of the mixture's
+CHAIN_LENGTH, CHAINS_DENSITY = 10, 0.5
 
 
-def system_at(kind: str, sigma: float):
-    """One-type LJ of σ (m) with r_c = CUTOFF σ, or for ``kind`` "mixture" the binary mixture at its area fraction."""
+def system_at(kind: str, sigma: float, n: int):
+    """One-type LJ of σ (m) with r_c = CUTOFF σ; for ``kind`` "mixture" the binary mixture at its area fraction; for
+    "chains" the mixture at CHAINS_DENSITY of it (random walks pack no denser) joined into chains of CHAIN_LENGTH
+    (harmonic bonds of rest chord 1.1 σ_B, beyond every pair's core, and stiffness 100 ε/σ_A², bonded pairs out of
+    the pair potential: 0.9 bonds per particle), and for "unbonded" the same particles without their bonds."""
     from armillary.kernels import get_system
 
-    if kind != "mixture":
+    if kind not in ("mixture", "chains", "unbonded"):
         return get_system("sphere_lj", epsilon=1.0, sigma=sigma, cutoff=CUTOFF * sigma)
-    sigma_a = MIXTURE_SIGMA_A * sigma
+    sigma_a = MIXTURE_SIGMA_A * sigma * (1.0 if kind == "mixture" else np.sqrt(CHAINS_DENSITY))
+    chains = {} if kind != "chains" else dict(
+        bond_types={"b": {"style": "harmonic", "k": 100.0 / sigma_a**2, "r0": 1.1 * SIZE_RATIO * sigma_a}},
+        polymers={"count": n // CHAIN_LENGTH, "length": CHAIN_LENGTH, "bond": "b"})
     return get_system("sphere_mixture", types={"A": {"sigma": sigma_a}, "B": {"sigma": SIZE_RATIO * sigma_a}},
-                      composition={"A": 0.5, "B": 0.5}, cutoff_sigmas=CUTOFF)
+                      composition={"A": 0.5, "B": 0.5}, cutoff_sigmas=CUTOFF, **chains)
+
+
+def start_positions(kind: str, system, n: int) -> np.ndarray:
+    """The Fibonacci lattice, or for "chains" and "unbonded" the chains' placement (random walks of the bonds'
+    chord)."""
+    from armillary.kernels.geometry import fibonacci_sphere
+
+    if kind in ("chains", "unbonded"):
+        chains = system_at("chains", system.params["types"][0][1] / MIXTURE_SIGMA_A / np.sqrt(CHAINS_DENSITY), n)
+        return chains.definition.place_particles(chains.broadcast(1, n), n, 0.0, 1)
+    return fibonacci_sphere(n)
 
 
 def run_isolated(kind: str, n: int, steps: int, method: str = "vi", skin: str = "auto", threads: int | None = None) -> dict:
@@ -472,7 +493,7 @@ def mixture_table(args):
     best, lammps, skipped = {}, {}, None
     for _ in range(args.repeats):
         for n in args.sizes:
-            for kind in ("system", "mixture"):
+            for kind in ("system", "mixture", "unbonded", "chains"):
                 row = run_isolated(kind, n, steps_for(n), args.method, args.skin)
                 if (kind, n) not in best or row["rate"] > best[kind, n]["rate"]:
                     best[kind, n] = row
@@ -483,13 +504,13 @@ def mixture_table(args):
                 elif rate > lammps.get(n, (0.0, ""))[0]:
                     lammps[n] = rate, note
     print(f"{'N':>9}{'steps':>7}{'1 type /s':>13}{'mixture /s':>13}{'cost vs 1 type':>16}{'LAMMPS 2 /s':>13}"
-          f"{'vs LAMMPS 2':>13}{'builds':>8}")
+          f"{'vs LAMMPS 2':>13}{'chains /s':>13}{'cost vs none':>14}")
     for n in args.sizes:
-        one, mixed = best["system", n], best["mixture", n]
+        one, mixed, unbonded, chains = (best[kind, n] for kind in ("system", "mixture", "unbonded", "chains"))
         rate = lammps.get(n, (None, ""))[0]
         print(f"{n:>9}{mixed['steps']:>7}{one['rate']:>13.3e}{mixed['rate']:>13.3e}{one['rate'] / mixed['rate']:>15.2f}×"
               f"{rate or float('nan'):>13.3e}{(mixed['rate'] / rate if rate else float('nan')):>12.2f}×"
-              f"{mixed['rebuilds']:>8}", flush=True)
+              f"{chains['rate']:>13.3e}{unbonded['rate'] / chains['rate']:>13.2f}×", flush=True)
     if skipped:
         print(f"LAMMPS skipped: {skipped}")
     print(run_conditions(start))

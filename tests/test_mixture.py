@@ -117,7 +117,7 @@ def split_run(threads):
     system = binary(bond_types={"b": {"style": "harmonic", "k": 400.0 / SIGMA_A**2, "r0": SIGMA_A}},
                     angle_types={"a": {"style": "cosine", "k": 2.0}},
                     polymers={"count": 30, "length": 10, "bond": "b", "angle": "a"})
-    q = system.definition.place_particles(system.broadcast(1, N), N, 0.0, 7)
+    q = system.definition.place_particles(system.broadcast(1, N), N, 0.8 * SIGMA_A, 7)
     state = {"q": q[None], "omega": thermal_velocities(q, 1.0, 1.0, seed=3)[None]}
     dt = 0.004 * SIGMA_A
     schedule = [[0.0, 1.0], [30 * dt, 0.5], [50 * dt, 0.8]]

@@ -191,7 +191,7 @@ SPHERE_PRODUCT = SphereProductSpace(
              "placement": ("fibonacci", PLACEMENTS, "fibonacci lattice, icosphere vertices (10·4^k + 2), random, or "
                            "polymers (a system's chains and rings as random walks, the rest random)"),
              "min_separation": (0.0, "float", "random and polymers placement: minimum chord between particles (m; "
-                                "polymers: 0 takes 0.8 × the smallest type σ)"),
+                                "polymers: 0 takes 0.8 × the largest type σ)"),
              "temperature": (0.0, "float", "kinetic temperature (J per particle, k_B = 1; 0: at rest)")},
             _particles, bodies=lambda options: options["particles"], check=_check_particles),
     },

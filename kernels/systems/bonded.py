@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInput
-from ..lanes import lane_function
+from ..lanes import inline_lane_function
 
 BOND_STYLES = {"harmonic": 0.0, "fene": 1.0}
 ANGLE_STYLES = {"harmonic": 0.0, "cosine": 1.0}
@@ -195,7 +195,7 @@ def bonded_rows(params: dict, n: int) -> tuple[list[float], np.ndarray]:
                                    angle_table]).astype(np.float64)
 
 
-@lane_function
+@inline_lane_function
 def bond_energy(r2, coef, b, row):
     """U (J) of a bond of chord² r2 (m²) whose type's row starts at ``row`` of lane b's coefficients."""
     if coef[row + B_STYLE, b] == HARMONIC:
@@ -208,7 +208,7 @@ def bond_energy(r2, coef, b, row):
     return energy
 
 
-@lane_function
+@inline_lane_function
 def bond_gradient_factor(r2, coef, b, row):
     """g = U'(r)/r (J/m²) of the bond (:func:`bond_energy`): its end i's ∂U/∂q_i = g (q_i − q_j); NaN for a fene bond
     stretched to R₀ or beyond."""
@@ -224,7 +224,7 @@ def bond_gradient_factor(r2, coef, b, row):
     return factor
 
 
-@lane_function
+@inline_lane_function
 def angle_energy(cosine, coef, b, row):
     """U (J) of an angle of cos θ = ``cosine`` whose type's row starts at ``row`` of lane b's coefficients."""
     if coef[row + A_STYLE, b] == COSINE:
@@ -233,7 +233,7 @@ def angle_energy(cosine, coef, b, row):
     return 0.5 * coef[row + A_K, b] * bend * bend
 
 
-@lane_function
+@inline_lane_function
 def angle_derivative(cosine, coef, b, row):
     """dU/d(cos θ) (J) of the angle (:func:`angle_energy`): harmonic −k (θ − θ₀)/sin θ (sin θ at least
     SMALLEST_SINE), cosine k."""

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..geometry import fibonacci_sphere, polymer_positions
-from ..lanes import lane_function
+from ..lanes import inline_lane_function, lane_function
 from . import bonded
 from .base import SCALAR, PairPotential, Parameter, Preset, SystemDefinition, all_pairs
 from .sphere_lj import lj_coefficients
@@ -255,7 +255,7 @@ def _coefficients(params, n):
     return rows
 
 
-@lane_function
+@inline_lane_function
 def pair_row(coef, b, i, j):
     """(the first row of the type pair of particles i and j (ids) in lane b's table, their size scale s_ij: 1 unless
     some particle's diameter differs from its type's σ)."""
@@ -269,7 +269,7 @@ def pair_row(coef, b, i, j):
     return row, scale
 
 
-@lane_function
+@inline_lane_function
 def pair_energy(r2, coef, b, i, j):
     """φ(r²) − φ(r_c) of particles i and j (ids) for the chord² r2 < r_c,ij², else 0 (J), lane b."""
     row, scale = pair_row(coef, b, i, j)
@@ -293,7 +293,7 @@ def pair_energy(r2, coef, b, i, j):
     return inside * 0.5 * coef[row + C0, b] * overlap * overlap
 
 
-@lane_function
+@inline_lane_function
 def pair_gradient_factor(r2, coef, b, i, j):
     """g = φ'(r)/r of particles i and j (ids) for r2 < r_c,ij², else 0 (J/m²): ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j)."""
     row, scale = pair_row(coef, b, i, j)
@@ -315,7 +315,7 @@ def pair_gradient_factor(r2, coef, b, i, j):
     return -inside * coef[row + C0, b] * (1.0 - r / sigma) / (sigma * r)
 
 
-@lane_function
+@inline_lane_function
 def bonded_layout(coef, b):
     """The first rows of lane b's bond offsets, bond entries, angle offsets, angle entries, bond types and angle
     types (:func:`kernels.systems.bonded.bonded_rows`)."""
@@ -329,7 +329,7 @@ def bonded_layout(coef, b):
             bond_types + bonded.BOND_COLUMNS * int(coef[BOND_TYPES, b]))
 
 
-@lane_function
+@inline_lane_function
 def angle_geometry(q, slot, a, v, c, b):
     """(u = q_a − q_v, w = q_c − q_v (m), |u|², |w|², 1/(|u||w|), cos θ) of the angle (a, v, c) (ids; ``slot``: each
     id's row of q)."""
@@ -342,7 +342,7 @@ def angle_geometry(q, slot, a, v, c, b):
     return u0, u1, u2, w0, w1, w2, uu, ww, inverse, (u0 * w0 + u1 * w1 + u2 * w2) * inverse
 
 
-@lane_function
+@inline_lane_function
 def bonded_gradient(q, coef, slot, p, s, b):
     """∂/∂q_p (J) of the bonds and angles particle p (id; row s of q) is in, lane b, gathered by p alone: its bonds
     in their order (a bonded pair's pair term taken out when ``special_bonds`` = 0), then its angles.  ``slot``:
@@ -382,7 +382,7 @@ def bonded_gradient(q, coef, slot, p, s, b):
     return g0, g1, g2
 
 
-@lane_function
+@inline_lane_function
 def bonded_energy(q, coef, slot, p, s, b):
     """Particle p's share (J) of its bonds' and angles' energy, lane b: half of each bond's (less half its pair term
     when ``special_bonds`` = 0), a third of each angle's; the shares of all particles add up to the whole."""
@@ -505,14 +505,15 @@ def _file_layout(params: dict, configuration: dict) -> dict:
 def _place_particles(params: dict, n: int, min_separation: float, seed) -> np.ndarray:
     """The particles of one member's ``params``: each polymer (and explicit bond chain) as a random walk or ring whose
     steps are its bond's rest chord (harmonic r₀; fene 0.97 σ, the Kremer–Grest bond), the rest at random, none
-    closer than ``min_separation`` (0: 0.8 × the smallest type σ) but for bonded neighbours."""
+    closer than ``min_separation`` (0: 0.8 × the largest type σ, where no pair's repulsion is steep) but for bonded
+    neighbours."""
     chains, first = [], 0
     rest = {name: (r0 if style == "harmonic" else 0.97 * sigma) for name, style, _, r0, _, sigma in params["bond_types"]}
     for count, length, bond, _, ring in params["polymers"]:
         for _ in range(count):
             chains.append((first, length, ring, rest[bond]))
             first += length
-    separation = min_separation or 0.8 * min(entry[1] for entry in params["types"])
+    separation = min_separation or 0.8 * max(entry[1] for entry in params["types"])
     return polymer_positions(n, chains, separation, seed)
 
 
