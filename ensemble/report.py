@@ -533,16 +533,11 @@ def particle_structure_figures(ds: xr.Dataset, label: str, out: str) -> list[tup
     displacement (over at most ``MSD_SAMPLES`` samples, evenly strided, every pair of them a time origin)."""
     figures = []
     last = ds.sizes["time"] - 1
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    for index in (0, last):
-        theta, g = pair_distribution(particle_points(ds, 0, index))
-        ax.plot(np.degrees(theta), g, label=f"t = {float(ds.time[index]):g} s")
-    ax.set_xlabel("geodesic angle θ (°)")
-    ax.set_ylabel("g(θ)")
-    ax.set_title(f"{label}: pair-distribution function (member 0)")
-    ax.legend(fontsize=8)
+    curves = [(np.degrees(theta), g, f"t = {float(ds.time[index]):g} s")
+              for index in (0, last) for theta, g in [pair_distribution(particle_points(ds, 0, index))]]
     name = f"{label}_pair_distribution.png"
-    _save(fig, os.path.join(out, name))
+    _curves_figure(os.path.join(out, name), curves, "geodesic angle θ (°)", "g(θ)",
+                   f"{label}: pair-distribution function (member 0)")
     figures.append((name, f"{label}: geodesic pair-distribution function g(θ)"))
 
     types = particle_types(ds)
@@ -565,33 +560,37 @@ def particle_structure_figures(ds: xr.Dataset, label: str, out: str) -> list[tup
     return figures
 
 
+def _curves_figure(path: str, curves: list, xlabel: str, ylabel: str, title: str) -> None:
+    """A figure of (x, y, label) curves with a legend, saved to ``path``."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for x, y, name in curves:
+        ax.plot(x, y, label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+
+
 def _type_figures(ds: xr.Dataset, label: str, out: str, ids: np.ndarray, names: list[str]) -> list[tuple[str, str]]:
     """The partial g_ab(θ) at the last sample and the mean-square geodesic displacement of each type (member 0)
     of a store whose particles have type ids ``ids`` named ``names``."""
     last = ds.sizes["time"] - 1
     theta, partials = partial_pair_distributions(particle_points(ds, 0, last), ids)
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    for (a, b), g in partials.items():
-        ax.plot(np.degrees(theta), g, label=f"{names[a]}–{names[b]}")
-    ax.set_xlabel("geodesic angle θ (°)")
-    ax.set_ylabel("g_ab(θ)")
-    ax.set_title(f"{label}: partial g_ab(θ) at t = {float(ds.time[last]):g} s (member 0)")
-    ax.legend(fontsize=8)
     pair_name = f"{label}_partial_pair_distribution.png"
-    _save(fig, os.path.join(out, pair_name))
+    _curves_figure(os.path.join(out, pair_name), [(np.degrees(theta), g, f"{names[a]}–{names[b]}")
+                                                  for (a, b), g in partials.items()],
+                   "geodesic angle θ (°)", "g_ab(θ)", f"{label}: partial g_ab(θ) at t = {float(ds.time[last]):g} s "
+                   "(member 0)")
 
     stride = max(1, -(-last // (MSD_SAMPLES - 1)))  # ⌈(T − 1)/(MSD_SAMPLES − 1)⌉
     sampled = ds.isel(time=slice(None, None, stride))
     times = sampled.time.values
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    for a, displacement in msd_by_type(particle_trajectories(sampled, members=0), ids).items():
-        ax.plot(times[displacement.lags] - times[0], displacement.msd, label=names[a])
-    ax.set_xlabel("lag τ (s)")
-    ax.set_ylabel("⟨θ(τ)²⟩ (rad²)")
-    ax.set_title(f"{label}: mean-square displacement by type (member 0)")
-    ax.legend(fontsize=8)
     msd_name = f"{label}_msd_by_type.png"
-    _save(fig, os.path.join(out, msd_name))
+    _curves_figure(os.path.join(out, msd_name), [(times[displacement.lags] - times[0], displacement.msd, names[a])
+                                                 for a, displacement in msd_by_type(
+                                                     particle_trajectories(sampled, members=0), ids).items()],
+                   "lag τ (s)", "⟨θ(τ)²⟩ (rad²)", f"{label}: mean-square displacement by type (member 0)")
     return [(pair_name, f"{label}: partial pair-distribution functions g_ab(θ) by type"),
             (msd_name, f"{label}: mean-square geodesic displacement by type, from {times.size} samples "
                        f"(every {stride} saved), each pair of them an origin and a lag")]

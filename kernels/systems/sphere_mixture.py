@@ -270,12 +270,18 @@ def pair_row(coef, b, i, j):
 
 
 @inline_lane_function
+def pair_terms_start(r2, coef, b, i, j):
+    """(the table row and size scale of particles i and j (:func:`pair_row`), the style code, the scale², 1.0 if the
+    chord² r2 is inside their cutoff r_c,ij² else 0.0): what the energy and the gradient factor begin with."""
+    row, scale = pair_row(coef, b, i, j)
+    scale2 = scale * scale
+    return row, scale, coef[STYLE, b], scale2, 1.0 if r2 < coef[row + CUTOFF2, b] * scale2 else 0.0
+
+
+@inline_lane_function
 def pair_energy(r2, coef, b, i, j):
     """φ(r²) − φ(r_c) of particles i and j (ids) for the chord² r2 < r_c,ij², else 0 (J), lane b."""
-    row, scale = pair_row(coef, b, i, j)
-    style = coef[STYLE, b]
-    scale2 = scale * scale
-    inside = 1.0 if r2 < coef[row + CUTOFF2, b] * scale2 else 0.0
+    row, scale, style, scale2, inside = pair_terms_start(r2, coef, b, i, j)
     if style == LJ:
         scale6 = scale2 * scale2 * scale2
         inv6 = 1.0 / (r2 * r2 * r2)
@@ -296,10 +302,7 @@ def pair_energy(r2, coef, b, i, j):
 @inline_lane_function
 def pair_gradient_factor(r2, coef, b, i, j):
     """g = φ'(r)/r of particles i and j (ids) for r2 < r_c,ij², else 0 (J/m²): ∂V/∂q_i = Σ_j g(r_ij²)(q_i − q_j)."""
-    row, scale = pair_row(coef, b, i, j)
-    style = coef[STYLE, b]
-    scale2 = scale * scale
-    inside = 1.0 if r2 < coef[row + CUTOFF2, b] * scale2 else 0.0
+    row, scale, style, scale2, inside = pair_terms_start(r2, coef, b, i, j)
     if style == LJ:
         scale6 = scale2 * scale2 * scale2
         inv2 = 1.0 / r2
