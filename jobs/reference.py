@@ -165,6 +165,13 @@ def store_reference() -> str:
         lines.append("")
     lines += ["## Every space", ""]
     lines += _table(("variable", "unit", "meaning"), [(_code(name), unit, doc) for name, (unit, doc) in COMMON_ATTRS.items()])
+    lines += ["", "## Particles' properties", "", "Coordinates a store of particles keeps beside their state, by "
+              "system (constant over time; a diameter or mass that differs member by member is on (member, body)).",
+              ""]
+    lines += _table(("system", "coordinate", "dims", "unit", "meaning"),
+                    [(_code(system.name), _code(name), "(" + ", ".join(dims) + ")", unit, meaning)
+                     for system in SYSTEMS.values() for name, (dims, unit, meaning)
+                     in getattr(system, "body_property_docs", {}).items()])
     lines += ["", "## Chaos indicators", "", "With the `[analysis]` tables that compute them (every table's shadows "
               "are shared; `exponent` counts `lyapunov_spectrum.count`).", ""]
     lines += _table(("variable", "dims", "unit", "meaning", "kept with"),

@@ -1,5 +1,9 @@
 """Shared cases: every registered (S²)ⁿ system with an initial condition small enough for tests."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -32,6 +36,19 @@ def case(name):
         state = system.initial_state()
         q, omega = state["q"], state["omega"]
     return system, q[np.newaxis], omega[np.newaxis]
+
+
+def assert_same_bits_on_three_threads(results: list, script: str, tmp_path) -> None:
+    """``results`` (dicts of arrays, from 1 and 2 threads here) and what ``script`` (Python text with {out}, the
+    .npz it saves its arrays to) computes in a process started with NUMBA_NUM_THREADS=3 (this machine may have fewer
+    cores) are the same bits, key by key."""
+    out = tmp_path / "three.npz"
+    subprocess.run([sys.executable, "-c", script.format(out=str(out))], check=True, timeout=300,
+                   env={**os.environ, "NUMBA_NUM_THREADS": "3"})
+    results = results + [dict(np.load(out))]
+    for other in results[1:]:
+        for key, value in results[0].items():
+            np.testing.assert_array_equal(other[key], value, err_msg=key, strict=True)
 
 
 def perturbed(q, omega, members, scale, seed):

@@ -24,6 +24,7 @@ from armillary.kernels.geometry import fibonacci_sphere, random_uniform_separate
 from armillary.kernels.status import NOT_CONVERGED
 
 import gpu_all_pairs
+from conftest import assert_same_bits_on_three_threads
 
 HERE = os.path.dirname(__file__)
 #: the charges the force tests take: 1000 uniform at random, at least 0.02 apart
@@ -103,13 +104,7 @@ def test_gradient_and_a_system_mode_run_are_the_same_bits_on_1_2_and_3_threads(t
         results.append({"gradient": gradient, "energies": energies, "q": run.final["q"], "energy": run.energy,
                         "fire_q": fire.final["q"], "fire_energy": fire.energy, "fire_force": fire.largest_force,
                         "fire_step": fire.carry["fire_step"]})
-    out = tmp_path / "three.npz"
-    subprocess.run([sys.executable, "-c", THREE_THREADS.format(here=HERE, out=str(out))], check=True, timeout=300,
-                   env={**os.environ, "NUMBA_NUM_THREADS": "3"})
-    results.append(dict(np.load(out)))
-    for other in results[1:]:
-        for key, value in results[0].items():
-            np.testing.assert_array_equal(other[key], value, err_msg=key, strict=True)
+    assert_same_bits_on_three_threads(results, THREE_THREADS.replace("{here!r}", repr(HERE)), tmp_path)
 
 
 def test_vi_energy_error_is_second_order_in_h_and_does_not_drift():

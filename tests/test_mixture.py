@@ -4,8 +4,6 @@ keeps each particle's type and size in its store; bad tables are refused naming 
 
 import io
 import os
-import subprocess
-import sys
 
 import numba
 import numpy as np
@@ -14,6 +12,8 @@ import pytest
 from armillary.kernels import get_system, integrate
 from armillary.kernels.errors import InvalidInput
 from armillary.kernels.geometry import fibonacci_sphere, thermal_velocities
+
+from conftest import assert_same_bits_on_three_threads
 
 pytestmark = pytest.mark.xdist_group("mixture")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -136,13 +136,7 @@ def test_a_polydisperse_mixture_with_bonds_under_a_ramp_is_the_same_bits_on_1_2_
     """The binary mixture's split langevin run with its chains under its temperature ramp on 1 and 2 threads here
     and on 3 in a process started with NUMBA_NUM_THREADS=3: every sample and the end state bit for bit."""
     results = [split_run(1), split_run(2)]
-    out = tmp_path / "three.npz"
-    subprocess.run([sys.executable, "-c", THREE_THREADS.format(here=HERE, out=str(out))], check=True, timeout=300,
-                   env={**os.environ, "NUMBA_NUM_THREADS": "3"})
-    results.append(dict(np.load(out)))
-    for other in results[1:]:
-        for key, value in results[0].items():
-            np.testing.assert_array_equal(other[key], value, err_msg=key, strict=True)
+    assert_same_bits_on_three_threads(results, THREE_THREADS.replace("{here!r}", repr(HERE)), tmp_path)
 
 
 def test_a_temperature_schedule_is_the_bath_s_temperature_at_every_step():

@@ -330,8 +330,9 @@ class SystemDefinition(ParameterLookup):
     configuration_inertia: Any = None
     configuration_inertia_gradient: Any = None
     check: Callable[[dict], None] | None = None  # refuses inconsistent parameter values (InvalidInput)
-    #: see :meth:`ParameterLookup.body_properties`
+    #: see :meth:`ParameterLookup.body_properties`, and what they are (name → (dims, unit, meaning), for the docs)
     body_properties: Callable[[dict, int], dict] = lambda params, n: {}
+    body_property_docs: dict = field(default_factory=dict)
     #: the parameters a configuration read from a file fixes, (spec params, the file's configuration as a dict:
     #: type_ids and type_names, diameters, bonds, bond_type_ids and bond_type_names, angles, …, each None where the
     #: file has none) → params to add; None: a system of one kind of unbonded particle (a file of several types, or

@@ -458,27 +458,35 @@ def _inertia(params, n):
     return np.broadcast_to(masses, (diameters.shape[0], n)).copy()
 
 
+#: what the store keeps of the particles (:func:`_body_properties`): name → (dims, unit, meaning); a diameter or mass
+#: that differs member by member is on (member, body); bonds and angles only where there are some
+BODY_PROPERTIES = {
+    "particle_type": (("body",), "1", "particle type id (the attribute type_names: each id's name)"),
+    "diameter": (("body",), "m", "particle diameter (chord)"),
+    "mass": (("body",), "kg", "particle mass"),
+    "bonds": (("bond", "end"), "1", "the two particles (ids) of each bond"),
+    "bond_type": (("bond",), "1", "bond type id (the attribute type_names: each id's name)"),
+    "angles": (("angle", "vertex"), "1", "the end, vertex and end particles (ids) of each angle"),
+    "angle_type": (("angle",), "1", "angle type id (the attribute type_names: each id's name)"),
+}
+
+
 def _body_properties(params, n):
     """Each particle's type id (with the types' names), diameter (m) and mass (kg), and the bonds and angles with
-    their types (on their own dims), for the store."""
+    their types (on their own dims), for the store (:data:`BODY_PROPERTIES`)."""
     ids, diameters = particle_layout(params, n)
-    properties = {"particle_type": (ids.astype(np.int32), {"long_name": "particle type id",
-                                                            "type_names": type_names(params)}),
-                  "diameter": (diameters, {"units": "m", "long_name": "particle diameter (chord)"}),
-                  "mass": (_inertia(params, n), {"units": "kg", "long_name": "particle mass"})}
     bonds, bond_ids, angles, angle_ids = bonded.topology(params, n)
-    if len(bonds):
-        properties.update(
-            bonds=(bonds, {"long_name": "the two particles of each bond"}, ("bond", "end")),
-            bond_type=(bond_ids.astype(np.int32), {"long_name": "bond type id",
-                                                   "type_names": [entry[0] for entry in params["bond_types"]]},
-                       ("bond",)))
-    if len(angles):
-        properties.update(
-            angles=(angles, {"long_name": "the end, vertex and end of each angle"}, ("angle", "vertex")),
-            angle_type=(angle_ids.astype(np.int32), {"long_name": "angle type id",
-                                                     "type_names": [entry[0] for entry in params["angle_types"]]},
-                        ("angle",)))
+    values = {"particle_type": ids.astype(np.int32), "diameter": diameters, "mass": _inertia(params, n),
+              "bonds": bonds, "bond_type": bond_ids.astype(np.int32), "angles": angles,
+              "angle_type": angle_ids.astype(np.int32)}
+    names = {"particle_type": type_names(params), "bond_type": [entry[0] for entry in params["bond_types"]],
+             "angle_type": [entry[0] for entry in params["angle_types"]]}
+    properties = {}
+    for name, (dims, unit, meaning) in BODY_PROPERTIES.items():
+        if values[name].size:
+            attrs = {"long_name": meaning, **({"units": unit} if unit != "1" else {}),
+                     **({"type_names": names[name]} if name in names else {})}
+            properties[name] = (values[name], attrs) + ((dims,) if dims != ("body",) else ())
     return properties
 
 
@@ -603,6 +611,7 @@ DEFINITION = SystemDefinition(
     topology=lambda params, n: np.arange(n, dtype=np.int64),
     check=_check,
     body_properties=_body_properties,
+    body_property_docs=BODY_PROPERTIES,
     file_layout=_file_layout,
     place_particles=_place_particles,
     pair=PairPotential(pair_energy, pair_gradient_factor, bonded_gradient=bonded_gradient, bonded_energy=bonded_energy,
