@@ -74,6 +74,14 @@ def _seeds(seed: int, count: int) -> list[int]:
     return [int(s) for s in np.random.default_rng(seed).integers(1, 900_000_000, size=count, endpoint=True)]
 
 
+def _thermalised(temperature: float, velocity: int, bath: int, timestep: float, equilibration: int) -> str:
+    """LAMMPS commands shared by both systems: velocities at T (seed ``velocity``), ``fix langevin`` (seed ``bath``)
+    with nve and enforce2d, ``equilibration`` steps of ``timestep`` (τ), then the step counter back at 0."""
+    return (f"velocity all create {temperature} {velocity} dist gaussian mom yes\n"
+            f"fix bath all langevin {temperature} {temperature} {DAMPING} {bath}\n"
+            f"fix move all nve\nfix planar all enforce2d\ntimestep {timestep}\nrun {equilibration}\nreset_timestep 0")
+
+
 def _block_statistics(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard error over the first axis (the blocks) of block averages."""
     return values.mean(axis=0), values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
@@ -147,13 +155,7 @@ def binary_lj_partial_g(n: int = 1000, density: float = 0.5, temperature: float 
             lmp.command(f"pair_coeff {a} {b} {epsilon} {s} {2.5 * s}")
         lmp.commands_string(f"""
             minimize 1.0e-6 1.0e-8 1000 10000
-            velocity all create {temperature} {velocity} dist gaussian mom yes
-            fix bath all langevin {temperature} {temperature} {DAMPING} {bath}
-            fix move all nve
-            fix planar all enforce2d
-            timestep {timestep}
-            run {equilibration}
-            reset_timestep 0
+            {_thermalised(temperature, velocity, bath, timestep, equilibration)}
             group a type 1
             group b type 2
             compute msd_a a msd
@@ -245,13 +247,7 @@ def fene_chain_bond_length(chain_length: int = 10, chains: int = 50, temperature
             neighbor {SKIN} bin
             neigh_modify every 1 delay 0 check yes
             comm_modify cutoff {r0 + SKIN}
-            velocity all create {temperature} {velocity} dist gaussian mom yes
-            fix bath all langevin {temperature} {temperature} {DAMPING} {bath}
-            fix move all nve
-            fix planar all enforce2d
-            timestep {timestep}
-            run {equilibration}
-            reset_timestep 0
+            {_thermalised(temperature, velocity, bath, timestep, equilibration)}
             compute bond all bond/local dist
             compute mean_bond all reduce ave c_bond inputs local
             fix mean_bond all ave/time {every} {block // every} {block} c_mean_bond

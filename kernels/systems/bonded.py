@@ -49,20 +49,29 @@ def _number(value, field: str, least: float = 0.0, strict: bool = True) -> float
     return float(value)
 
 
+def styled_entries(value, field: str, styles: dict, allowed):
+    """(name, its spec key, its table) of each entry of the table ``field`` (name → { style, … }), each checked: a
+    table whose style is one of ``styles`` and whose keys are among ``allowed(style)``; else InvalidInput naming
+    the key."""
+    if not isinstance(value, dict):
+        raise InvalidInput(field, f"must be a table name → {{ style = {' | '.join(styles)}, … }}")
+    for name, entry in value.items():
+        where = f"{field}.{name}"
+        if not isinstance(entry, dict) or entry.get("style") not in styles:
+            raise InvalidInput(f"{where}.style", f"must be one of {', '.join(styles)}")
+        unknown = sorted(set(entry) - allowed(entry["style"]))
+        if unknown:
+            keys = ", ".join(sorted(allowed(entry["style"])))
+            raise InvalidInput(f"{where}.{unknown[0]}", f"unknown key; allowed: {keys}")
+        yield name, where, entry
+
+
 def parse_bond_types(value) -> tuple:
     """``bond_types``: a table name → {style = harmonic | fene, k, r0 (m) and, for fene, epsilon (J, default 1) and
     sigma (m)} → ((name, style, k, r0, epsilon, sigma), …) in declaration order (a type's id is its position)."""
-    if not isinstance(value, dict):
-        raise InvalidInput("bond_types", "must be a table name → { style = \"harmonic\" | \"fene\", k, r0, … }")
     out = []
-    for name, entry in value.items():
-        where = f"bond_types.{name}"
-        if not isinstance(entry, dict) or entry.get("style") not in BOND_STYLES:
-            raise InvalidInput(f"{where}.style", f"must be one of {', '.join(BOND_STYLES)}")
-        allowed = {"style", "k", "r0"} | ({"epsilon", "sigma"} if entry["style"] == "fene" else set())
-        unknown = sorted(set(entry) - allowed)
-        if unknown:
-            raise InvalidInput(f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(allowed))}")
+    for name, where, entry in styled_entries(value, "bond_types", BOND_STYLES, lambda style: {"style", "k", "r0"} | (
+            {"epsilon", "sigma"} if style == "fene" else set())):
         fene = entry["style"] == "fene"
         out.append((str(name), entry["style"], _number(entry.get("k"), f"{where}.k"),
                     _number(entry.get("r0"), f"{where}.r0", strict=fene),
@@ -74,16 +83,9 @@ def parse_bond_types(value) -> tuple:
 def parse_angle_types(value) -> tuple:
     """``angle_types``: a table name → {style = harmonic | cosine, k, theta0 (degrees, harmonic; default 180)} →
     ((name, style, k, θ₀ (rad)), …)."""
-    if not isinstance(value, dict):
-        raise InvalidInput("angle_types", "must be a table name → { style = \"harmonic\" | \"cosine\", k, theta0 }")
     out = []
-    for name, entry in value.items():
-        where = f"angle_types.{name}"
-        if not isinstance(entry, dict) or entry.get("style") not in ANGLE_STYLES:
-            raise InvalidInput(f"{where}.style", f"must be one of {', '.join(ANGLE_STYLES)}")
-        unknown = sorted(set(entry) - {"style", "k", "theta0"})
-        if unknown:
-            raise InvalidInput(f"{where}.{unknown[0]}", "unknown key; allowed: k, style, theta0")
+    for name, where, entry in styled_entries(value, "angle_types", ANGLE_STYLES,
+                                             lambda style: {"style", "k", "theta0"}):
         theta0 = _number(entry.get("theta0", 180.0), f"{where}.theta0", strict=False)
         if theta0 > 180.0:
             raise InvalidInput(f"{where}.theta0", f"must be an angle in [0, 180] degrees, got {theta0!r}")

@@ -421,8 +421,9 @@ def potential(q, coef, topology, out):
     0 … n − 1, each particle's row)."""
     pair_potential(q, coef, topology, out)
     for b in range(q.shape[2]):
-        for p in range(q.shape[0]):
-            out[b] += bonded_energy(q, coef, topology, p, p, b)
+        if coef[BOND_ENDS, b] != 0.0 or coef[ANGLE_SLOTS, b] != 0.0:
+            for p in range(q.shape[0]):
+                out[b] += bonded_energy(q, coef, topology, p, p, b)
 
 
 @lane_function
@@ -430,11 +431,12 @@ def gradient(q, coef, topology, out):
     """∂V/∂q (J) of every pair, then of each particle's bonds and angles (:func:`bonded_gradient`)."""
     pair_gradient(q, coef, topology, out)
     for b in range(q.shape[2]):
-        for p in range(q.shape[0]):
-            g0, g1, g2 = bonded_gradient(q, coef, topology, p, p, b)
-            out[p, 0, b] += g0
-            out[p, 1, b] += g1
-            out[p, 2, b] += g2
+        if coef[BOND_ENDS, b] != 0.0 or coef[ANGLE_SLOTS, b] != 0.0:  # no pass over the particles without bonds
+            for p in range(q.shape[0]):
+                g0, g1, g2 = bonded_gradient(q, coef, topology, p, p, b)
+                out[p, 0, b] += g0
+                out[p, 1, b] += g1
+                out[p, 2, b] += g2
 
 
 def largest_cutoff(params: dict) -> float:
