@@ -95,6 +95,7 @@ def specialised_stages(method: str, system: str, inertia_kind: str, shadows: boo
     else:
         bindings = {
             "system_gradient": definition.gradient,
+            "system_coefficients_at": definition.coefficients_at,
             "system_potential": definition.potential,
             "system_encounter": definition.encounter or no_encounter,
             "system_force": definition.force if forced else no_force,

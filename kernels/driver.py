@@ -240,6 +240,9 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         dw = np.empty((3 * n, count * lanes))
         rmat = np.empty((count, count, lanes))
         column = np.empty(max(count, 1) * lanes)
+        # the coefficients of a protocol take the values of the time of the configuration whose forces come next
+        system_coefficients_at(c, step_offset * h)  # noqa: F821 (bound: the system's)
+        system_coefficients_at(shadow_c, step_offset * h)  # noqa: F821
         integrator_begin(q, omega, md, mf, c, topology, h, options, work)  # noqa: F821
         shadow_begin(shadow_q, shadow_omega, shadow_md, shadow_mf, shadow_c, topology, h, options,  # noqa: F821
                      shadow_work)
@@ -270,6 +273,8 @@ def drive_fixed_step(q_blocks, omega_blocks, mass_diag, mass_full, coef, shadow_
         for k in range(1, n_steps + 1):
             if SECTIONS:  # noqa: F821
                 before, after = after, before  # the last step's end values are this one's start
+            system_coefficients_at(c, (step_offset + k) * h)  # noqa: F821 (the forces at the step's end)
+            system_coefficients_at(shadow_c, (step_offset + k) * h)  # noqa: F821
             integrator_step((step_offset + k - 1) * h, q, omega, md, mf, c, topology, h, options, work,  # noqa: F821
                             active, code, step_iterations)
             shadow_step(step_offset + k, q, omega, shadow_q, shadow_omega, shadow_md, shadow_mf,  # noqa: F821

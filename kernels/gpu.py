@@ -144,7 +144,9 @@ def check_supported(system, method: str, *, forced: bool, sections, track_encoun
             ("sections", "surfaces of section", bool(sections)), ("forcing", f"forces ({system.name} is forced)", forced),
             ("bonds", "bonds and angles in the ensemble mode", mode != "system" and pair is not None
              and pair.bonded_present(system.params)),
-            ("outputs", "close-encounter tracking (min_separation)", track_encounters)):
+            ("outputs", "close-encounter tracking (min_separation)", track_encounters),
+            ("density_schedule", "coefficients that change over the run (a density schedule)",
+             system.scheduled)):
         if present:
             raise InvalidInput(name, f"device 'cuda' does not run {what} yet; use device = 'cpu' for it")
 

@@ -14,6 +14,7 @@ from .integrators import ACTIVE_KEYS, ADAPTIVE_VI, FORMULATIONS_OF, METHODS, Met
 from .integrators.fire import MAX_STEP_FACTOR
 from .lyapunov import Shadow, indicator_rows
 from .noise import noise_key
+from .schedules import checked_knots
 from .sections import Section, parameter_shapes, plan_sections
 from .systems import SYSTEMS, System
 
@@ -120,17 +121,7 @@ class Trajectory:
 
 def temperature_schedule_knots(value) -> np.ndarray:
     """A temperature schedule [[t, T], …] checked: (K, 2) float64 knots, t₀ = 0 and increasing (s), T >= 0 (J)."""
-    try:
-        knots = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        knots = np.zeros((0, 0))
-    if knots.ndim != 2 or knots.shape[1] != 2 or len(knots) < 1 or not np.all(np.isfinite(knots)):
-        raise InvalidInput("temperature_schedule", f"must be a list of [t (s), T (J)] knots, e.g. [[0.0, 1.0], "
-                           f"[10.0, 0.1]], got {value!r}")
-    if knots[0, 0] != 0.0 or np.any(np.diff(knots[:, 0]) <= 0) or np.any(knots[:, 1] < 0):
-        raise InvalidInput("temperature_schedule", "needs t₀ = 0, times increasing and temperatures >= 0, got "
-                           f"{knots.tolist()!r}")
-    return knots
+    return checked_knots(value, "temperature_schedule", "T (J)", "[[0.0, 1.0], [10.0, 0.1]]", 0.0)
 
 
 def _positive_int(field: str, value) -> int:
@@ -404,12 +395,14 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     _check_variant(system.definition, method, runs, options)
     if runs.minimiser and sections:
         raise InvalidInput("sections", f"{method} minimises V: it locates no section crossings; use vi or rk4")
+    if runs.minimiser and system.scheduled:
+        raise InvalidInput("density_schedule", f"{method} minimises a fixed V; a schedule changes V over the run")
     if shadow is not None:
         shadow = _checked_shadow(shadow, system, method, runs, state)
         if start_step not in (0, shadow.step_offset):
             raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
         start_step = shadow.step_offset
-    bath = _bath(runs, system, options, seed, member_ids, members, shadow, sections)
+    bath = _bath(runs, system, options, seed, member_ids, members, shadow, sections, space.body_count(state))
     if options.get("active") is not None:
         _check_headings(state, restart)
     section_plan = plan_sections(sections, space, space.body_count(state),
@@ -499,8 +492,9 @@ def check_stochastic(runs: Method, system: System, shadows: bool, sections: bool
         raise InvalidInput("method", f"{runs.name} steps unforced systems; {system.name} is forced here")
 
 
-def _bath(runs: Method, system: System, options: dict, seed, member_ids, members: int, shadow, sections):
-    """A stochastic method's bath: (temperature, friction, noise key, member ids), checked; None for the others."""
+def _bath(runs: Method, system: System, options: dict, seed, member_ids, members: int, shadow, sections, n: int):
+    """A stochastic method's bath: (temperature, friction, noise key, member ids, temperature schedule, each
+    particle's friction or None), checked; None for the others."""
     if not runs.stochastic:
         return None
     check_stochastic(runs, system, shadow is not None, bool(sections))
@@ -517,7 +511,21 @@ def _bath(runs: Method, system: System, options: dict, seed, member_ids, members
     for name, value in values.items():
         if value.ndim == 1 and value.shape != (members,):
             raise InvalidInput(name, f"must be a scalar or one value per member ({members}), got {value.shape[0]}")
-    return tuple(values.values()) + (noise_key(int(seed)), ids, options["temperature_schedule"])
+    return tuple(values.values()) + (noise_key(int(seed)), ids, options["temperature_schedule"],
+                                     _particle_frictions(system, values["friction"], values["diffusion"], members, n))
+
+
+def _particle_frictions(system: System, friction: np.ndarray, diffusion: np.ndarray, members: int, n: int):
+    """Each particle's γ (1/s), (members, n): the system's own (a type's) where it gives one, the method's
+    ``friction`` elsewhere; None where the system gives none.  Refused (naming ``diffusion``) beside brownian's
+    diffusion, which sets one ζ for every body."""
+    own = system.definition.body_friction(system.broadcast(members, n), n)
+    if own is None:
+        return None
+    if np.any(diffusion > 0):
+        raise InvalidInput("diffusion", f"the particles of {system.name} have their own friction (their types'), "
+                           "which sets each one's diffusion T/(m γ); give no diffusion")
+    return np.where(np.isnan(own), np.broadcast_to(friction, (members,))[:, np.newaxis], own)
 
 
 def _check_headings(state: dict, restart: bool) -> None:

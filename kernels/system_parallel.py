@@ -347,6 +347,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     # (literal True and False at the call sites had the block pass compiled five times and the step three)
     no = n_steps < 0
     yes = not no
+    system_coefficients_at(coef, step_offset * h)  # noqa: F821 (a protocol's values at the forces' time)
     for colour in range(2):  # ∂V/∂q at q: the even blocks' rows (clearing what they write), then the odd ones'
         block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, colour == 1, no,  # noqa: F821
                    no, colour == 0, block_margin, block_moved, block_heat, step_offset, coef, mass_diag, factors,
@@ -364,6 +365,7 @@ def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, sa
     for k in range(1, n_steps + 1):
         if HEAT:  # noqa: F821: step k's drift gave step_heat (the last drift's: a kick alone gives 0)
             exchanged += step_heat
+        system_coefficients_at(coef, (step_offset + k) * h)  # noqa: F821 (the forces at q_k, below)
         if nb.beyond_half_skin(moved, skin):
             lists, particles, spare, skin, per_axis = relist(particles, spare, lists, cutoff, skin,  # noqa: F821
                                                              adaptive, per_axis, k - built_at)
@@ -428,6 +430,7 @@ def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_eve
     chunk_margin, chunk_moved, chunk_heat = np.empty(chunks), np.empty(chunks), np.zeros(chunks)
     no = n_steps < 0  # run-time flags: one compile of each pass (see drive_system_parallel)
     yes = not no
+    system_coefficients_at(coef, step_offset * h)  # noqa: F821 (a protocol's values at the forces' time)
     all_pairs_gradient(q, coef, ids, columns, grad)  # noqa: F821
     record_system_sample(0, q, omega, mass_diag, ids, coef, columns, per_particle, by_id, scratch,  # noqa: F821
                          save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error, exchanged,
@@ -439,6 +442,7 @@ def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_eve
     for k in range(1, n_steps + 1):
         if HEAT:  # noqa: F821
             exchanged += step_heat
+        system_coefficients_at(coef, (step_offset + k) * h)  # noqa: F821
         all_pairs_gradient(q_next, coef, ids, columns, grad)  # noqa: F821
         saved = k % save_every == 0
         status, _, step_heat = advance_chunks(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
@@ -690,7 +694,8 @@ def bound_driver(method: str, system: str, kind: str, driver, helpers: tuple, bi
     name, template, parallel), bound in turn) and the pair term's kernels ``bindings``; ``kind`` names it."""
     kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
     tag = f"{method}__{system}__{kind}__{SOURCE_HASH}"
-    bindings = {**bindings, "HEAT": KERNEL_METHODS[method].heat}
+    bindings = {**bindings, "HEAT": KERNEL_METHODS[method].heat,
+                "system_coefficients_at": system_definition(system).coefficients_at}
     if KERNEL_METHODS[method].system_stages is not None:  # a minimiser's driver composes its stages itself
         drift, kick, factors = KERNEL_METHODS[method].system_stages
         bindings.update(integrator_drift=drift, integrator_kick=kick, particle_factors=factors)

@@ -28,10 +28,12 @@ def lj_system():
 
 def mixture_system():
     """A 50:50 binary LJ mixture at the cases' area fraction (σ_A = 0.83σ, σ_B = 1.4σ_A, B twice as heavy, 10 %
-    polydisperse, Lorentz–Berthelot, r_c = 2.5σ_ab), 10 chains of 20 joined by soft harmonic bonds (the lattice's
-    consecutive ids lie about a radian apart: rest chord 1 m, k = 20 J/m²) with cosine angles."""
+    polydisperse, Lorentz–Berthelot, r_c = 2.5σ_ab), B with a friction of its own (3/σ, A the method's 1/σ), 10
+    chains of 20 joined by soft harmonic bonds (the lattice's consecutive ids lie about a radian apart: rest chord
+    1 m, k = 20 J/m²) with cosine angles."""
     sigma_a = SIGMA * np.sqrt(2.0 / (1.0 + 1.4**2))
-    return get_system("sphere_mixture", types={"A": {"sigma": sigma_a}, "B": {"sigma": 1.4 * sigma_a, "mass": 2.0}},
+    return get_system("sphere_mixture", types={"A": {"sigma": sigma_a},
+                                               "B": {"sigma": 1.4 * sigma_a, "mass": 2.0, "friction": 3.0 / SIGMA}},
                       composition={"A": 0.5, "B": 0.5}, polydispersity=0.1,
                       bond_types={"b": {"style": "harmonic", "k": 20.0, "r0": 1.0}},
                       angle_types={"a": {"style": "cosine", "k": 0.5}},

@@ -31,8 +31,10 @@ mean of q·q₀ is 1 − 2Dh + (4/3)D²h² against e^{−2Dh}'s 1 − 2Dh + 2D²
 given).
 
 Every q_i is renormalised after it moves, so ‖q_i‖ = 1 to round-off at every step, and ω_i is kept tangent.
+A system may give each particle its own friction γ_i (a type's: ``SystemDefinition.body_friction``); γ, M and
+so ζ are then per body, and the invariant measure is the same.
 The bath rides in the last BATH_ROWS rows of the coefficient block c (per member, so its values can vary
-member by member): T at t = 0 and its cooling rate (the bath's temperature in a step that starts at t is
+member by member), after the particles' own frictions and a temperature schedule's knots: T at t = 0 and its cooling rate (the bath's temperature in a step that starts at t is
 max(T − rate·t, 0)), γ, an active particle's speed and rotational diffusion, the two words of the noise key, the
 global member id (see :func:`with_bath`); the noise of body i in step j is
 :func:`kernels.noise.gaussian_triple` (j, member, i, stage) (an active particle's heading:
@@ -45,33 +47,38 @@ import numpy as np
 
 from ..lanes import lane_function
 from ..noise import gaussian_pair, gaussian_triple
+from ..schedules import knot_rows, piecewise_linear
 from .vi import half_steps_over_mass
 
-#: the bath's rows at the end of the coefficient block, in order (a temperature schedule's K knots ride before
-#: them: K times, then K temperatures)
-BATH_ROWS = ("schedule_knots", "temperature", "cooling_rate", "friction", "diffusion", "speed",
+#: the bath's rows at the end of the coefficient block, in order (before them: the particles' own frictions, F of
+#: them by original id, then a temperature schedule's K knots: K times, then K temperatures)
+BATH_ROWS = ("particle_frictions", "schedule_knots", "temperature", "cooling_rate", "friction", "diffusion", "speed",
              "rotational_diffusion", "noise_key0", "noise_key1", "member")
-KNOTS, TEMPERATURE, COOLING_RATE, FRICTION, DIFFUSION, SPEED, ROTATIONAL_DIFFUSION, KEY0, KEY1, MEMBER = range(
-    -len(BATH_ROWS), 0)
+(PARTICLE_FRICTIONS, KNOTS, TEMPERATURE, COOLING_RATE, FRICTION, DIFFUSION, SPEED, ROTATIONAL_DIFFUSION, KEY0, KEY1,
+ MEMBER) = range(-len(BATH_ROWS), 0)
 #: the stages of a step that draw noise (counter word 3): the Ornstein–Uhlenbeck or Brownian kick, and an active
 #: particle's two half turns of its heading
 O_STAGE, HEADING_STAGE = 0, 1
 
 
 def with_bath(coef: np.ndarray, temperature, cooling_rate, friction, diffusion, speed, rotational_diffusion,
-              key: tuple[int, int], member_ids, schedule=None) -> np.ndarray:
-    """The coefficients (members, P) with a temperature schedule's knots and the bath's rows appended
-    (BATH_ROWS): the schedule's K (0 without one), temperature at t = 0 (J), its cooling rate (J/s: T(t) = max(T −
+              key: tuple[int, int], member_ids, schedule=None, particle_frictions=None) -> np.ndarray:
+    """The coefficients (members, P) with the particles' own frictions, a temperature schedule's knots and the
+    bath's rows appended (BATH_ROWS): the number F of particle frictions (0 without them), the schedule's K (0 without
+    one), temperature at t = 0 (J), its cooling rate (J/s: T(t) = max(T −
     rate·t, 0) without a schedule), friction (1/s), brownian's diffusion at t = 0 in its place (rad²/s; 0: given by
     the friction), an active particle's speed (rad/s on the unit sphere) and rotational diffusion (rad²/s; both 0
     for passive particles), each a scalar or one per member, the noise key and each member's global id.
     ``schedule``: None or (K, 2) knots (t (s), T (J)), t increasing from 0: T(t) piecewise linear between them and
-    the last T after the last.  Every value is an integer below 2³² or a float, exact in float64."""
+    the last T after the last.  ``particle_frictions``: None or (members, n) γ_i (1/s) by original id, which then
+    replace ``friction`` body by body.  Every value is an integer below 2³² or a float, exact in float64."""
     members = coef.shape[0]
     knots = np.zeros((0, 2)) if schedule is None else np.asarray(schedule, dtype=np.float64)
-    columns = [np.full(members, value) for value in np.concatenate([knots[:, 0], knots[:, 1]])]
+    frictions = np.zeros((members, 0)) if particle_frictions is None else np.asarray(particle_frictions, np.float64)
+    columns = list(frictions.T)
+    columns += [np.full(members, value) for value in knot_rows(knots)]
     columns += [np.broadcast_to(np.asarray(value, dtype=np.float64), (members,))
-                for value in (len(knots), temperature, cooling_rate, friction, diffusion, speed, rotational_diffusion,
+                for value in (frictions.shape[1], len(knots), temperature, cooling_rate, friction, diffusion, speed, rotational_diffusion,
                               key[0], key[1])]
     columns.append(np.asarray(member_ids, dtype=np.float64).reshape(members))
     return np.ascontiguousarray(np.column_stack([coef] + columns))
@@ -162,23 +169,33 @@ def langevin_first_half(q, omega, grad, half_h_over_mass, h, decay, spread, mass
 
 
 @lane_function
-def bath_factors(coef, h, mass, b):
-    """e^{−γh} and √((1 − e^{−2γh})/M) of lane b's bath for a body of inertia ``mass`` (the Ornstein–Uhlenbeck
-    step's spread is the latter times √T)."""
-    decay = np.exp(-bath_row(coef, FRICTION, b) * h)
+def body_friction(coef, body, b):
+    """γ (1/s) of the body whose original id is ``body`` in lane b: its own where the system gives the particles
+    frictions (a type's), else the bath's ``friction``."""
+    count = int(bath_row(coef, PARTICLE_FRICTIONS, b))
+    if count == 0:
+        return bath_row(coef, FRICTION, b)
+    return coef[coef.shape[0] - len(BATH_ROWS) - 2 * int(bath_row(coef, KNOTS, b)) - count + body, b]
+
+
+@lane_function
+def bath_factors(coef, h, mass, body, b):
+    """e^{−γh} and √((1 − e^{−2γh})/M) of lane b's bath for the body of original id ``body`` and inertia ``mass``
+    (γ: :func:`body_friction`; the Ornstein–Uhlenbeck step's spread is the latter times √T)."""
+    decay = np.exp(-body_friction(coef, body, b) * h)
     return decay, np.sqrt((1.0 - decay * decay) / mass)
 
 
 @lane_function
-def brownian_factors(coef, h, mass, b):
-    """h/ζ and √(2h/ζ) of lane b's bath for a body of inertia ``mass`` (the Brownian step's spread
-    √(2 D h) = √(2 T h/ζ) is the latter times √T): ζ = M γ, or, where a diffusion D₀ is given, ζ = T₀/D₀ for every
-    body (T₀ the temperature at t = 0, > 0)."""
+def brownian_factors(coef, h, mass, body, b):
+    """h/ζ and √(2h/ζ) of lane b's bath for the body of original id ``body`` and inertia ``mass`` (the Brownian
+    step's spread √(2 D h) = √(2 T h/ζ) is the latter times √T): ζ = M γ (γ: :func:`body_friction`), or, where a
+    diffusion D₀ is given, ζ = T₀/D₀ for every body (T₀ the temperature at t = 0, > 0)."""
     diffusion = bath_row(coef, DIFFUSION, b)
     if diffusion > 0.0:
         mobility = h * diffusion / bath_row(coef, TEMPERATURE, b)
     else:
-        mobility = h / (mass * bath_row(coef, FRICTION, b))
+        mobility = h / (mass * body_friction(coef, body, b))
     return mobility, np.sqrt(2.0 * mobility)
 
 
@@ -191,14 +208,7 @@ def bath_temperature(coef, step, h, b):
     knots = int(bath_row(coef, KNOTS, b))
     if knots == 0:
         return max(bath_row(coef, TEMPERATURE, b) - bath_row(coef, COOLING_RATE, b) * t, 0.0)
-    first = coef.shape[0] - len(BATH_ROWS) - 2 * knots  # the knots' times, then their temperatures
-    value = coef[first + 2 * knots - 1, b]
-    for k in range(knots - 1, 0, -1):
-        if t < coef[first + k, b]:
-            start, stop = coef[first + k - 1, b], coef[first + k, b]
-            low, high = coef[first + knots + k - 1, b], coef[first + knots + k, b]
-            value = low + (high - low) * ((t - start) / (stop - start))
-    return value
+    return piecewise_linear(coef, coef.shape[0] - len(BATH_ROWS) - 2 * knots, knots, t, b)
 
 
 @lane_function
@@ -208,8 +218,8 @@ def thermal_scale(coef, step, h, b):
 
 
 def langevin_allocate(n, lanes):
-    """Work: ∂V/∂q at the current q, h/(2M_ii), √((1 − e^{−2γh})/M_ii), e^{−γh}, this step's heat per lane."""
-    return np.empty((n, 3, lanes)), np.empty((n, lanes)), np.empty((n, lanes)), np.empty(lanes), np.zeros(lanes)
+    """Work: ∂V/∂q at the current q, h/(2M_ii), √((1 − e^{−2γ_i h})/M_ii), e^{−γ_i h}, this step's heat per lane."""
+    return np.empty((n, 3, lanes)), np.empty((n, lanes)), np.empty((n, lanes)), np.empty((n, lanes)), np.zeros(lanes)
 
 
 def langevin_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, work):
@@ -218,7 +228,7 @@ def langevin_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, w
     half_steps_over_mass(mass_diag, h, half_h_over_mass)
     for i in range(q.shape[0]):
         for b in range(q.shape[2]):
-            decay[b], spread[i, b] = bath_factors(coef, h, mass_diag[i, b], b)
+            decay[i, b], spread[i, b] = bath_factors(coef, h, mass_diag[i, b], i, b)
 
 
 def langevin_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
@@ -232,7 +242,7 @@ def langevin_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options,
         key0, key1, member = noise_counters(coef, b)
         thermal = thermal_scale(coef, step, h, b)
         for i in range(n):
-            heat[b] += langevin_first_half(q, omega, grad, half_h_over_mass, h, decay[b], spread[i, b] * thermal,
+            heat[b] += langevin_first_half(q, omega, grad, half_h_over_mass, h, decay[i, b], spread[i, b] * thermal,
                                            mass_diag[i, b], step, member, key0, key1, i, i, b)
     system_gradient(q, coef, topology, grad)  # noqa: F821
     for i in range(n):
@@ -259,7 +269,7 @@ def brownian_begin(q, omega, mass_diag, mass_full, coef, topology, h, options, w
     grad, mobility, spread = work
     for i in range(q.shape[0]):
         for b in range(q.shape[2]):
-            mobility[i, b], spread[i, b] = brownian_factors(coef, h, mass_diag[i, b], b)
+            mobility[i, b], spread[i, b] = brownian_factors(coef, h, mass_diag[i, b], i, b)
 
 
 def brownian_step(t, q, omega, mass_diag, mass_full, coef, topology, h, options, work, active, code, iterations):
@@ -382,9 +392,9 @@ def copy_body(source, target, i):
 
 @lane_function
 def langevin_particle_factors(coef, h, mass_diag, i, factors):
-    """Particle i's Ornstein–Uhlenbeck factors, once per call: e^{−γh} and √((1 − e^{−2γh})/M_ii)
-    (:func:`bath_factors`)."""
-    factors[i, 0], factors[i, 1] = bath_factors(coef, h, mass_diag[i, 0], 0)
+    """Particle i's Ornstein–Uhlenbeck factors, once per call (i its original id: the particles are in the caller's
+    order then): e^{−γ_i h} and √((1 − e^{−2γ_i h})/M_ii) (:func:`bath_factors`)."""
+    factors[i, 0], factors[i, 1] = bath_factors(coef, h, mass_diag[i, 0], i, 0)
 
 
 @lane_function
@@ -410,8 +420,9 @@ def langevin_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, ma
 
 @lane_function
 def brownian_particle_factors(coef, h, mass_diag, i, factors):
-    """Particle i's Brownian factors, once per call: h/ζ_i and √(2h/ζ_i) (:func:`brownian_factors`)."""
-    factors[i, 0], factors[i, 1] = brownian_factors(coef, h, mass_diag[i, 0], 0)
+    """Particle i's Brownian factors, once per call (i its original id): h/ζ_i and √(2h/ζ_i)
+    (:func:`brownian_factors`)."""
+    factors[i, 0], factors[i, 1] = brownian_factors(coef, h, mass_diag[i, 0], i, 0)
 
 
 @lane_function

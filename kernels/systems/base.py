@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..lanes import bind_template, chord, lane_function
+from ..schedules import constant_coefficients
 from ..spaces import SPHERE_PRODUCT, StateSpace
 
 REQUIRED = object()
@@ -333,6 +334,15 @@ class SystemDefinition(ParameterLookup):
     #: see :meth:`ParameterLookup.body_properties`, and what they are (name → (dims, unit, meaning), for the docs)
     body_properties: Callable[[dict, int], dict] = lambda params, n: {}
     body_property_docs: dict = field(default_factory=dict)
+    #: coefficients that change with time (a protocol): coefficients_at(coef (P, L), t (s)) sets them to their
+    #: values at t, called by every CPU runner before it evaluates the forces of the configuration at time t (the
+    #: first at the call's start).  ``scheduled(params)``: whether they change for these parameters (the GPU and fire
+    #: refuse such a run)
+    coefficients_at: Any = constant_coefficients
+    scheduled: Callable[[dict], bool] = lambda params: False
+    #: each particle's own friction γ_i (1/s) for langevin and brownian, (broadcast params, n) → (members, n) with NaN
+    #: where the method's ``friction`` applies, or None where no particle has its own (every particle the method's)
+    body_friction: Callable[[dict, int], np.ndarray | None] = lambda params, n: None
     #: the parameters a configuration read from a file fixes, (spec params, the file's configuration as a dict:
     #: type_ids and type_names, diameters, bonds, bond_type_ids and bond_type_names, angles, …, each None where the
     #: file has none) → params to add; None: a system of one kind of unbonded particle (a file of several types, or
@@ -480,6 +490,11 @@ class System:
     def forced(self) -> bool:
         """Whether its parameter values switch on any of the system's forces (in any member)."""
         return getattr(self.definition, "forced", lambda params: False)(self.params)
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether its coefficients change over a run (a protocol: ``coefficients_at``)."""
+        return getattr(self.definition, "scheduled", lambda params: False)(self.params)
 
     def momentum(self, state: dict) -> np.ndarray | None:
         """The system's conserved momentum map (see the definition's ``momentum_doc``) of a state with a

@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import InvalidInput
 from ..geometry import fibonacci_sphere, polymer_positions
 from ..lanes import inline_lane_function, lane_function
+from ..schedules import checked_knots, knot_rows, piecewise_linear
 from . import bonded
 from .base import SCALAR, PairPotential, Parameter, Preset, SystemDefinition, all_pairs
 from .sphere_lj import lj_coefficients
@@ -49,9 +50,11 @@ SKIN_SIGMAS = 0.3
 #: the header rows of the coefficients: number of types K, number of particles n, whether any particle's diameter
 #: differs from its type's σ, the style code; the bonds' ends and the angles' memberships (each bond counted at both
 #: ends, each angle at its three particles), the bond and angle types, and the weight of a bonded pair's pair
-#: potential (LAMMPS' special_bonds: 0 excluded, 1 kept)
-TYPES, COUNT, SIZED, STYLE, BOND_ENDS, ANGLE_SLOTS, BOND_TYPES, ANGLE_TYPES, SPECIAL = range(9)
-HEADER = 9
+#: potential (LAMMPS' special_bonds: 0 excluded, 1 kept); the size factor s(t) every σ and cutoff takes now (1
+#: without a density schedule), the density schedule's number of knots and its first row
+(TYPES, COUNT, SIZED, STYLE, BOND_ENDS, ANGLE_SLOTS, BOND_TYPES, ANGLE_TYPES, SPECIAL, SIZE_FACTOR, DENSITY_KNOTS,
+ DENSITY_FIRST) = range(12)
+HEADER = 12
 #: the columns of a type pair's row of the table: three style coefficients (lj: 4ε, σ⁶, σ¹², as sphere_lj's; yukawa:
 #: ε, σ, 1/λ; soft: ε, σ, 0), r_c², the shift φ(r_c) and σ_a + σ_c
 COLUMNS = 6
@@ -65,22 +68,26 @@ def _positive_number(value, field: str) -> float:
 
 
 def parse_types(value) -> tuple:
-    """``types``: a table name → {sigma (m), epsilon (J, default 1), mass (kg, default 1)}, in declaration order (a
-    type's id is its position) → ((name, sigma, epsilon, mass), …)."""
+    """``types``: a table name → {sigma (m), epsilon (J, default 1), mass (kg, default 1), friction (1/s, optional:
+    langevin's and brownian's γ of the type's particles, else the method's ``friction``)}, in declaration order (a
+    type's id is its position) → ((name, sigma, epsilon, mass, friction or None), …)."""
     if not isinstance(value, dict) or not value:
         raise InvalidInput("types", "must be a table of particle types, e.g. { A = { sigma = 0.03 }, B = "
-                           "{ sigma = 0.042, mass = 2.0 } } (keys of each: sigma, epsilon, mass)")
+                           "{ sigma = 0.042, mass = 2.0 } } (keys of each: sigma, epsilon, mass, friction)")
     out = []
     for name, entry in value.items():
         if not isinstance(entry, dict):
-            raise InvalidInput(f"types.{name}", f"must be a table {{ sigma, epsilon, mass }}, got {entry!r}")
-        unknown = set(entry) - {"sigma", "epsilon", "mass"}
+            raise InvalidInput(f"types.{name}", f"must be a table {{ sigma, epsilon, mass, friction }}, got {entry!r}")
+        unknown = set(entry) - {"sigma", "epsilon", "mass", "friction"}
         if unknown:
-            raise InvalidInput(f"types.{name}.{sorted(unknown)[0]}", "unknown key; allowed: sigma, epsilon, mass")
+            raise InvalidInput(f"types.{name}.{sorted(unknown)[0]}", "unknown key; allowed: sigma, epsilon, mass, "
+                               "friction")
         if "sigma" not in entry:
             raise InvalidInput(f"types.{name}.sigma", "is required (the type's diameter, m, chord)")
+        friction = entry.get("friction")
         out.append((str(name), *(_positive_number(entry.get(key, 1.0), f"types.{name}.{key}")
-                                 for key in ("sigma", "epsilon", "mass"))))
+                                 for key in ("sigma", "epsilon", "mass")),
+                    None if friction is None else _positive_number(friction, f"types.{name}.friction")))
     return tuple(out)
 
 
@@ -160,8 +167,8 @@ def pair_table(params: dict, member: int = 0) -> dict:
     debye = _member_value(params, "debye", member)
     scale = _member_value(params, "cutoff_sigmas", member) or DEFAULT_CUTOFF_SIGMAS.get(style, 0.0)
     table = {}
-    for a, (name_a, sigma_a, eps_a, _) in enumerate(types):
-        for c, (name_c, sigma_c, eps_c, _) in enumerate(types):
+    for a, (name_a, sigma_a, eps_a, *_) in enumerate(types):
+        for c, (name_c, sigma_c, eps_c, *_) in enumerate(types):
             entry = explicit.get((a, c), {})
             if params["mixing"] == "table" and (a, c) not in explicit:
                 raise InvalidInput("pairs", f"mixing = \"table\" needs every pair of types; \"{name_a}-{name_c}\" is "
@@ -235,14 +242,18 @@ def _mixed_types(params: dict, names: list[str], n: int) -> np.ndarray:
 
 def _coefficients(params, n):
     """[the header | the table (K², COLUMNS) by (a, c) | type ids (n) | diameters (n) | the bonds and angles
-    (:func:`kernels.systems.bonded.bonded_rows`)] per member."""
+    (:func:`kernels.systems.bonded.bonded_rows`) | the density schedule's knots (:mod:`kernels.schedules`)] per
+    member."""
     members = np.shape(params["polydispersity"])[0]
     ids, diameters = particle_layout(params, n)
     diameters = np.broadcast_to(diameters, (members, n))
     sigma_of_type = np.array([entry[1] for entry in params["types"]])
     k = len(params["types"])
     counts, block = bonded.bonded_rows(params, n)
-    rows = np.empty((members, HEADER + k * k * COLUMNS + 2 * n + block.size))
+    schedule = params["density_schedule"]
+    knots = np.zeros((0, 2)) if schedule is None else schedule
+    first_knot = HEADER + k * k * COLUMNS + 2 * n + block.size
+    rows = np.empty((members, first_knot + 2 * len(knots)))
     for member in range(members):
         table = pair_table(params, member)
         debye = _member_value(params, "debye", member)
@@ -250,22 +261,23 @@ def _coefficients(params, n):
         pairs = [[*_style_row(params["pair"], *table[(a, c)], debye), sigma_of_type[a] + sigma_of_type[c]]
                  for a in range(k) for c in range(k)]
         rows[member] = np.concatenate([[k, n, sized, STYLE_CODES[params["pair"]], *counts,
-                                        _member_value(params, "special_bonds", member)], np.ravel(pairs), ids,
-                                       diameters[member], block])
+                                        _member_value(params, "special_bonds", member),
+                                        np.sqrt(knots[0, 1]) if len(knots) else 1.0, len(knots), first_knot],
+                                       np.ravel(pairs), ids, diameters[member], block, knot_rows(knots)])
     return rows
 
 
 @inline_lane_function
 def pair_row(coef, b, i, j):
-    """(the first row of the type pair of particles i and j (ids) in lane b's table, their size scale s_ij: 1 unless
-    some particle's diameter differs from its type's σ)."""
+    """(the first row of the type pair of particles i and j (ids) in lane b's table, their size scale: the density
+    schedule's s(t) (1 without one) times s_ij, 1 unless some particle's diameter differs from its type's σ)."""
     k = int(coef[TYPES, b])
     first_type = HEADER + k * k * COLUMNS
     row = HEADER + (int(coef[first_type + i, b]) * k + int(coef[first_type + j, b])) * COLUMNS
-    scale = 1.0
+    scale = coef[SIZE_FACTOR, b]
     if coef[SIZED, b] != 0.0:
         first_diameter = first_type + int(coef[COUNT, b])
-        scale = (coef[first_diameter + i, b] + coef[first_diameter + j, b]) / coef[row + SIGMA_SUM, b]
+        scale = scale * (coef[first_diameter + i, b] + coef[first_diameter + j, b]) / coef[row + SIGMA_SUM, b]
     return row, scale
 
 
@@ -439,9 +451,36 @@ def gradient(q, coef, topology, out):
                 out[p, 2, b] += g2
 
 
+@lane_function
+def density_at(coef, t):
+    """Every σ and cutoff scaled to the density schedule's ρ(t)/ρ₀ at time t (s): s(t) = √(ρ(t)/ρ₀) (the areal
+    density of discs of diameter sσ goes as s²); nothing without a schedule.  A runner calls it before it evaluates
+    the forces of the configuration at time t (``SystemDefinition.coefficients_at``)."""
+    for b in range(coef.shape[1]):
+        knots = int(coef[DENSITY_KNOTS, b])
+        if knots > 0:
+            coef[SIZE_FACTOR, b] = np.sqrt(piecewise_linear(coef, int(coef[DENSITY_FIRST, b]), knots, t, b))
+
+
+def parse_density_schedule(value):
+    """``density_schedule``: [[t (s), ρ/ρ₀], …] knots (:func:`kernels.schedules.checked_knots`), ρ/ρ₀ > 0."""
+    if value is None:
+        return None
+    knots = checked_knots(value, "density_schedule", "ρ/ρ₀", "[[0.0, 1.0], [5.0, 1.2]]", 0.0)
+    if np.any(knots[:, 1] <= 0):
+        raise InvalidInput("density_schedule", f"needs densities ρ/ρ₀ > 0, got {knots[:, 1].tolist()!r}")
+    return knots
+
+
+def largest_size_factor(params: dict) -> float:
+    """The largest s(t) of the density schedule (1 without one): at one of its knots, as it is piecewise linear."""
+    schedule = params["density_schedule"]
+    return 1.0 if schedule is None else float(np.sqrt(np.max(schedule[:, 1])))
+
+
 def largest_cutoff(params: dict) -> float:
-    """The largest r_c,ij (m) of any pair of particles: the table's largest r_c,ac times the largest size factor
-    (what one neighbour list for every type needs)."""
+    """The largest r_c,ij (m) of any pair of particles at any time: the table's largest r_c,ac times the largest
+    size factor and the density schedule's largest s(t) (what one neighbour list for every type needs)."""
     table = pair_table(params)
     sigma_of_type = np.array([entry[1] for entry in params["types"]])
     if params["diameters"] is not None:
@@ -450,14 +489,25 @@ def largest_cutoff(params: dict) -> float:
                   else np.max(params["diameters"]) / sigma_of_type.min())
     else:
         factor = 1.0 + np.sqrt(3.0) * float(np.max(params["polydispersity"]))
-    return max(cutoff for _, _, cutoff in table.values()) * max(factor, 1.0)
+    return max(cutoff for _, _, cutoff in table.values()) * max(factor, 1.0) * largest_size_factor(params)
 
 
-def _inertia(params, n):
+def particle_masses(params, n):
     """Each particle's mass by its type (kg), per member."""
     ids, diameters = particle_layout(params, n)
     masses = np.array([entry[3] for entry in params["types"]])[ids]
     return np.broadcast_to(masses, (diameters.shape[0], n)).copy()
+
+
+def particle_frictions(params, n):
+    """Each particle's friction γ (1/s) by its type, NaN for a type without one (the method's applies), per member;
+    None where no type gives one."""
+    frictions = [entry[4] for entry in params["types"]]
+    if all(friction is None for friction in frictions):
+        return None
+    ids, diameters = particle_layout(params, n)
+    by_type = np.array([np.nan if friction is None else friction for friction in frictions])
+    return np.broadcast_to(by_type[ids], (diameters.shape[0], n)).copy()
 
 
 #: what the store keeps of the particles (:func:`_body_properties`): name → (dims, unit, meaning); a diameter or mass
@@ -478,13 +528,19 @@ def _body_properties(params, n):
     their types (on their own dims), for the store (:data:`BODY_PROPERTIES`)."""
     ids, diameters = particle_layout(params, n)
     bonds, bond_ids, angles, angle_ids = bonded.topology(params, n)
-    values = {"particle_type": ids.astype(np.int32), "diameter": diameters, "mass": _inertia(params, n),
+    values = {"particle_type": ids.astype(np.int32), "diameter": diameters, "mass": particle_masses(params, n),
               "bonds": bonds, "bond_type": bond_ids.astype(np.int32), "angles": angles,
               "angle_type": angle_ids.astype(np.int32)}
     names = {"particle_type": type_names(params), "bond_type": [entry[0] for entry in params["bond_types"]],
              "angle_type": [entry[0] for entry in params["angle_types"]]}
+    return stored_properties(values, names, BODY_PROPERTIES)
+
+
+def stored_properties(values: dict, names: dict, declared: dict) -> dict:
+    """``body_properties`` of the ``declared`` entries (name → (dims, unit, meaning)) with ``values`` (name → array),
+    those of no size left out; ``names``: the type names of the type-id properties."""
     properties = {}
-    for name, (dims, unit, meaning) in BODY_PROPERTIES.items():
+    for name, (dims, unit, meaning) in declared.items():
         if values[name].size:
             attrs = {"long_name": meaning, **({"units": unit} if unit != "1" else {}),
                      **({"type_names": names[name]} if name in names else {})}
@@ -537,6 +593,14 @@ def _check(params):
     if not np.all(np.isin(params["special_bonds"], (0.0, 1.0))):
         raise InvalidInput("special_bonds", "must be 0 (bonded pairs excluded from the pair potential) or 1 (kept), "
                            f"got {params['special_bonds']}")
+    if params["density_schedule"] is not None and bonded_present(params):
+        raise InvalidInput("density_schedule", "scales the pair potential's σ and cutoffs; bond and angle lengths do "
+                           "not follow it, so it is refused with bonds or angles")
+    check_layout(params)
+
+
+def check_layout(params: dict) -> None:
+    """The composition and explicit type ids refused where they name a type ``types`` lacks (each naming its key)."""
     names = type_names(params)
     for name, _ in params["composition"]:
         if name not in names:
@@ -544,6 +608,11 @@ def _check(params):
     if params["particle_types"] is not None and max(params["particle_types"]) >= len(names):
         raise InvalidInput("particle_types", f"type id {max(params['particle_types'])} unknown; the types are 0 … "
                            f"{len(names) - 1}")
+
+
+def bonded_present(params: dict) -> bool:
+    """Whether the particles have bonds or angles."""
+    return bool(params["polymers"] or params["bonds"] or params["angles"])
 
 
 def _binary_64():
@@ -565,7 +634,8 @@ DEFINITION = SystemDefinition(
     summary="particles of several types and sizes on the unit sphere: LJ, WCA, Yukawa or soft pairs by type pair",
     parameters=(
         Parameter("types", SCALAR, "", "particle types: a table name → { sigma (m), epsilon (J, default 1), mass (kg, "
-                  "default 1) }; a type's id is its position", check="structural", parse=parse_types),
+                  "default 1), friction (1/s: langevin's and brownian's γ; default the method's friction) }; a type's "
+                  "id is its position", check="structural", parse=parse_types),
         Parameter("pair", SCALAR, "", f"pair style: {' | '.join(PAIR_STYLES)}", default="lj", check="structural",
                   parse=parse_choice(PAIR_STYLES, "pair")),
         Parameter("mixing", SCALAR, "", f"mixing rule of pairs not in `pairs`: {' | '.join(MIXING_RULES)}",
@@ -597,6 +667,9 @@ DEFINITION = SystemDefinition(
                   check="structural"),
         Parameter("angle_type_ids", SCALAR, "1", "the type id of each explicit angle", default=None,
                   check="structural"),
+        Parameter("density_schedule", SCALAR, "", "a protocol [[t (s), ρ/ρ₀], …]: every σ and cutoff scaled by "
+                  "√(ρ(t)/ρ₀), piecewise linear in ρ between the knots (the sphere shrinking at fixed σ); without "
+                  "bonds", default=None, check="structural", parse=parse_density_schedule),
         Parameter("particle_types", SCALAR, "1", "explicit type id of each particle (from a file)", default=None,
                   check="structural", parse=parse_ids),
         Parameter("diameters", SCALAR, "m", "explicit diameter of each particle (m, chord; from a file)", default=None,
@@ -605,7 +678,8 @@ DEFINITION = SystemDefinition(
     presets={"binary_64": _binary_64},
     diagonal_inertia=True,
     bodies=lambda params: None,
-    inertia=_inertia,
+    inertia=particle_masses,
+    body_friction=particle_frictions,
     coefficients=_coefficients,
     potential=potential,
     gradient=gradient,
@@ -616,8 +690,10 @@ DEFINITION = SystemDefinition(
     body_property_docs=BODY_PROPERTIES,
     file_layout=_file_layout,
     place_particles=_place_particles,
+    coefficients_at=density_at,
+    scheduled=lambda params: params["density_schedule"] is not None,
     pair=PairPotential(pair_energy, pair_gradient_factor, bonded_gradient=bonded_gradient, bonded_energy=bonded_energy,
-                       bonded_present=lambda params: bool(params["polymers"] or params["bonds"] or params["angles"]),
+                       bonded_present=bonded_present,
                        cutoff=largest_cutoff,
                        default_skin=lambda params: SKIN_SIGMAS * max(entry[1] for entry in params["types"])),
 )
