@@ -32,6 +32,12 @@ SPACE_FUNCTIONS = {
 
 #: what a model counts, where it is not ``bodies`` (the space's n: joint coordinates count themselves)
 COUNTS = {"generalised": "coordinates"}
+#: the arguments of a typed pair potential, ``pair_potential(r, p, a, b)`` with the two particles' type data (a
+#: particle's mass is then its type's: such a model has no ``inertia``); a plain one takes ``(r, p)``
+TYPED_PAIR_ARITY = 4
+#: the system parameters (sphere_mixture's) that give each particle of a typed pair model its type and diameter; the
+#: file's ``parameters`` may give their defaults under these names
+LAYOUT_PARAMETERS = ("types", "composition", "polydispersity", "layout_seed", "particle_types", "diameters")
 
 
 class Parameters:
@@ -47,11 +53,30 @@ class Parameters:
         if name.startswith("__") or name not in values:
             if name.startswith("__"):
                 raise AttributeError(name)
-            raise ModelError(f"unknown parameter {name!r} (p.{name}); the file declares: {', '.join(values) or 'none'}")
+            raise ModelError(self._unknown(name, values))
         return values[name]
 
     def __setattr__(self, name, value):
         raise ModelError(f"parameters are read-only in a model (p.{name} = …)")
+
+    def _unknown(self, name: str, values: dict) -> str:
+        return f"unknown parameter {name!r} (p.{name}); the file declares: {', '.join(values) or 'none'}"
+
+
+class ParticleData(Parameters):
+    """``a`` and ``b`` of a typed ``pair_potential(r, p, a, b)``: one particle of the pair, whose attributes
+    (``a.sigma``, ``a.diameter``, …, which the space's builder chooses) are symbols; ``label``, the argument's name
+    in the file, names it in messages."""
+
+    def __init__(self, values: dict, label: str):
+        object.__setattr__(self, "_values", values)
+        object.__setattr__(self, "_label", label)
+
+    def __setattr__(self, name, value):
+        raise ModelError(f"a particle's data are read-only in a model ({self._label}.{name} = …)")
+
+    def _unknown(self, name: str, values: dict) -> str:
+        return f"unknown attribute {self._label}.{name} of a particle; allowed: {', '.join(values)}"
 
 
 class ModelError(Exception):
@@ -112,6 +137,9 @@ class ModelFile:
     bodies: int | None
     layout: ParameterLayout
     doc: str
+    #: the defaults a typed pair model's ``parameters`` give the system parameters of :data:`LAYOUT_PARAMETERS`, as
+    #: written (checked where the system is bound, as a spec's values)
+    layout_defaults: dict = field(default_factory=dict)
 
     def has(self, name: str) -> bool:
         return callable(self.namespace.get(name))
@@ -120,11 +148,21 @@ class ModelFile:
         return self.namespace[name]
 
     def arity(self, name: str) -> int:
-        return len(inspect.signature(self.namespace[name]).parameters)
+        return arity(self.namespace[name])
+
+    @property
+    def typed_pairs(self) -> bool:
+        """Whether its pair potential reads the two particles' type data: ``pair_potential(r, p, a, b)``."""
+        return self.has("pair_potential") and self.arity("pair_potential") == TYPED_PAIR_ARITY
 
     def call(self, name: str, *args):
         """``name(*args)`` of the file, with errors naming the file, the line and the function."""
         return model_call(self.path, name, self.namespace[name], *args)
+
+
+def arity(function) -> int:
+    """How many arguments ``function`` takes."""
+    return len(inspect.signature(function).parameters)
 
 
 def _where(path: str, error: BaseException) -> str:
@@ -199,20 +237,34 @@ def read_model(source: str, path: str) -> ModelFile:
         raise InvalidInput(FIELD, f"{path}: a {space} model must define {' or '.join(wanted['potential'])}")
     if len(potentials) > 1:
         raise InvalidInput(FIELD, f"{path}: define one of {' and '.join(potentials)}, not both")
+    typed = False
+    if potentials[0] == "pair_potential":
+        if arity(namespace["pair_potential"]) not in (2, TYPED_PAIR_ARITY):
+            raise InvalidInput(FIELD, f"{path}: pair_potential must take (r, p), or (r, p, a, b) with a and b the two "
+                               "particles' type data")
+        typed = arity(namespace["pair_potential"]) == TYPED_PAIR_ARITY
+    if typed and callable(namespace.get("inertia")):
+        raise InvalidInput(FIELD, f"{path}: a pair_potential(r, p, a, b) model takes each particle's mass from its "
+                           "type (the system parameter types, e.g. { A = { sigma = 0.1, mass = 2.0 } }); remove "
+                           "inertia")
     for name in wanted["required"]:
-        if not callable(namespace.get(name)):
+        if not callable(namespace.get(name)) and not (typed and name == "inertia"):
             raise InvalidInput(FIELD, f"{path}: a {space} model must define {name}(…)")
     if bodies is None and potentials[0] != "pair_potential":
         raise InvalidInput(FIELD, f"{path}: {count} = <number of {count}> is required")
     units = namespace.get("units") or {}
-    defaults = _parameter_defaults(path, namespace.get("parameters"))
+    declared, layout_defaults = namespace.get("parameters"), {}
+    if typed and isinstance(declared, dict):  # the defaults of its layout's parameters are not the model's own
+        layout_defaults = {name: declared[name] for name in LAYOUT_PARAMETERS if name in declared}
+        declared = {name: value for name, value in declared.items() if name not in layout_defaults}
+    defaults = _parameter_defaults(path, declared)
     if not isinstance(units, dict) or any(name not in defaults for name in units):
         unknown = [name for name in units if name not in defaults] if isinstance(units, dict) else units
         raise InvalidInput(FIELD, f"{path}: units must name declared parameters; unknown: {unknown!r}")
     doc = (namespace.get("__doc__") or "").strip().splitlines()
     return ModelFile(path=path, source=source, namespace=namespace, space=space, bodies=bodies,
                      layout=ParameterLayout(defaults, {name: str(units.get(name, "")) for name in defaults}),
-                     doc=doc[0] if doc else "")
+                     doc=doc[0] if doc else "", layout_defaults=layout_defaults)
 
 
 def scalar(value, path: str, what: str):
