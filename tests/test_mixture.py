@@ -214,19 +214,21 @@ def test_each_type_has_its_friction_in_langevin_and_brownian():
 def test_a_density_schedule_scales_every_size_and_resumes_inside_its_ramp():
     """A compression ρ/ρ₀ = 1 → 1.3 over 30 steps, then held (600 particles, langevin): at every sample V is the V
     of the same particles with every σ times √(ρ(t)/ρ₀) (round-off: the scale enters as s⁶ and s¹² instead of
-    (sσ)⁶), in the system mode (neighbour lists of the largest range) and in the ensemble lanes; a run stopped
-    inside the ramp and continued equals the one that never stopped bit for bit, on 1 and 2 threads."""
+    (sσ)⁶), under langevin in the system mode (neighbour lists of the largest range) and under vi in the ensemble
+    lanes; a run stopped inside the ramp and continued equals the one that never stopped bit for bit, on 1 and 2
+    threads."""
     n, dt = 600, 0.004 * SIGMA_A
     ramp = [[0.0, 1.0], [30 * dt, 1.3]]
     system = binary(density_schedule=ramp)
     state = start(n)
-    bath = dict(temperature=1.0, friction=10.0, seed=5)
     runs = {}
-    for mode, threads in (("system", 1), ("system", 2), ("ensemble", 1)):
-        whole = integrate(system, "langevin", state, dt, 40, 10, mode=mode, threads=threads, **bath)
-        first = integrate(system, "langevin", state, dt, 17, 17, mode=mode, threads=threads, **bath)
-        rest = integrate(system, "langevin", first.final, dt, 23, 23, mode=mode, threads=threads, restart=True,
-                         start_step=17, carry=first.carry, **bath)
+    for method, mode, threads in (("langevin", "system", 1), ("langevin", "system", 2), ("vi", "ensemble", 1)):
+        options = dict(mode=mode, threads=threads, **(dict(temperature=1.0, friction=10.0, seed=5)
+                                                        if method == "langevin" else {}))
+        whole = integrate(system, method, state, dt, 40, 10, **options)
+        first = integrate(system, method, state, dt, 17, 17, **options)
+        rest = integrate(system, method, first.final, dt, 23, 23, restart=True, start_step=17, carry=first.carry,
+                         **options)
         np.testing.assert_array_equal(rest.q_final, whole.q_final, strict=True)
         np.testing.assert_array_equal(rest.energy[:, -1], whole.energy[:, -1], strict=True)
         runs[mode, threads] = whole

@@ -215,9 +215,10 @@ class ParameterLookup:
 
     def member_coefficients(self, params: dict, n: int, members: int) -> np.ndarray:
         """The coefficients (members, P) of parameters broadcast to ``members``: a definition may give one row
-        for all (a model file without parameters cannot tell how many members there are)."""
+        for all (a model file without parameters cannot tell how many members there are).  A writable copy of the
+        call's own: a system's ``coefficients_at`` sets rows of it as the run goes."""
         coef = np.asarray(self.coefficients(params, n), dtype=np.float64)
-        return np.ascontiguousarray(np.broadcast_to(coef, (members, coef.shape[1])))
+        return np.broadcast_to(coef, (members, coef.shape[1])).copy()
 
     def parameter(self, name: str) -> Parameter:
         for p in self.parameters:
