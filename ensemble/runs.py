@@ -5,7 +5,9 @@ check`` (:func:`prepare`) starts without them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -15,6 +17,7 @@ from armillary.kernels.systems import system_definition
 
 from .errors import StoreError
 from .lock import run_lock
+from .mpi import MpiExchange, check_on_ranks, execute_on_ranks, launched_ranks, require_mpi, world
 from .plan import Plan
 from .spec import Spec, load_spec, read_model_file
 from .store import check_writable, existing_identity, remove_store, revision_change, write_template
@@ -109,6 +112,10 @@ def run_to_store(spec_or_path, overwrite: bool = False, stream=None, **overrides
         raise InvalidInput(next(iter(overrides)), "overrides apply to a spec file; for a Spec use "
                            "load_spec(path, **overrides) or dataclasses.replace")
     spec = spec_or_path if isinstance(spec_or_path, Spec) else load_spec(spec_or_path, **overrides)
+    if (spec.ranks or 1) > 1:
+        require_mpi("execution.ranks")
+    if launched_ranks() > 1:  # under mpiexec or srun: one member over the ranks
+        return _run_on_ranks(spec, overwrite, stream)
     plan, create = prepare(spec, overwrite)
     gpus = require_device(spec)
     if plan.pair_cost is not None:
@@ -123,6 +130,33 @@ def run_to_store(spec_or_path, overwrite: bool = False, stream=None, **overrides
             execute(plan, stream, gpus)
     except StoreError as error:
         raise InvalidInput("output.store", str(error)) from None
+    return spec.store
+
+
+def _run_on_ranks(spec: Spec, overwrite: bool, stream) -> str:
+    """:func:`run_to_store` under ``mpiexec -n R`` or ``srun``: rank 0 checks the spec, holds the store's lock and
+    writes its template (or notes a revision change); then every rank runs the pending segments of the one member
+    together (:func:`.mpi.execute_on_ranks`).  Bad input raises InvalidInput on every rank."""
+    exchange = MpiExchange(world())
+    lead = exchange.rank == 0
+    with contextlib.ExitStack() as held:
+        refused = None
+        if lead:
+            try:
+                plan, create = prepare(spec, overwrite)
+                check_on_ranks(plan, exchange.size)
+                held.enter_context(run_lock(spec.store))
+                if create:
+                    remove_store(spec.store)
+                    write_template(plan)
+                else:
+                    note_revision_change(plan, stream)
+            except (InvalidInput, StoreError) as error:
+                refused = (error.field, error.message) if isinstance(error, InvalidInput) else ("output.store", str(error))
+        refused = exchange.comm.bcast(refused, root=0)
+        if refused is not None:
+            raise InvalidInput(*refused)
+        execute_on_ranks(plan if lead else Plan(spec), exchange, stream if lead else open(os.devnull, "w"))
     return spec.store
 
 

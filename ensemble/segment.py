@@ -23,20 +23,22 @@ from armillary.kernels.status import OK, STOPPED
 from .lock import kernel_lock
 from .plan import Plan
 from .spec_keys import section_prefix
-from .store import (CROSSINGS_PER_CHUNK, RunStore, capacity_of, checkpoint_names, crossing_variables,
-                    indicator_variables, shadow_slot_shapes)
+from .store import (CROSSINGS_PER_CHUNK, PROGRESS, RunStore, capacity_of, checkpoint_names, crossing_variables,
+                    indicator_variables, particle_variables, shadow_slot_shapes)
 
 
 def integrate_members(plan: Plan, first: int, stop: int, state: dict, n_steps: int, save_every: int, *,
-                      outputs=(), shadow=None, restart=False, carry=None, threads: int | None = 1, start_step: int = 0):
+                      outputs=(), shadow=None, restart=False, carry=None, threads: int | None = 1, start_step: int = 0,
+                      exchange=None):
     """The plan's kernel on members [first, stop) from ``state``, continuing after global step
     ``start_step`` (the time origin of time-dependent forces): the one call of every task, and of
     :func:`load_kernel`, so both use the same compiled kernel (mode, method options).
     ``threads``: kernel threads of an ensemble-mode plan (None: the process's, NUMBA_NUM_THREADS);
-    a system-parallel plan always uses the process's."""
+    a system-parallel plan uses the process's, or on MPI ranks (``exchange``, :mod:`.mpi`) ``threads`` each."""
     spec = plan.spec
+    threads = threads if plan.mode == "ensemble" or exchange is not None else None
     return integrate(plan.chunk_system(first, stop), spec.method, state, spec.dt, n_steps, save_every,
-                     outputs=outputs, threads=None if plan.mode == "system" else threads, restart=restart,
+                     outputs=outputs, threads=threads, restart=restart, exchange=exchange,
                      shadow=shadow, mode=plan.mode, carry=carry, start_step=start_step, sections=plan.sections,
                      seed=spec.seed, member_ids=np.arange(first, stop), skin=spec.skin, device=spec.device or "cpu",
                      fma=spec.fma is not False,
@@ -168,16 +170,44 @@ def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, memb
     return writes + [(name, region, value) for name, value in stored.items()], after
 
 
-def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int | None = 1) -> tuple[int, float, float]:
+def rank_share(plan: Plan, writes: list, particle_range: tuple[int, int], rank: int) -> list:
+    """The writes of one rank of a system-mode member on MPI ranks: the per-particle variables
+    (:func:`.store.particle_variables`, and their checkpoint slots) over the ids [first, stop) it holds (values
+    with every particle are cut to them), the rest on rank 0 alone."""
+    per_particle = particle_variables(plan)
+    first, stop = particle_range
+    share = []
+    for name, region, value in writes:
+        if name.removeprefix(f"{PROGRESS}/slot_") not in per_particle:
+            if rank == 0:
+                share.append((name, region, value))
+            continue
+        if first == stop:
+            continue
+        region = region if isinstance(region, tuple) else (region,)
+        axis = sum(isinstance(entry, slice) for entry in region)  # the value's particle axis (integers drop theirs)
+        value = np.asarray(value)
+        if value.shape[axis] != stop - first:
+            value = value[(slice(None),) * axis + (slice(first, stop),)]
+        share.append((name, region + (slice(first, stop),), value))
+    return share
+
+
+def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int | None = 1,
+                exchange=None) -> tuple[int, float, float]:
     """Compute (chunk, segment) of ``plan`` into its store; returns (member-steps done, seconds,
     seconds spent writing the store).
     ``after`` is the previous segment's result, passed only so the scheduler orders the two.
     ``threads`` as for :func:`integrate_members`: 1 in a Dask worker (one per core), None in a SLURM
-    array task (its CPUs)."""
+    array task (its CPUs), each rank's threads with ``exchange`` (one system-mode member on MPI ranks, all of which
+    call this together: each writes the per-particle variables of its ids, rank 0 the rest and the record once every
+    rank's data is stored)."""
     store = RunStore(plan.spec.store)
     if store.is_done(chunk, segment):
         return 0, 0.0, 0.0
-    store.count_attempt(chunk, segment)
+    lead = exchange is None or exchange.rank == 0
+    if lead:
+        store.count_attempt(chunk, segment)
     started = time.perf_counter()
     spec, names = plan.spec, plan.space.names
     first, stop = plan.chunks[chunk]
@@ -225,7 +255,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
                    for name in ("log_growth", "reference", "indicators")})
     outputs = tuple(name for name in spec.variables if name in names) + ("min_separation",) * plan.tracks_encounters
     result = integrate_members(plan, first, stop, state, seg.stop - seg.start, spec.save_every, outputs=outputs,
-                               shadow=shadow, restart=segment > 0, carry=carry, threads=threads, start_step=seg.start)
+                               shadow=shadow, restart=segment > 0, carry=carry, threads=threads, start_step=seg.start,
+                               exchange=exchange)
 
     writing = time.perf_counter()
     samples = seg.last_sample - seg.first_sample + 1
@@ -253,7 +284,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         writes.append(("min_separation", members, closest))
     for name, value in result.final.items():
         checkpoint[name] = np.where(_member_rows(failed, value), np.nan, value)
-        checkpoint[name][stopped_before] = stopped_state[name]
+        if stopped_before.any():  # (a member on MPI ranks never stops: its rows are this rank's ids alone)
+            checkpoint[name][stopped_before] = stopped_state[name]
     for section in spec.surfaces:
         crossing_writes, checkpoint[section_prefix(section) + "count"] = section_writes(
             plan, store, result, failed, members, section, crossed[section])
@@ -270,8 +302,15 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         checkpoint.update(shadow_checkpoint(plan, result.shadow_final))
     writes += store.checkpoint_writes(segment % 2, first, stop, checkpoint)
     writes += [("status", members, status), ("failed_step", members, failed_step)]
+    if exchange is not None:
+        writes = rank_share(plan, writes, result.particle_range, exchange.rank)
     store.write_all(writes)
-    _pause_before_record(chunk, segment)
+    if exchange is not None:
+        exchange.barrier()  # every rank's share is stored before the record vouches for it
     finished = time.perf_counter()
-    store.mark_done(chunk, segment, finished - started, finished - writing)
+    if lead:
+        _pause_before_record(chunk, segment)
+        store.mark_done(chunk, segment, finished - started, finished - writing)
+    if exchange is not None:
+        exchange.barrier()
     return int(plan.work[chunk, segment]), finished - started, finished - writing

@@ -154,6 +154,11 @@ class Spec:
     #: ``[execution] fma``: False compiles the GPU's kernels without fused multiply-adds (still not the CPU's bits);
     #: None: true (not written; part of the identity when false)
     fma: bool | None = None
+    #: ``[execution] ranks``: the MPI ranks ``armillary submit`` asks SLURM for (one system-mode member over all of
+    #: them); None: 1.  Not part of the identity: the results are the same bits on any number of ranks
+    ranks: int | None = None
+    #: ``[execution] threads_per_rank``: each rank's kernel threads (and a SLURM task's CPUs); None: the CPUs a rank has
+    threads_per_rank: int | None = None
 
     @property
     def grid(self) -> tuple[Sweep, ...]:
@@ -183,7 +188,8 @@ class Spec:
         """Canonical JSON of everything that determines the store's contents (not where it lives or
         which cluster computes it): two specs with the same identity produce bitwise-equal stores."""
         fields = asdict(self)
-        for name in ("store", "cluster", "t_end", "model", "stored"):  # the model's text decides, not its file
+        # the model's text decides, not its file; ranks and threads never change a bit
+        for name in ("store", "cluster", "t_end", "model", "stored", "ranks", "threads_per_rank"):
             fields.pop(name)
         for name in OPTIONAL_FIELDS:  # absent when unused, so stores made before they existed still match
             if fields[name] is None:
@@ -212,7 +218,8 @@ class Spec:
                          **(self.sampler_options or {})},
             "output": {"store": self.store, "variables": list(self.variables)},
             "cluster": dict(self.cluster),
-            "execution": {"device": self.device, "fma": self.fma},
+            "execution": {"device": self.device, "fma": self.fma, "ranks": self.ranks,
+                          "threads_per_rank": self.threads_per_rank},
             "analysis": {name: getattr(self, name) for name in INDICATORS + ("section", "escape", "sections")},
         }
         lines = []
@@ -641,12 +648,21 @@ def _execution_section(section: _Section) -> dict:
     whether this machine has one the run's."""
     device = section.choice("device", DEVICES)
     fma = section.get("fma", "bool")
+    ranks = section.get("ranks", "int")
+    threads = section.get("threads_per_rank", "int")
     section.finish()
     device = None if device in (None, "cpu") else device
     if fma is False and device != "cuda":
         raise InvalidInput(section.field("fma"), "false applies to device = \"cuda\" (the CPU's kernels fuse no "
                            "multiply-adds)")
-    return dict(device=device, fma=None if fma in (None, True) else False)
+    for name, value in (("ranks", ranks), ("threads_per_rank", threads)):
+        if value is not None and value < 1:
+            raise InvalidInput(section.field(name), f"must be an integer >= 1, got {value!r}")
+    if ranks is not None and ranks > 1 and device is not None:
+        raise InvalidInput(section.field("ranks"), "more than one rank runs on device \"cpu\" (a GPU per rank is not "
+                           "built yet)")
+    return dict(device=device, fma=None if fma in (None, True) else False, ranks=None if ranks == 1 else ranks,
+                threads_per_rank=threads)
 
 
 #: the ``[analysis]`` tables, each carrying shadows: (name, whether it takes ``count``)

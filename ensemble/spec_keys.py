@@ -61,6 +61,14 @@ SPEC_KEYS: dict[str, SpecKey] = {
                              "(rounding once where the CPU rounds twice: results agree with the CPU to round-off); false "
                              "compiles without, each product and sum rounded as on the CPU (the results are still "
                              "not the CPU's bits: measured on an H200; see the GPU how-to)"),
+    "execution.ranks": SpecKey("integer ≥ 1", "1", "MPI ranks", "one system-mode member (a pair potential with a "
+                               "cutoff, on the CPU) split over this many ranks, each owning a patch of the sphere: "
+                               "what `armillary submit` asks SLURM for (`--ntasks`); `mpiexec -n R armillary run` "
+                               "and `srun armillary run` take the launcher's count. The results are the same bits "
+                               "on any number of ranks; needs mpi4py (`pip install 'armillary[mpi]'`)"),
+    "execution.threads_per_rank": SpecKey("integer ≥ 1", "the CPUs of a rank (NUMBA_NUM_THREADS)", "threads",
+                                          "runs on ranks: each rank's kernel threads, and a SLURM task's "
+                                          "`--cpus-per-task`"),
     "ensemble.members": SpecKey("integer ≥ 1", "required (unless until)", "", "number of members (at most 10⁹; with sweeps a "
                                 "multiple of the number of grid points)"),
     "ensemble.seed": SpecKey("integer ≥ 0", "0", "", "member i's random numbers depend only on (seed, i)"),

@@ -107,6 +107,10 @@ SECTION_ATTRS = {
 #: the status meanings of stores written before they were stored as an attribute (all (S²)ⁿ codes)
 #: the data variables and checkpoint slots of integers (the others are float64), besides each section's count
 INTEGER_VARIABLES = ("status", "failed_step")
+#: at most this many particles per Zarr chunk of a system-mode store's per-particle variables
+#: (:func:`particle_variables`, :func:`particles_per_chunk`): the ranks of one member on MPI (:mod:`.mpi`) each write
+#: whole chunks of the ids they hold
+PARTICLES_PER_CHUNK = 16384
 #: crossings per Zarr chunk of the section variables: a segment rewrites only the chunks its new crossings fall in,
 #: so few, about a segment's crossings per member (64 made every segment recompress chunks of 64 columns for a
 #: few new ones: 5.5 s of writing against 2.9 s for 669k crossings of 20000 members, benchmarks/sections.py)
@@ -140,6 +144,21 @@ def variable_layout(plan: Plan) -> dict[str, tuple[tuple, tuple[str, ...], str, 
     for name, (dims, unit, long_name) in INDICATOR_ATTRS.items():
         layout[name] = (tuple(sizes[d] for d in dims), dims, unit, long_name)
     return layout
+
+
+def particles_per_chunk(n: int) -> int:
+    """The particle axis's chunk of a system-mode store of n particles: an eighth of them (whole multiples of 256),
+    between 256 and PARTICLES_PER_CHUNK, so that up to 8 ranks of a small run each write chunks of their own."""
+    return min(PARTICLES_PER_CHUNK, n, max(256, -(-n // 8 // 256) * 256))
+
+
+def particle_variables(plan: Plan) -> set[str]:
+    """The variables with a particle axis that a system-mode run's ranks write by id range (:mod:`.mpi`): the state
+    over time, its initial values and its checkpoint slots (the same names), chunked PARTICLES_PER_CHUNK particles to
+    a chunk, so that each Zarr chunk has one writer.  None in the ensemble mode."""
+    if plan.mode != "system":
+        return set()
+    return set(plan.space.names) | {name + "0" for name in plan.space.names}
 
 
 def capacity_of(plan: Plan) -> int:
@@ -364,12 +383,16 @@ def write_template(plan: Plan) -> None:
         names += list(section_layout(plan, section))
     names += ["escape_time"] * (spec.escape is not None)
     data, encoding = {}, {}
+    per_particle = particle_variables(plan)
     for name in names:
         shape, dims, unit, long_name = layout[name]
         over_time = dims[1:2] == ("time",)  # (member, time, …): one Zarr chunk per task's region
         crossing = dims[1:2] == ("crossing",)  # (member, crossing, …): a segment writes the chunks of its crossings
         chunks = ((chunk, per_segment) + shape[2:] if over_time else
                   (chunk, min(CROSSINGS_PER_CHUNK, shape[1])) + shape[2:] if crossing else (chunk,) + shape[1:])
+        if name in per_particle:  # the particle axis follows (member, time) or (member,)
+            axis = 2 if over_time else 1
+            chunks = chunks[:axis] + (particles_per_chunk(n),) + chunks[axis + 1:]
         integer = is_integer_variable(name)
         fill = -1 if name == "failed_step" else 0 if integer else np.nan
         data[name] = xr.Variable(dims, da.full(shape, fill, chunks=chunks, dtype=np.int64 if integer else np.float64),
@@ -411,7 +434,8 @@ def write_template(plan: Plan) -> None:
     for name in checkpoint_names(plan):
         shape = shapes.get(name, ())
         integer = is_integer_variable(name)
-        progress.create_array(f"slot_{name}", shape=(2, members) + shape, chunks=(1, chunk) + shape,
+        particles = (particles_per_chunk(n),) + shape[1:] if name in per_particle else shape
+        progress.create_array(f"slot_{name}", shape=(2, members) + shape, chunks=(1, chunk) + particles,
                               dtype="i8" if integer else "f8", fill_value=-1 if name == "failed_step" else
                               0 if integer else np.nan, compressors=CHECKSUMMED)
     group.attrs["identity"] = spec.identity()  # last: a store with an identity has a complete template

@@ -36,6 +36,7 @@ EXIT_CODES = {
 
 def run(args) -> int:
     """Run or resume the spec's ensemble into its store."""
+    from armillary.ensemble.mpi import launched_rank
     from armillary.ensemble.runs import run_to_store
     from armillary.ensemble.store import summary
 
@@ -56,6 +57,8 @@ def run(args) -> int:
         print(f"armillary: run failed: {error}; finished segments are kept, run the same command to resume",
               file=sys.stderr)
         return FAILED
+    if launched_rank() != 0:  # one system on MPI ranks: rank 0 reports
+        return SUCCESS
     status = summary(spec.store)
     print(f"armillary: {spec.store}: {status['segments_done']}/{status['segments_total']} segments, "
           f"{status['failed_members']} failed members, {time.perf_counter() - started:.1f} s")

@@ -73,6 +73,9 @@ class Trajectory:
     neighbour_rebuilds: np.ndarray | None = None
     neighbour_skin: np.ndarray | None = None
     min_separation: np.ndarray | None = None
+    #: system mode on MPI ranks (``exchange``): the ids [first, stop) whose state and final state this rank's arrays
+    #: hold (every id on one process)
+    particle_range: tuple | None = None
     sample_lag: np.ndarray | None = None
     spectrum_growth: np.ndarray | None = None
     megno: np.ndarray | None = None
@@ -321,7 +324,7 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
               outputs=None, threads: int | None = None, restart: bool = False, shadow: Shadow | None = None,
               mode: str | None = None, skin: float | str | None = None, carry: dict | None = None, start_step: int = 0,
               sections: tuple[Section, ...] | Section | None = None, seed: int = 0, member_ids=None,
-              device: str = "cpu", fma: bool = True, **method_options) -> Trajectory:
+              device: str = "cpu", fma: bool = True, exchange=None, **method_options) -> Trajectory:
     """Integrate every member of an ensemble with one method, on the system's state space.
 
     ``state0``: a mapping of the space's state variables, each with a leading member axis
@@ -360,6 +363,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     particle (:mod:`kernels.gpu_system`: vi, langevin and brownian); the rest, and a machine without a GPU, are
     refused naming what is missing; ``fma`` (cuda): False compiles the GPU's kernel without fused multiply–adds,
     so that its bits are the CPU's (but for libdevice's transcendental functions).
+    ``exchange``: the ranks one system-mode member of a pair potential with a cutoff runs on
+    (:mod:`kernels.domain`; :class:`armillary.ensemble.mpi.MpiExchange` over MPI): every rank passes the whole
+    initial state and gets the state of its ids, ``particle_range``.
     Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
     """
@@ -420,7 +426,8 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
                                    threads=threads, shadow=shadow, mode=mode, skin=skin, options=options,
                                    option_vector=option_vector, carried=carried,
                                    track_encounters="min_separation" in outputs, start_step=int(start_step),
-                                   sections=section_plan, bath=bath, **on_gpu)
+                                   sections=section_plan, bath=bath, **on_gpu,
+                                   **({} if exchange is None else {"exchange": exchange}))
     carried = result.pop("carried")
     result["state"] = {name: value if name in keep else value[:, :0] for name, value in result["state"].items()}
     samples = n_steps // save_every + 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import system_minimiser, system_parallel
+from . import domain, system_minimiser, system_parallel
 from .blocks import lane_width, member_outcomes, run_in_threads, to_blocks, to_shadow_blocks
 from .compile import compiled_kernel
 from .errors import InvalidInput
@@ -39,7 +39,8 @@ def _checked_inertia(system, params: dict, n: int, members: int) -> np.ndarray:
 def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: int, *, keep_state: bool,
         threads: int, shadow: Shadow | None, mode: str | None, skin: float | None, options: dict,
         option_vector: np.ndarray, carried: np.ndarray, track_encounters: bool, start_step: int,
-        sections: SectionPlan | None = None, bath: tuple | None = None, device: str = "cpu", fma: bool = True) -> dict:
+        sections: SectionPlan | None = None, bath: tuple | None = None, device: str = "cpu", fma: bool = True,
+        exchange=None) -> dict:
     """Integrate (q, ω) (members, n, 3) with ``method`` (a kernel-level name, variants included);
     returns the fields of a :class:`~kernels.integration.Trajectory` (state and diagnostics by name),
     with ``carried`` (members, C), the method's solver state, updated in place.  ``start_step``: the global
@@ -95,6 +96,11 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     chosen = system_parallel.choose_mode(mode, system, method, implicit, members, n, shadow is not None)
     if forced and chosen == "system":
         raise InvalidInput("mode", f"the system-parallel mode steps unforced systems; {system.name} is forced here")
+    on_ranks = exchange is not None and exchange.size > 1
+    if on_ranks and (chosen != "system" or device == "cuda" or system_parallel.sums_all_pairs(system, n)
+                     or KERNEL_METHODS[method].minimiser):
+        raise InvalidInput("ranks", "more than one rank runs one member of a pair potential with a cutoff in the "
+                           "system mode on the CPU (vi, langevin, brownian); run this one on one rank")
     if sections is not None and chosen == "system":
         raise InvalidInput("section", "sections run in the ensemble mode (members in parallel); set mode = 'ensemble'")
     if chosen == "system" and KERNEL_METHODS[method].minimiser and device == "cuda":
@@ -110,9 +116,13 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
 
         result.update(gpu_system.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
                                      keep_state, threads, start_step, carried, fma))
-    elif chosen == "system":
+    elif chosen == "system" and system_parallel.sums_all_pairs(system, n):
+        system_parallel.check_no_skin(skin)
         result.update(system_parallel.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every,
-                                          skin, keep_state, threads, start_step, carried))
+                                          keep_state, threads, start_step, carried))
+    elif chosen == "system":
+        result.update(domain.run(system, method, q, omega, mass_diag, coef, float(dt), n_steps, save_every, skin,
+                                 keep_state, threads, start_step, carried, exchange))
     else:
         shadow_in, shadow_scalars = shadow_arrays(shadow, {"q": q, "omega": omega}, start_step)
         growth, indicator_out, shadow_end = shadow_outputs(shadow_in, shadow is not None, samples)

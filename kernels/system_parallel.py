@@ -1,17 +1,20 @@
-"""System-parallel mode: one large system of pairs on all cores.
+"""System-parallel mode: one large system of pairs on all cores, the parts its runners share.
 
 The ensemble mode (:mod:`kernels.driver`) gives each thread its own members; here a single member is
 split over threads inside each step: the per-body stages of the integrator (for ``vi``, the half kick
 and drift of Lee–Leok–McClamroch eqs. (29)–(30), then the second half kick: the very lane functions
-the ensemble step calls) and the neighbour-list gradient (:mod:`kernels.neighbours`) run as
-``numba.prange`` loops over particles.  Every parallel loop writes disjoint rows and every sum runs
-in a fixed order, so results are bitwise the same for any number of threads.  A pair potential without a
-cutoff (Coulomb, Riesz) has no list: :func:`drive_all_pairs` takes each gradient from the all-pairs term
-(:mod:`kernels.all_pairs`, every pair, each particle's terms in increasing partner id) and the same stages.
+the ensemble step calls, :func:`advance_range_template` over fixed chunks, :func:`chunk_pass_template`) and the
+gradient run as ``numba.prange`` loops over particles.  Every parallel loop writes disjoint rows and every sum runs
+in a fixed order, so results are bitwise the same for any number of threads.  A pair potential with a cutoff runs on
+full neighbour rows in :mod:`kernels.domain` (on one process or on many MPI ranks); one without a cutoff (Coulomb,
+Riesz) has no list: :func:`drive_all_pairs` takes each gradient from the all-pairs term (:mod:`kernels.all_pairs`,
+every pair, each particle's terms in increasing partner id) and the same stages.  The half Verlet rows of
+:mod:`kernels.neighbours` serve the minimiser's system mode (:mod:`kernels.system_minimiser`) and
+:func:`pair_terms`.
 
-Templates call free names bound by :mod:`kernels.compile`: ``integrator_drift``, ``integrator_kick``,
-``particle_factors`` (a method's ``system_stages``), ``pair_energy``, ``pair_gradient_factor`` (a system's ``pair``) and
-the helpers listed in PARALLEL_HELPERS / SERIAL_HELPERS.
+Templates call free names bound at specialisation: ``integrator_drift``, ``integrator_kick``, ``particle_factors``
+(a method's ``system_stages``), ``pair_energy``, ``pair_gradient_factor`` (a system's ``pair``) and the helpers of
+:data:`ALL_PAIRS_HELPERS`.
 """
 
 from __future__ import annotations
@@ -41,8 +44,11 @@ SYSTEM_PARALLEL_MIN_BODIES = 1000
 STATUS, FAILED_STEP, REBUILDS, CAPACITY = range(4)
 #: the revision of this mode's sums, which a store run in it records (ensemble-mode runs step each member by the
 #: all-pairs lane function and are not concerned): 1, the pair passes over x-slabs of cells; 2, over blocks of
-#: equal pair counts (:func:`kernels.neighbours.balanced_blocks`), which add each particle's terms in another order
-SYSTEM_MODE_REVISION = 2
+#: equal pair counts (:func:`kernels.neighbours.balanced_blocks`), which add each particle's terms in another order;
+#: 3, each particle gathering its terms from a full row in increasing partner id, the sums over particles by id in
+#: one binary tree, the bath's heat added per particle between samples (:mod:`kernels.domain`: the same bits on
+#: any number of ranks and threads)
+SYSTEM_MODE_REVISION = 3
 #: the same for the system mode on a GPU (:mod:`kernels.gpu_system`, whose stores say ``device = "cuda"``): 1, each
 #: particle's terms in the order of its partners' ids, the sums over particles by id in chunks of 64
 GPU_SYSTEM_MODE_REVISION = 1
@@ -85,47 +91,6 @@ def advance_range_template(first, stop, q, q_next, omega, grad, half_h_over_mass
             if HEAT:  # noqa: F821 (bound at specialisation)
                 exchanged += heat[i]
     return (smallest if poison == poison else np.nan), moved, exchanged
-
-
-def block_pass_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, rows_first, kick, drift,
-                        rows_after, block_margin, block_moved, block_heat, step, coef, mass_diag, factors, ids, heat):
-    """The blocks of one ``colour`` (0 even, 1 odd; see :mod:`kernels.neighbours`) in parallel, each in turn: with
-    ``rows_first``, it adds its rows' pair terms at q_next to ∂V/∂q; then its bodies' stages
-    (:func:`advance_range_template`, ``kick`` and ``drift``); then, with ``rows_after``, it clears its own and the
-    next block's gradient and adds its rows' terms at the (drifted) q_next: an even block starts the next gradient.
-    One call site each for the rows and the stages (a loop over the three phases), so that Numba inlines each of
-    them once."""
-    block_start = lists[nb.BLOCK_START]
-    for half in prange((block_start.shape[0] - 1) // 2):
-        x = 2 * half + colour
-        for phase in range(3):
-            if phase == 1:
-                block_margin[x], block_moved[x], block_heat[x] = advance_range(  # noqa: F821
-                    block_start[x], block_start[x + 1], q, q_next, omega, grad, half_h_over_mass, h, margin,
-                    lists[nb.REFERENCE], kick, drift, step, coef, mass_diag, factors, ids, heat)
-            elif (phase == 0 and rows_first) or (phase == 2 and rows_after):
-                if phase == 2:
-                    nb.clear_blocks(block_start, x, grad)
-                block_gradient(q_next, coef, ids, lists[nb.NEIGHBOURS], lists[nb.COUNTS], block_start, x, grad)  # noqa: F821
-
-
-def advance_template(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, kick, drift, block_margin,
-                     block_moved, block_heat, step, coef, mass_diag, factors, ids, heat):
-    """One step's work between two list checks, in two parallel loops (two forks and joins a step: each costs a
-    wake-up of the other threads, milliseconds on a loaded machine).  With ``kick``, the gradient at q_next has
-    its even blocks' rows: the odd blocks add theirs, which completes their gradient, and take their stages; then
-    the even blocks, whose gradient the odd ones completed, take theirs.  With ``drift``, the even blocks then start
-    the next gradient at once (the caller redoes them if the list must be rebuilt first).  Returns the step's status
-    (VI_STEP_INFEASIBLE if some 1 − ‖a_i‖² < 0, NON_FINITE if a NaN or inf appeared in q or ω, else OK: the codes
-    and precedence of the ensemble driver), the largest displacement² since the last build (m²) and the heat of the
-    drifts' bath (J: the blocks' sums added in block order, so that no sum depends on the threads)."""
-    if BONDED and kick:  # noqa: F821: the bonded terms of the gradient at q_next, all at one configuration
-        bonded_gradients(q_next, coef, ids, lists[nb.BY_ID], grad)  # noqa: F821
-    for colour in (1, 0):
-        block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, kick and colour == 1,  # noqa: F821
-                   kick, drift, drift and colour == 0, block_margin, block_moved, block_heat, step, coef, mass_diag,
-                   factors, ids, heat)
-    return step_outcome(block_margin, block_moved, block_heat, lists[nb.BLOCK_START].shape[0] - 1)
 
 
 @njit(**KERNEL_FLAGS)
@@ -233,16 +198,20 @@ def in_callers_order(ids, stored, into):
             into[ids[s], k] = stored[s, k, 0]
 
 
-def per_call_factors_template(coef, h, mass_diag):
-    """h/(2M_ii) (s/kg, (n, 1)) and the method's per-particle factors (``particle_factors``, (n, PARTICLE_FACTORS)),
-    once per call: what the stages would otherwise compute every step."""
+def per_call_factors_template(coef, h, mass_diag, first):
+    """h/(2M_ii) (s/kg, (n, 1)) and the method's per-particle factors (``particle_factors``, (n, PARTICLE_FACTORS))
+    of the ids first … first + n − 1 (mass_diag: theirs), once per call: what the stages would otherwise compute
+    every step.  ``particle_factors`` takes the particle's id as its index (a rank of :mod:`kernels.domain` holds
+    ids from ``first`` on)."""
     n = mass_diag.shape[0]
     half_h_over_mass = np.empty((n, 1))
-    factors = np.zeros((n, PARTICLE_FACTORS))
+    factors = np.zeros((first + n, PARTICLE_FACTORS))
+    masses = np.ones((first + n, 1))
     for i in range(n):
         half_h_over_mass[i, 0] = 0.5 * h / mass_diag[i, 0]
-        particle_factors(coef, h, mass_diag, i, factors)  # noqa: F821 (bound at specialisation)
-    return half_h_over_mass, factors
+        masses[first + i, 0] = mass_diag[i, 0]
+        particle_factors(coef, h, masses, first + i, factors)  # noqa: F821 (bound at specialisation)
+    return half_h_over_mass, factors[first:]
 
 
 @njit(parallel=True, error_model="numpy", nogil=True)
@@ -307,103 +276,6 @@ def cached_sort_and_rebuild():
     return njit(cache=True, **KERNEL_FLAGS)(bind_template(sort_and_rebuild_template, name, {}))
 
 
-def drive_system_parallel(q_start, omega_start, mass_start, coef, h, n_steps, save_every, cutoff, skin, adaptive,
-                          capacity, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
-                          q_end, omega_end, info, step_offset, heat_start, heat_out, heat_end, skin_end):
-    """March one system of n bodies ``n_steps`` steps of size ``h`` (s) from (q, ω) (n, 3, 1), saving every
-    ``save_every`` steps; step k of the call is the run's step ``step_offset`` + k (what keys a stochastic
-    method's noise).  The half Verlet rows (range r_c + skin, m; ``cutoff`` = r_c) are built at the start and
-    rebuilt, with the particles re-sorted by cell, whenever one has moved more than skin/2 since the last build;
-    with ``adaptive``, each rebuild first sets the skin by :func:`~kernels.neighbours.automatic_skin` from the last
-    list's life.  ``info`` receives [status, failed step (−1 if none), builds (including the first), row capacity]
-    and ``skin_end`` the last skin (m).  With ``HEAT`` (a method that stores its bath's heat), each step's heat
-    (summed inside the parallel passes: each block's particles in storage order, then the blocks in block order,
-    fixed by the list, not by the threads) is added to the heat since the run began (J, from ``heat_start``), which
-    goes to ``heat_out`` at the samples and ``heat_end``."""
-    n = q_start.shape[0]
-    half_h_over_mass, factors = per_call_factors(coef, h, mass_start)  # noqa: F821
-    # the per-particle arrays, in storage (cell) order; ids maps them back.  Each build gathers them into the spare
-    # set and swaps the two.
-    particles = (q_start.copy(), omega_start.copy(), mass_start.copy(), half_h_over_mass, np.ones(n), factors,
-                 np.arange(n))
-    spare = (np.empty_like(q_start), np.empty_like(q_start), np.empty_like(mass_start), np.empty_like(half_h_over_mass),
-             np.empty(n), np.empty_like(factors), np.empty(n, np.int64))
-    q = np.empty_like(q_start)
-    grad = np.empty_like(q_start)
-    per_particle = np.empty(n)
-    by_id = np.empty((2, n))
-    heat = np.zeros(n)  # the step's heat of each stored particle: each writes its own
-    exchanged = heat_start
-    scratch = np.empty((2, 1))
-    lists, particles, spare, per_axis = first_lists(particles, spare, cutoff, skin, capacity)  # noqa: F821
-    q_next, omega, mass_diag, half_h_over_mass, margin, factors, ids = particles
-    rebuilds = 1
-    built_at = 0
-    q[:] = q_next
-    block_margin = np.empty(nb.MAX_BLOCKS)
-    block_moved = np.zeros(nb.MAX_BLOCKS)
-    block_heat = np.zeros(nb.MAX_BLOCKS)
-    # the passes' flags are run-time values: Numba compiles a function once for every literal argument it is given
-    # (literal True and False at the call sites had the block pass compiled five times and the step three)
-    no = n_steps < 0
-    yes = not no
-    system_coefficients_at(coef, step_offset * h)  # noqa: F821 (a protocol's values at the forces' time)
-    for colour in range(2):  # ∂V/∂q at q: the even blocks' rows (clearing what they write), then the odd ones'
-        block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, colour == 1, no,  # noqa: F821
-                   no, colour == 0, block_margin, block_moved, block_heat, step_offset, coef, mass_diag, factors,
-                   ids, heat)
-    if BONDED:  # noqa: F821
-        bonded_gradients(q, coef, ids, lists[nb.BY_ID], grad)  # noqa: F821
-    record_system_sample(0, q, omega, mass_diag, ids, coef, lists, per_particle, by_id,  # noqa: F821
-                         scratch, save_state, q_out, omega_out, energy, temperature, unit_error, tangency_error,
-                         exchanged, heat_out)
-    # the drift of step k (1-based in the call) is the run's step step_offset + k − 1
-    status, moved, step_heat = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin, lists,  # noqa: F821
-                                              no, n_steps > 0, block_margin, block_moved, block_heat, step_offset,
-                                              coef, mass_diag, factors, ids, heat)
-    failed = -1
-    for k in range(1, n_steps + 1):
-        if HEAT:  # noqa: F821: step k's drift gave step_heat (the last drift's: a kick alone gives 0)
-            exchanged += step_heat
-        system_coefficients_at(coef, (step_offset + k) * h)  # noqa: F821 (the forces at q_k, below)
-        if nb.beyond_half_skin(moved, skin):
-            lists, particles, spare, skin, per_axis = relist(particles, spare, lists, cutoff, skin,  # noqa: F821
-                                                             adaptive, per_axis, k - built_at)
-            q_next, omega, mass_diag, half_h_over_mass, margin, factors, ids = particles
-            rebuilds += 1
-            built_at = k
-            # the even blocks' rows of this gradient, again with the new list (the odd ones follow in the kick)
-            for colour in range(1):
-                block_pass(q, q_next, omega, grad, half_h_over_mass, h, margin, lists, colour, no, no,  # noqa: F821
-                           no, yes, block_margin, block_moved, block_heat, step_offset + k, coef, mass_diag,
-                           factors, ids, heat)
-        saved = k % save_every == 0
-        # the next step's drift joins this kick unless a sample (the state between them) is recorded first
-        status, moved, step_heat = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h, margin,  # noqa: F821
-                                                  lists, yes, k < n_steps and not saved, block_margin, block_moved,
-                                                  block_heat, step_offset + k, coef, mass_diag, factors, ids, heat)
-        if status != OK:
-            failed = k
-            break
-        if saved:
-            record_system_sample(k // save_every, q, omega, mass_diag, ids, coef, lists,  # noqa: F821
-                                 per_particle, by_id, scratch, save_state, q_out, omega_out, energy, temperature,
-                                 unit_error, tangency_error, exchanged, heat_out)
-            if k < n_steps:
-                status, moved, step_heat = advance_bodies(q, q_next, omega, grad, half_h_over_mass, h,  # noqa: F821
-                                                          margin, lists, no, yes, block_margin, block_moved,
-                                                          block_heat, step_offset + k, coef, mass_diag, factors, ids,
-                                                          heat)
-    in_callers_order(ids, q, q_end)
-    in_callers_order(ids, omega, omega_end)
-    heat_end[0] = exchanged
-    skin_end[0] = skin
-    info[STATUS] = status
-    info[FAILED_STEP] = failed
-    info[REBUILDS] = rebuilds
-    info[CAPACITY] = lists[nb.NEIGHBOURS].shape[1] - 1
-
-
 def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_every, save_state, q_out, omega_out,
                     energy, temperature, unit_error, tangency_error, q_end, omega_end, info, step_offset, heat_start,
                     heat_out, heat_end):
@@ -413,7 +285,7 @@ def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_eve
     particles stay in the caller's order (ids = 0 … n − 1), and ``info`` gets [status, failed step (−1 if none), 0
     builds, 0 capacity].  The same arguments and outputs otherwise (the list's range, capacity and skin left out)."""
     n = q_start.shape[0]
-    half_h_over_mass, factors = per_call_factors(coef, h, mass_start)  # noqa: F821
+    half_h_over_mass, factors = per_call_factors(coef, h, mass_start, 0)  # noqa: F821
     q_next, omega, mass_diag = q_start.copy(), omega_start.copy(), mass_start
     q = q_start.copy()
     margin = np.ones(n)
@@ -469,12 +341,8 @@ def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_eve
     info[CAPACITY] = 0
 
 
-#: (bound name, template, parallel) in the order they are bound: each may call those before it; the list driver's
-HELPERS = (("first_lists", first_lists_template, False), ("relist", relist_template, False),
-           ("per_call_factors", per_call_factors_template, False), ("advance_range", advance_range_template, False),
-           ("block_pass", block_pass_template, True), ("advance_bodies", advance_template, False),
-           ("particle_energies", list_energies_template, False), ("record_system_sample", record_template, False))
-#: the all-pairs driver's (:func:`drive_all_pairs`), which binds the all-pairs term's kernels first
+#: (bound name, template, parallel) in the order they are bound, each may call those before it: the all-pairs
+#: driver's (:func:`drive_all_pairs`), which binds the all-pairs term's kernels first
 #: (:func:`kernels.all_pairs.compiled_all_pairs`: its ``particle_energies`` among them)
 ALL_PAIRS_HELPERS = (("per_call_factors", per_call_factors_template, False),
                      ("advance_range", advance_range_template, False), ("advance_chunks", chunk_pass_template, True),
@@ -537,37 +405,28 @@ def choose_mode(mode, system, method: str, implicit: bool, members: int, n: int,
 
 
 def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: int,
-        skin: float | str | None, keep_state: bool, threads: int, start_step: int, carried: np.ndarray) -> dict:
-    """Integrate one member (q, ω: (1, n, 3)) system-parallel on ``threads`` threads, continuing after the run's
-    step ``start_step``; returns the arrays of a :class:`~kernels.integration.Trajectory` (member axis of 1) plus
-    ``temperature`` (J), ``neighbour_rebuilds`` and ``exchanged`` (1, samples), the heat a stochastic method's
-    bath gave since the run began (J), continued from and returned in the last column of ``carried`` (1, C).
-    ``skin``: the Verlet skin (m, chord), or "auto" (what None means): set at each rebuild by
-    :func:`~kernels.neighbours.automatic_skin`, starting from the system's ``pair.default_skin``; the last one
-    comes back as ``neighbour_skin`` (1,)."""
+        keep_state: bool, threads: int, start_step: int, carried: np.ndarray) -> dict:
+    """Integrate one member (q, ω: (1, n, 3)) of a pair potential without a cutoff system-parallel on ``threads``
+    threads (:func:`drive_all_pairs`), continuing after the run's step ``start_step``; returns the arrays of a
+    :class:`~kernels.integration.Trajectory` (member axis of 1) plus ``temperature`` (J), ``neighbour_rebuilds``
+    (0) and ``exchanged`` (1, samples), the heat a stochastic method's bath gave since the run began (J), continued
+    from and returned in the last column of ``carried`` (1, C).  A cutoff's neighbour lists run in
+    :func:`kernels.domain.run`."""
     n = q.shape[1]
-    all_pairs, cutoff, skin, adaptive = pair_term_ranges(system, n, skin)
     out = empty_outputs(n, n_steps, save_every, keep_state)
-    lanes_q = np.ascontiguousarray(q[0, :, :, np.newaxis])
-    lanes_omega = np.ascontiguousarray(omega[0, :, :, np.newaxis])
     info = np.zeros(4, np.int64)
     heat_end = carried[0, -1:].copy()
     q_final = np.empty((1, n, 3))
     omega_final = np.empty((1, n, 3))
-    start = (lanes_q, lanes_omega, np.ascontiguousarray(mass_diag[0, :, np.newaxis]), np.ascontiguousarray(coef.T),
-             float(dt), n_steps, save_every)
-    samples = (keep_state, out["q"][0], out["omega"][0], out["energy"][0], out["temperature"][0],
-               out["unit_error"][0], out["tangency_error"][0], q_final[0], omega_final[0], info, int(start_step),
-               float(heat_end[0]), out["exchanged"][0], heat_end)
     previous = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        if all_pairs:
-            compiled_all_pairs_kernel(method, system.name)(*start, *samples)
-        else:
-            compiled_system_kernel(method, system.name)(*start, cutoff, skin, adaptive,
-                                                        nb.initial_capacity(n, cutoff + skin), *samples,
-                                                        out["neighbour_skin"])
+        compiled_all_pairs_kernel(method, system.name)(
+            np.ascontiguousarray(q[0, :, :, np.newaxis]), np.ascontiguousarray(omega[0, :, :, np.newaxis]),
+            np.ascontiguousarray(mass_diag[0, :, np.newaxis]), np.ascontiguousarray(coef.T), float(dt), n_steps,
+            save_every, keep_state, out["q"][0], out["omega"][0], out["energy"][0], out["temperature"][0],
+            out["unit_error"][0], out["tangency_error"][0], q_final[0], omega_final[0], info, int(start_step),
+            float(heat_end[0]), out["exchanged"][0], heat_end)
     finally:
         numba.set_num_threads(previous)
     return finished(out, method, info, q_final, omega_final, heat_end, carried)
@@ -703,14 +562,6 @@ def bound_driver(method: str, system: str, kind: str, driver, helpers: tuple, bi
         flags = {"parallel": True, **KERNEL_FLAGS} if parallel else (INLINED if name == "advance_range" else KERNEL_FLAGS)
         bindings[name] = njit(**flags)(bind_template(template, f"{template.__name__}__{tag}", bindings))
     return njit(cache=True, **KERNEL_FLAGS)(bind_template(driver, f"{driver.__name__}__{tag}", bindings))
-
-
-@functools.cache
-def compiled_system_kernel(method: str, system: str):
-    """The jitted system-parallel driver (:func:`drive_system_parallel`, neighbour lists) of ``method`` for
-    ``system``."""
-    return bound_driver(method, system, "system", drive_system_parallel, HELPERS,
-                        {**vars(compiled_pair_kernels(system)), "sort_and_rebuild": cached_sort_and_rebuild()})
 
 
 @functools.cache

@@ -250,7 +250,7 @@ def test_a_system_mode_store_on_the_simulated_gpu_follows_the_cpus_and_verifies(
     """A langevin run of 1000 LJ particles (the system mode) into a store, on the CPU and with --device cuda through
     the simulator, 2 steps in 2 segments (the second restarting from the first's end; the simulator takes ~8 s a
     step of 1000 particles): the same samples to round-off (q and heat within 1e-12 and 1e-10 J), both in the
-    system mode with the bath's heat kept, each recording the revision of its sums (the CPU's 2, the GPU's 1), and
+    system mode with the bath's heat kept, each recording the revision of its sums (the CPU's 3, the GPU's 1), and
     `armillary verify` passes on the GPU's store."""
     import zarr
     from test_md import md_spec
@@ -275,7 +275,7 @@ def test_a_system_mode_store_on_the_simulated_gpu_follows_the_cpus_and_verifies(
         np.testing.assert_allclose(on_gpu[name][:], cpu[name][:], rtol=0, atol=tolerance, err_msg=name)
     assert np.abs(on_gpu["heat"][0, -1]) > 1e-3  # the bath did exchange heat
     # each records the revision of its own sums
-    assert (cpu.attrs["system_mode_revision"], on_gpu.attrs["system_mode_revision"]) == (2, 1)
+    assert (cpu.attrs["system_mode_revision"], on_gpu.attrs["system_mode_revision"]) == (3, 1)
     capsys.readouterr()
     assert main(["verify", str(tmp_path / "cuda.zarr")]) == 0
 

@@ -487,9 +487,10 @@ def test_md_spec_errors(tmp_path, change, message):
     assert str(error.value).startswith(message), str(error.value)
 
 
-def test_a_system_mode_store_of_the_slab_sums_is_reported_when_resumed(tmp_path):
-    """The system-parallel mode's pair passes run over blocks of equal pair counts (revision 2 of its sums): a
-    system-mode store written with the x-slabs (or before the mode recorded a revision) says so when it is resumed,
+def test_a_system_mode_store_of_the_half_list_sums_is_reported_when_resumed(tmp_path):
+    """The system-parallel mode gathers each particle's terms in partner-id order (revision 3 of its sums): a
+    system-mode store written with the half rows' blocks (2), the x-slabs (1) or before the mode recorded a revision
+    says so when it is resumed,
     and an ensemble-mode store of the same system, whose bits did not change, records no such revision."""
     import zarr
 
@@ -500,8 +501,8 @@ def test_a_system_mode_store_of_the_slab_sums_is_reported_when_resumed(tmp_path)
     assert plan.mode == "system"
     write_template(plan)
     assert revision_change(plan) is None
-    zarr.open_group(str(plan.spec.store), mode="r+").attrs["system_mode_revision"] = 1
-    assert "revision 1 of the system-parallel mode's sums, this is revision 2" in revision_change(plan)
+    zarr.open_group(str(plan.spec.store), mode="r+").attrs["system_mode_revision"] = 2
+    assert "revision 2 of the system-parallel mode's sums, this is revision 3" in revision_change(plan)
     ensemble_plan = Plan(md_spec(tmp_path, members=2, variables='["energy"]', name="members.zarr"))
     assert ensemble_plan.mode == "ensemble"
     write_template(ensemble_plan)

@@ -1,0 +1,155 @@
+"""MPI for one system-mode member on many ranks (``mpiexec -n R armillary run``, ``srun armillary run``).
+
+:class:`MpiExchange` moves the buffers that :mod:`armillary.kernels.domain` packs (migrating particles, ghosts'
+positions, sample records, the global sums' tree nodes) through mpi4py, which is optional: ``pip install
+'armillary[mpi]'`` brings it with the MPICH wheel.  A process started without a launcher (or by one, as one rank)
+runs as before and never starts MPI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+
+import numpy as np
+
+from armillary.kernels import InvalidInput
+from armillary.kernels.status import NON_FINITE, OK, VI_STEP_INFEASIBLE
+
+#: what a spec that asks for ranks without mpi4py is told to install
+INSTALL_HINT = "pip install 'armillary[mpi]' (mpi4py with the MPICH wheel), or mpi4py built against the cluster's MPI"
+
+
+def mpi_available() -> bool:
+    """Whether mpi4py can be imported (without importing it: that starts MPI)."""
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+def world():
+    """MPI.COMM_WORLD (mpi4py imported: MPI started)."""
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD
+
+
+#: what launchers tell their processes about the job's size: MPICH's Hydra and PMI (PMI_SIZE), Open MPI, SLURM's srun
+LAUNCHER_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
+
+
+def launched_ranks() -> int:
+    """The number of ranks this process was started among, from its launcher's environment (mpiexec, srun): 1 for a
+    process started alone.  MPI is started (mpi4py imported) only for more than one, so that every other run of
+    Armillary (and the Dask workers it forks) never initialises MPI; more than one without mpi4py is refused."""
+    for variable in LAUNCHER_SIZES:
+        value = os.environ.get(variable, "")
+        if value.isdigit() and int(value) > 1:
+            require_mpi("ranks")
+            return world().Get_size()
+    return 1
+
+
+def launched_rank() -> int:
+    """This process's rank from its launcher's environment (0 when started alone), without starting MPI."""
+    for variable in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"):
+        value = os.environ.get(variable, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def require_mpi(field: str) -> None:
+    """Refuse, in one line naming ``field``, a run on more than one rank when mpi4py is missing."""
+    if not mpi_available():
+        raise InvalidInput(field, f"runs on more than one rank need mpi4py: {INSTALL_HINT}")
+
+
+class MpiExchange:
+    """The exchange of :func:`armillary.kernels.domain.run_decomposed` over an MPI communicator."""
+
+    def __init__(self, comm, id_grain: int = 1):
+        from mpi4py import MPI
+
+        self.comm, self.mpi = comm, MPI
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        #: the ranks' id ranges start at multiples of this (:func:`armillary.kernels.domain.id_cuts`)
+        self.id_grain = id_grain
+
+    def maximum(self, value: float) -> float:
+        return self.comm.allreduce(value, op=self.mpi.MAX)
+
+    def worst_status(self, code: int) -> int:
+        """The step's status over ranks, with the ensemble driver's precedence: infeasible, then non-finite."""
+        codes = self.comm.allgather(code)
+        if VI_STEP_INFEASIBLE in codes:
+            return VI_STEP_INFEASIBLE
+        return NON_FINITE if NON_FINITE in codes else OK
+
+    def sum_counts(self, counts: np.ndarray) -> np.ndarray:
+        total = np.empty_like(counts)
+        self.comm.Allreduce(np.ascontiguousarray(counts), total, op=self.mpi.SUM)
+        return total
+
+    def allgather(self, value) -> list:
+        return self.comm.allgather(value)
+
+    def alltoallv(self, blocks: list) -> list:
+        """Float64 blocks of equal width, one for each rank; the blocks each rank sent here, in rank order."""
+        width = blocks[0].shape[1] if blocks[0].ndim == 2 else 1
+        send_counts = np.array([block.shape[0] * width for block in blocks], np.int64)
+        receive_counts = np.empty_like(send_counts)
+        self.comm.Alltoall(send_counts, receive_counts)
+        send = np.ascontiguousarray(np.concatenate([block.reshape(-1) for block in blocks]), dtype=np.float64)
+        receive = np.empty(int(receive_counts.sum()), np.float64)
+        self.comm.Alltoallv([send, (send_counts, None), self.mpi.DOUBLE],
+                            [receive, (receive_counts, None), self.mpi.DOUBLE])
+        pieces = np.split(receive, np.cumsum(receive_counts)[:-1])
+        return [piece.reshape(-1, width) for piece in pieces]
+
+    def halo(self, sends: dict, receive_counts: dict) -> dict:
+        """Rows (k, 3) to each neighbour rank, and those of each neighbour that sends here, by nonblocking pairs."""
+        received = {rank: np.empty((count, 3)) for rank, count in receive_counts.items()}
+        requests = [self.comm.Irecv(buffer, source=rank, tag=7) for rank, buffer in received.items()]
+        requests += [self.comm.Isend(rows, dest=rank, tag=7) for rank, rows in sends.items()]
+        self.mpi.Request.Waitall(requests)
+        return received
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+
+def check_on_ranks(plan, ranks: int) -> None:
+    """Refuse, in one line, a plan that cannot run on ``ranks`` > 1 ranks: one member in the system mode on the CPU."""
+    if plan.mode != "system" or plan.spec.members != 1:
+        raise InvalidInput("execution.ranks", f"{ranks} MPI ranks run one member in the system mode (a pair potential "
+                           f"with a cutoff, at least 1000 particles); this spec runs {plan.spec.members} members in "
+                           f"the {plan.mode} mode: launch it without mpiexec or srun")
+
+
+def execute_on_ranks(plan, exchange: MpiExchange, stream) -> None:
+    """Every pending segment of the plan's one member, in order, on all ranks together, each on
+    ``threads_per_rank`` threads (default: its CPUs).  An error on one rank aborts them all (MPI_Abort: the
+    launcher ends the job non-zero), after a line naming the rank; the finished segments are kept."""
+    from armillary.kernels.blocks import default_threads
+
+    from .execute import Progress
+    from .segment import run_segment
+    from .store import RunStore
+
+    try:
+        store = RunStore(plan.spec.store)
+        exchange.id_grain = store.array(plan.space.names[0] + "0").chunks[1]  # each Zarr chunk has one writer
+        done = store.done_grid()
+        threads = plan.spec.threads_per_rank or default_threads()
+        pending = [j for j in range(len(plan.segments)) if not done[0, j]]
+        print(f"armillary: one member of {plan.n_bodies} particles on {exchange.size} MPI ranks × {threads} "
+              f"threads; {len(plan.segments) - len(pending)} segments already done, {len(pending)} to run",
+              file=stream, flush=True)
+        progress = Progress(int(plan.work.sum()), int(plan.work[done].sum()), stream)
+        for segment in pending:
+            progress.advance(run_segment(plan, 0, segment, threads=threads, exchange=exchange)[0])
+    except Exception as error:  # the other ranks wait in a collective call: end them all, naming this one
+        print(f"armillary: rank {exchange.rank} of {exchange.size} failed: {error}", file=sys.stderr, flush=True)
+        time.sleep(0.5)  # the line out before the launcher ends the job
+        exchange.comm.Abort(2 if isinstance(error, InvalidInput) else 1)
