@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import sys
 import time
 
@@ -143,8 +144,12 @@ def execute_on_ranks(plan, exchange: MpiExchange, stream) -> None:
         done = store.done_grid()
         threads = plan.spec.threads_per_rank or default_threads()
         pending = [j for j in range(len(plan.segments)) if not done[0, j]]
+        # a rank killed outright (kill -9, the OOM killer) takes the others with it, and the launcher names its pid
+        # (Hydra: "PID … RUNNING AT host") or its task (srun: "task r"): this line maps pids to ranks
+        ranks = exchange.allgather(f"{os.getpid()} on {socket.gethostname()}")
         print(f"armillary: one member of {plan.n_bodies} particles on {exchange.size} MPI ranks × {threads} "
-              f"threads; {len(plan.segments) - len(pending)} segments already done, {len(pending)} to run",
+              f"threads; {len(plan.segments) - len(pending)} segments already done, {len(pending)} to run\n"
+              f"armillary: ranks (pid on host): " + ", ".join(f"{rank} = {where}" for rank, where in enumerate(ranks)),
               file=stream, flush=True)
         progress = Progress(int(plan.work.sum()), int(plan.work[done].sum()), stream)
         for segment in pending:

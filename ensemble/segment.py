@@ -60,16 +60,20 @@ def load_kernel(plan: Plan, stream) -> None:
         integrate_members(plan, 0, 1, state, 1, 1, shadow=shadow)
 
 
-#: a fault-injection point for tests/test_faults.py: with ARMILLARY_PAUSE_BEFORE_RECORD = "PATH:SECONDS", the first
-#: task of the run to have written its data creates PATH (its pid, chunk and segment, JSON) and sleeps SECONDS
-#: before writing its completion record, so that a test can kill or signal it exactly between the two; with
-#: ARMILLARY_PAUSE_SEGMENT = "J" too, the first task of segment J (one with earlier segments' results to keep)
+#: fault-injection points for tests/test_faults.py and tests/test_mpi.py: with ARMILLARY_PAUSE_BEFORE_RECORD =
+#: "PATH:SECONDS", the first task of the run to have written its data creates PATH (its pid, chunk and segment, JSON)
+#: and sleeps SECONDS before writing its completion record, so that a test can kill or signal it exactly between the
+#: two; ARMILLARY_PAUSE_BEFORE_KERNEL likewise pauses a task that has read its start state, before its kernel runs
+#: (on MPI ranks, rank 0, the others waiting in the kernel); with ARMILLARY_PAUSE_SEGMENT = "J" too, the first task
+#: of segment J (one with earlier segments' results to keep)
 PAUSE_BEFORE_RECORD = "ARMILLARY_PAUSE_BEFORE_RECORD"
+PAUSE_BEFORE_KERNEL = "ARMILLARY_PAUSE_BEFORE_KERNEL"
 PAUSE_SEGMENT = "ARMILLARY_PAUSE_SEGMENT"
 
 
-def _pause_before_record(chunk: int, segment: int) -> None:
-    setting = os.environ.get(PAUSE_BEFORE_RECORD)
+def _pause(point: str, chunk: int, segment: int) -> None:
+    """The fault-injection pause ``point`` (PAUSE_BEFORE_RECORD or PAUSE_BEFORE_KERNEL), if set for this task."""
+    setting = os.environ.get(point)
     if not setting or os.environ.get(PAUSE_SEGMENT, str(segment)) != str(segment):
         return
     path, seconds = setting.rsplit(":", 1)
@@ -254,6 +258,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
                 **{name: np.where(_member_rows(failed, getattr(shadow, name)), getattr(fresh, name), getattr(shadow, name))
                    for name in ("log_growth", "reference", "indicators")})
     outputs = tuple(name for name in spec.variables if name in names) + ("min_separation",) * plan.tracks_encounters
+    if lead:
+        _pause(PAUSE_BEFORE_KERNEL, chunk, segment)
     result = integrate_members(plan, first, stop, state, seg.stop - seg.start, spec.save_every, outputs=outputs,
                                shadow=shadow, restart=segment > 0, carry=carry, threads=threads, start_step=seg.start,
                                exchange=exchange)
@@ -309,7 +315,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         exchange.barrier()  # every rank's share is stored before the record vouches for it
     finished = time.perf_counter()
     if lead:
-        _pause_before_record(chunk, segment)
+        _pause(PAUSE_BEFORE_RECORD, chunk, segment)
         store.mark_done(chunk, segment, finished - started, finished - writing)
     if exchange is not None:
         exchange.barrier()

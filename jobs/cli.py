@@ -392,7 +392,10 @@ def main(argv=None) -> int:
     try:
         return args.handler(args)
     except InvalidInput as error:
-        print(f"armillary: {error}", file=sys.stderr)
+        from armillary.ensemble.mpi import launched_rank
+
+        if launched_rank() == 0:  # every rank of a run on MPI ranks refuses the same input: one line, from rank 0
+            print(f"armillary: {error}", file=sys.stderr)
         return BAD_INPUT
     except DamagedStore as error:
         print(f"armillary: {error}", file=sys.stderr)

@@ -55,7 +55,7 @@ from .system_parallel import (INLINED, PARTICLE_FACTORS, advance_range_template,
 REBALANCE_BOUND = 1.05
 #: the columns of a particle's record when it migrates: q_k, q_{k+1}, ω (3 each), mass, h/2M, margin, the method's
 #: factors, the heat since the last sample, the original id
-RECORD_COLUMNS = 13 + PARTICLE_FACTORS
+RECORD_COLUMNS = 14 + PARTICLE_FACTORS
 #: the columns of a particle's record at a sample, sent to its id's owner: id, kinetic and potential energy, heat
 #: since the last sample, q, ω
 SAMPLE_COLUMNS = 10

@@ -1,0 +1,172 @@
+"""One system-mode member on MPI ranks (issue 72): kernels/domain.py and ensemble/mpi.py, run for real under the
+MPICH wheel's ``mpiexec`` (2 cores: 3 ranks oversubscribe them).
+
+The oracles are bits: a store written on 1, 2 and 3 ranks, and one resumed on 2 ranks after a rank of a 3-rank run
+was killed, are equal array for array (NaN where NaN); the decomposed gradient equals the one-rank gradient and the
+all-pairs lane function (every pair, each particle's terms in increasing partner id, which the full rows sum in the
+same order with exact zeros beyond the cutoff) bit for bit.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+pytest.importorskip("mpi4py")
+
+from mpi_cases import PARTICLES, SIGMA, spec_text  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+MPIEXEC = str(BIN / "mpiexec")
+ARMILLARY = str(BIN / "armillary")
+#: LJ under vi and langevin, and the two-type mixture with bonded chains under langevin (its bonds, angles, types and
+#: the bath's per-type factors all cross the patches' borders)
+NAMES = ("lj-vi", "lj-langevin", "mixture-langevin")
+
+
+def mpiexec(ranks: int, *command: str, timeout: float = 300, **options) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(HERE), **options.pop("env", {})}
+    return subprocess.run([MPIEXEC, "-n", str(ranks), *command], capture_output=True, text=True, timeout=timeout,
+                          env=env, **options)
+
+
+def every_array(store: str) -> dict:
+    """Every data array and checkpoint slot of a store, by name."""
+    group = zarr.open_group(store, mode="r")
+    arrays = {name: array[...] for name, array in group.arrays()}
+    arrays.update({f"_progress/{name}": array[...] for name, array in group["_progress"].arrays()
+                   if name.startswith("slot_")})
+    return arrays
+
+
+def assert_same_bits(store: str, reference: str) -> None:
+    got, expected = every_array(store), every_array(reference)
+    assert set(got) == set(expected)
+    differ = [name for name in expected if not np.array_equal(got[name], expected[name], equal_nan=True)]
+    assert not differ, f"{store} differs from {reference} in {differ}"
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """The runs of NAMES on 1 rank (the ordinary run: a Dask worker), 2 and 3 ranks (mpiexec)."""
+    root = tmp_path_factory.mktemp("ranks")
+    for ranks in (1, 2, 3):
+        (root / str(ranks)).mkdir()
+        done = mpiexec(ranks, sys.executable, str(HERE / "mpi_cases.py"), "run", str(root / str(ranks)), *NAMES)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return root
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_store_is_the_same_bits_on_1_2_and_3_ranks(stores, name):
+    """50 steps of 2000 particles in 2 segments, the lists rebuilt every few steps, each particle's state in the
+    chunks of its ids' rank."""
+    reference = str(stores / "1" / f"{name}.zarr")
+    for ranks in (2, 3):
+        assert_same_bits(str(stores / str(ranks) / f"{name}.zarr"), reference)
+    group = zarr.open_group(reference, mode="r")
+    assert group["q"].chunks[2] == 256 and np.isfinite(group["energy"][...]).all()
+    assert group.attrs["system_mode_revision"] == 3
+
+
+def test_particles_migrate_and_ghosts_cover_every_pair(tmp_path):
+    """2000 hot particles, moved about 0.6 of a cell between 30 rebuilds on 3 ranks: every id is held exactly once
+    after each, and every particle's gradient is the one-rank gradient's bits (mpi_cases.check_halos)."""
+    out = tmp_path / "halos.txt"
+    done = mpiexec(3, sys.executable, str(HERE / "mpi_cases.py"), "halos", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks, fewest, most = (int(word) for word in out.read_text().split()[1:])
+    assert ranks == 3 and 0.8 * PARTICLES / 3 < fewest <= most < 1.2 * PARTICLES / 3  # balanced patches
+
+
+def test_full_rows_sum_as_the_all_pairs_lane_function():
+    """On one rank, a configuration's gradient from the full rows is the lane function's to the bit."""
+    from armillary.kernels import domain, get_system
+    from armillary.kernels import neighbours as nb
+    from armillary.kernels.geometry import random_uniform_separated
+
+    system = get_system("sphere_lj", epsilon=1.0, sigma=SIGMA, cutoff=2.5 * SIGMA)
+    q = random_uniform_separated(PARTICLES, 0.75 * SIGMA, 4)
+    rows = np.zeros((PARTICLES, domain.RECORD_COLUMNS))
+    rows[:, 0:3] = rows[:, 3:6] = q
+    rows[:, 9] = 1.0
+    rows[:, -1] = np.arange(PARTICLES)
+    patch = domain.Patch(rows, PARTICLES, domain.SingleRank(), domain.compiled_domain_kernels("vi", "sphere_lj"),
+                         False)
+    patch.rebuild(nb.grid_cells_per_axis(PARTICLES, 2.8 * SIGMA), 2.8 * SIGMA)
+    patch.gradient(np.ascontiguousarray(system.definition.coefficients(system.broadcast(1, PARTICLES), PARTICLES).T))
+    gradient = np.empty((PARTICLES, 3))
+    gradient[patch.ids[:patch.owned]] = patch.grad[:, :, 0]
+    assert np.array_equal(gradient, system.gradient(q[None])[0])
+
+
+def test_a_killed_rank_ends_the_run_and_another_rank_count_resumes_it_bitwise(stores, tmp_path):
+    """A 3-rank langevin run, its first segment recorded; rank 1 killed by SIGKILL during the second: mpiexec exits
+    non-zero naming the pid, which the run's first lines map to rank 1; verify finds the store sound; the same spec
+    on 2 ranks resumes it and the store is the 1-rank run's, bit for bit."""
+    spec = tmp_path / "spec.toml"
+    store = tmp_path / "killed.zarr"
+    spec.write_text(spec_text("lj-langevin", str(store), ranks=3))
+    pause = tmp_path / "pause.json"
+    env = {**os.environ, "PYTHONPATH": str(HERE), "ARMILLARY_PAUSE_BEFORE_KERNEL": f"{pause}:60", "ARMILLARY_PAUSE_SEGMENT": "1"}
+    run = subprocess.Popen([MPIEXEC, "-n", "3", ARMILLARY, "run", str(spec)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+    deadline = time.monotonic() + 240
+    while not pause.exists():
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[0]
+        time.sleep(0.2)
+    assert json.loads(pause.read_text())["segment"] == 1
+    victim = rank_pid(1, str(spec))
+    os.kill(victim, signal.SIGKILL)
+    output = run.communicate(timeout=60)[0]
+    assert run.returncode != 0
+    assert f"PID {victim} RUNNING AT" in output and f"1 = {victim} on " in output, output
+    from armillary.jobs.cli import main
+
+    assert main(["verify", str(store)]) == 0
+    resumed = mpiexec(2, ARMILLARY, "run", str(spec), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "1 segments already done, 1 to run" in resumed.stdout
+    assert_same_bits(str(store), str(stores / "1" / "lj-langevin.zarr"))
+
+
+def rank_pid(rank: int, spec: str) -> int:
+    """The pid of the ``armillary run`` process of MPI rank ``rank`` running ``spec`` (Hydra sets PMI_RANK)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if spec.encode() in command and f"PMI_RANK={rank}".encode() in environ and b"run" in command:
+            return int(entry.name)
+    raise AssertionError(f"no process of rank {rank} runs {spec}")
+
+
+def test_ranks_without_mpi4py_or_for_an_ensemble_are_refused_in_one_line(tmp_path):
+    """A spec asking for ranks where mpi4py is missing names what to install; an ensemble spec launched on 2 ranks
+    is told to run without mpiexec; both exit 2 and write nothing."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(spec_text("lj-vi", str(tmp_path / "ranks.zarr"), ranks=2))
+    hidden = subprocess.run([sys.executable, "-c", "import sys; sys.modules['mpi4py'] = None; "
+                             "from armillary.jobs.cli import main; sys.exit(main(['run', sys.argv[1]]))", str(spec)],
+                            capture_output=True, text=True, timeout=120)
+    assert hidden.returncode == 2
+    assert "execution.ranks" in hidden.stderr and "pip install 'armillary[mpi]'" in hidden.stderr
+    assert not (tmp_path / "ranks.zarr").exists()
+    ensemble_spec = tmp_path / "members.toml"
+    text = spec_text("lj-vi", str(tmp_path / "members.zarr"))
+    ensemble_spec.write_text(text.replace("members = 1", "members = 2").replace(f"skin = {0.1 * SIGMA!r}\n", "")
+                             .replace('"temperature", ', ""))
+    refused = mpiexec(2, ARMILLARY, "run", str(ensemble_spec), cwd=tmp_path)
+    assert refused.returncode == 2 and "launch it without mpiexec or srun" in refused.stderr, refused.stderr
+    assert len(refused.stderr.splitlines()) == 1
+    assert not (tmp_path / "members.zarr").exists()
