@@ -94,10 +94,11 @@ class SingleRank:
 # ----------------------------------------------------------------------------------------------------------- numerics
 
 @_parallel
-def cell_keys(q, per_axis, out):
-    """out[i] = the cell of q_i in the list's grid of per_axis³ cells over [−1, 1]³, numbered in (x, y, z) order."""
+def cell_keys(points, per_axis, out):
+    """out[i] = the cell of the point points[i] (n, 3) in the list's grid of per_axis³ cells over [−1, 1]³, numbered
+    in (x, y, z) order."""
     for i in prange(out.shape[0]):
-        out[i] = nb.cell_index(q[i, 0, 0], q[i, 1, 0], q[i, 2, 0], per_axis)
+        out[i] = nb.cell_index(points[i, 0], points[i, 1], points[i, 2], per_axis)
 
 
 @_parallel
@@ -332,19 +333,20 @@ class Patch:
         """Migrate the particles to their cells' owners (the patches re-cut first where the load is off by more than
         REBALANCE_BOUND or the grid changed), put them in cell order, fetch the ghosts and build the full rows."""
         exchange = self.exchange
-        keys = np.empty(self.owned, np.int64)
-        cell_keys(self.q_next[:self.owned], per_axis, keys)
         cells = per_axis ** 3
-        if self.cuts is None or self.cuts[-1] != cells or self._imbalance() > REBALANCE_BOUND:
-            self.cuts = balanced_cuts(np.sort(keys), self.total, cells, exchange)
-        destination = owners(keys, self.cuts)
         records = self.records()
-        received = exchange.alltoallv([records[destination == r] for r in range(exchange.size)])
-        records = np.concatenate(received)
-        self.unpack(records)
-        keys = np.empty(self.owned, np.int64)
-        cell_keys(self.q_next, per_axis, keys)
-        order = np.lexsort((self.ids, keys))
+        keys = np.empty(records.shape[0], np.int64)
+        cell_keys(records[:, 3:6], per_axis, keys)
+        if exchange.size > 1:
+            if self.cuts is None or self.cuts[-1] != cells or self._imbalance() > REBALANCE_BOUND:
+                self.cuts = balanced_cuts(np.sort(keys), self.total, cells, exchange)
+            destination = owners(keys, self.cuts)
+            records = np.concatenate(exchange.alltoallv([records[destination == r] for r in range(exchange.size)]))
+            keys = np.empty(records.shape[0], np.int64)
+            cell_keys(records[:, 3:6], per_axis, keys)
+        else:
+            self.cuts = np.array([0, cells], np.int64)
+        order = np.argsort(keys * self.total + records[:, -1].astype(np.int64))  # cells in order, ids within
         self.unpack(records[order])
         keys = keys[order]
         self.sends = ghost_destinations(keys, per_axis, self.cuts, exchange.rank) if exchange.size > 1 else {}
@@ -359,9 +361,9 @@ class Patch:
         self.ids = np.concatenate([self.ids] + [block[:, 0].astype(np.int64) for block in ghost_ids] + [[-1]])
         self.exchange_ghosts()
         local_keys = np.concatenate([keys, np.empty(ghosts, np.int64)])
-        cell_keys(self.q_next[n:n + ghosts], per_axis, local_keys[n:])
-        members = np.argsort(local_keys, kind="stable").astype(np.int64)
-        cell_start = np.searchsorted(local_keys[members], np.arange(cells + 1)).astype(np.int64)
+        cell_keys(self.q_next[n:n + ghosts, :, 0], per_axis, local_keys[n:])
+        members = np.argsort(local_keys, kind="stable")
+        cell_start = np.concatenate([[0], np.cumsum(np.bincount(local_keys, minlength=cells))])
         capacity = max(self.neighbours.shape[1], 2 * nb.initial_capacity(self.total, list_range))
         while True:
             self.neighbours = np.empty((n, capacity), np.int32)
