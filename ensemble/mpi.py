@@ -47,7 +47,11 @@ def launched_ranks() -> int:
         value = os.environ.get(variable, "")
         if value.isdigit() and int(value) > 1:
             require_mpi("ranks")
-            return world().Get_size()
+            size = world().Get_size()
+            if size == 1:  # e.g. srun --mpi=none: each task its own world of one, all on one store
+                raise InvalidInput("ranks", f"the launcher started {value} tasks but MPI sees 1 rank: start them "
+                                   "as one MPI job (srun --mpi=pmi2, or mpiexec -n R)")
+            return size
     return 1
 
 

@@ -1,8 +1,9 @@
-"""SLURM submission: site settings, the sbatch scripts of ``slurm/``, one job array plus a dependent
-report job, and the queue state of submitted stores.
+"""SLURM submission: site settings, the sbatch scripts of ``slurm/``, one job array (or, for a spec with
+``[execution] ranks`` > 1, one MPI job of that many tasks) plus a dependent report job, and the queue state of
+submitted stores.
 
 A submitted run keeps its job files next to the store, in ``STORE.slurm/``: the effective spec the
-array tasks run (``spec.toml``), the rendered scripts, ``jobs.json`` and the task logs.
+jobs run (``spec.toml``), the rendered scripts, ``jobs.json`` and the job logs.
 """
 
 from __future__ import annotations
@@ -173,8 +174,15 @@ NUMBA_CACHE_LINES = [
 ]
 
 
+def on_ranks(spec: Spec) -> bool:
+    """Whether ``spec`` runs as one MPI job of ``spec.ranks`` tasks (slurm/ranks.sbatch), not as a job array."""
+    return (spec.ranks or 1) > 1
+
+
 def render(spec_file: str, spec: Spec, site: Site, array_size: int) -> tuple[str, str]:
-    """The array and report sbatch scripts for ``spec`` (the templates of ``slurm/``, filled in)."""
+    """The main and report sbatch scripts for ``spec`` (the templates of ``slurm/``, filled in): the main one
+    is the job array of ``array_size`` tasks, or for a spec :func:`on_ranks` the MPI job (its tasks are the
+    spec's ranks, each with ``threads_per_rank`` CPUs, else the site's ``cpus_per_task``)."""
     jobs = job_directory(spec.store)
     directives = [f"#SBATCH --partition={site.partition}"] if site.partition else []
     directives += [f"#SBATCH --account={site.account}"] if site.account else []
@@ -189,8 +197,10 @@ def render(spec_file: str, spec: Spec, site: Site, array_size: int) -> tuple[str
         "armillary": armillary_command(), "spec": spec_file, "store": spec.store,
         "report_dir": os.path.join(jobs, "report"), "numba_cache": "\n".join(NUMBA_CACHE_LINES),
     }
+    if on_ranks(spec):
+        values.update(ranks=spec.ranks, cpus_per_task=spec.threads_per_rank or site.cpus_per_task)
     scripts = []
-    for name in ("array.sbatch", "report.sbatch"):
+    for name in ("ranks.sbatch" if on_ranks(spec) else "array.sbatch", "report.sbatch"):
         with open(os.path.join(TEMPLATES, name)) as handle:
             scripts.append(Template(handle.read()).substitute(values))
     return scripts[0], scripts[1]
@@ -205,61 +215,79 @@ def sbatch(script_path: str, *options: str) -> str:
 
 
 def submit(spec: Spec, site: Site, array_size: int | None, dry_run: bool, stream=None) -> dict | None:
-    """Write the store template and submit the job array and its report job (or, with ``dry_run``,
-    print the scripts and submit nothing).  Returns the job ids."""
+    """Write the store template and submit the job array (for a spec :func:`on_ranks`, the MPI job) and its
+    report job (or, with ``dry_run``, print the scripts and submit nothing).  Returns the job record that
+    ``jobs.json`` keeps: its ``kind`` ("array" or "ranks"), the job ids and the array's size or the ranks."""
     from armillary.ensemble import prepare
     from armillary.ensemble.lock import run_lock
+    from armillary.ensemble.mpi import check_on_ranks, require_mpi
     from armillary.ensemble.store import remove_store, write_template
 
     stream = stream or sys.stdout
     plan, create = prepare(spec)
     chunks = len(plan.chunks)
-    size = chunks if array_size is None else array_size
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InvalidInput("array-size", f"must be an integer >= 1, got {array_size!r}")
-    size = min(size, chunks)  # more tasks than chunks would leave tasks with nothing to do
+    if on_ranks(spec):
+        if array_size is not None:
+            raise InvalidInput("array-size", f"execution.ranks = {spec.ranks} runs as one MPI job of {spec.ranks} "
+                               "tasks, not a job array: leave --array-size out")
+        require_mpi("execution.ranks")  # the job runs this installation, which needs mpi4py for ranks
+        check_on_ranks(plan, spec.ranks)
+        size = 1
+    else:
+        size = chunks if array_size is None else array_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidInput("array-size", f"must be an integer >= 1, got {array_size!r}")
+        size = min(size, chunks)  # more tasks than chunks would leave tasks with nothing to do
+    kind = "ranks" if on_ranks(spec) else "array"
     jobs = job_directory(spec.store)
     spec_file = os.path.join(jobs, "spec.toml")
-    array_script, report_script = render(spec_file, spec, site, size)
+    main_script, report_script = render(spec_file, spec, site, size)
     if dry_run:
-        stream.write(f"# {os.path.join(jobs, 'array.sbatch')}\n{array_script}\n"
-                     f"# {os.path.join(jobs, 'report.sbatch')} (--dependency=afterok:<array job>)\n{report_script}\n")
+        stream.write(f"# {os.path.join(jobs, f'{kind}.sbatch')}\n{main_script}\n"
+                     f"# {os.path.join(jobs, 'report.sbatch')} (--dependency=afterok:<{kind} job>)\n{report_script}\n")
         return None
     with run_lock(spec.store):
         if create:
             remove_store(spec.store)
             write_template(plan)
     os.makedirs(jobs, exist_ok=True)
-    files = {"spec.toml": spec.to_toml(), "array.sbatch": array_script, "report.sbatch": report_script}
+    files = {"spec.toml": spec.to_toml(), f"{kind}.sbatch": main_script, "report.sbatch": report_script}
     for name, text in files.items():
         with open(os.path.join(jobs, name), "w") as handle:
             handle.write(text)
-    array_id = sbatch(os.path.join(jobs, "array.sbatch"))
-    report_id = sbatch(os.path.join(jobs, "report.sbatch"), f"--dependency=afterok:{array_id}")
-    ids = {"array": array_id, "report": report_id, "array_size": size}
+    main_id = sbatch(os.path.join(jobs, f"{kind}.sbatch"))
+    report_id = sbatch(os.path.join(jobs, "report.sbatch"), f"--dependency=afterok:{main_id}")
+    if kind == "ranks":
+        threads = spec.threads_per_rank or site.cpus_per_task
+        ids = {"kind": kind, "job": main_id, "report": report_id, "ranks": spec.ranks, "threads_per_rank": threads}
+        what = f"MPI job {main_id} ({spec.ranks} ranks × {threads} threads, srun)"
+    else:
+        ids = {"kind": kind, "array": main_id, "report": report_id, "array_size": size}
+        what = f"job array {main_id} ({size} tasks over {chunks} chunks)"
     with open(os.path.join(jobs, "jobs.json"), "w") as handle:
         json.dump(ids, handle)
-    stream.write(f"armillary: submitted job array {array_id} ({size} tasks over {chunks} chunks) and report job "
-                 f"{report_id}\narmillary: follow with `armillary status {spec.store}` (logs in {jobs})\n")
+    stream.write(f"armillary: submitted {what} and report job {report_id}\n"
+                 f"armillary: follow with `armillary status {spec.store}` (logs in {jobs})\n")
     return ids
 
 
 def queue_states(store: str) -> dict[str, str] | None:
-    """SLURM job id → state of the jobs submitted for ``store`` (None if it was not submitted);
-    jobs no longer in the queue are reported as finished."""
+    """SLURM job id → state of the jobs submitted for ``store`` (None if it was not submitted): the array's
+    tasks or the MPI job, and the report job; jobs no longer in the queue are reported as finished."""
     try:
         with open(os.path.join(job_directory(store), "jobs.json")) as handle:
             ids = json.load(handle)
     except (OSError, ValueError):
         return None
+    labels = ("job" if ids.get("kind") == "ranks" else "array", "report")  # records before "kind" are arrays'
     states = {}
     if shutil.which("squeue"):
-        result = subprocess.run(["squeue", "-h", "-r", "-j", f"{ids['array']},{ids['report']}", "-o", "%i %T"],
+        result = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(ids[label] for label in labels), "-o", "%i %T"],
                                 capture_output=True, text=True)
         for line in result.stdout.splitlines():
             job, state = line.split()
             states[job] = state
-    for label in ("array", "report"):
+    for label in labels:
         if not any(job.split("_")[0] == ids[label] for job in states):
             states[ids[label]] = "finished (not in the queue)"
     return states

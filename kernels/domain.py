@@ -140,21 +140,61 @@ def full_rows(q, ids, owned, per_axis, list_range_squared, keys, cell_start, cel
     return longest
 
 
-def gather_gradient_template(q, coef, ids, slot, neighbours, counts, grad):
-    """∂V/∂q_i (J) of every owned particle i (the rows of ``counts``), in parallel: its pair terms g(r_ij²)(q_i − q_j)
-    in increasing partner id, then its bonded terms.  Each particle writes its own row once."""
-    for i in prange(counts.shape[0]):
+@_parallel
+def mirror_rows(ids, neighbours, counts, mirror):
+    """For each entry of an owned particle's row whose partner j is owned with a smaller id: where i stands in j's
+    row (found by id: rows are sorted by id, and j's row holds i, the list's range being symmetric), so that i reads
+    the pair's factor j computed (Newton's third law: each pair's g(r²) evaluated once)."""
+    owned = counts.shape[0]
+    for i in prange(owned):
+        me = ids[i]
+        for s in range(counts[i]):
+            j = neighbours[i, s]
+            if j < owned and ids[j] < me:
+                low, high = 0, counts[j]
+                while low < high:
+                    middle = (low + high) // 2
+                    if ids[neighbours[j, middle]] < me:
+                        low = middle + 1
+                    else:
+                        high = middle
+                mirror[i, s] = low
+
+
+def pair_factors_template(q, coef, ids, neighbours, counts, factors):
+    """g(r_ij²) (J/m²) of every pair an owned particle's row evaluates itself, in parallel: those whose partner is a
+    ghost or has a larger id (the others are read from the partner's row by :func:`mirror_rows`).  r_ij² and g are
+    symmetric bit for bit (the differences' squares do not see their sign), so either member's evaluation is the
+    pair's."""
+    owned = counts.shape[0]
+    for i in prange(owned):
         x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
+        me = ids[i]
+        for s in range(counts[i]):
+            j = neighbours[i, s]
+            if j < owned and ids[j] < me:
+                continue
+            d0, d1, d2 = x0 - q[j, 0, 0], x1 - q[j, 1, 0], x2 - q[j, 2, 0]
+            factors[i, s] = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, me, ids[j])  # noqa: F821
+
+
+def gather_gradient_template(q, coef, ids, slot, neighbours, counts, mirror, factors, grad):
+    """∂V/∂q_i (J) of every owned particle i (the rows of ``counts``), in parallel: its pair terms g(r_ij²)(q_i − q_j)
+    in increasing partner id (g from :func:`pair_factors_template`, its own or its partner's), then its bonded
+    terms.  Each particle writes its own row once."""
+    owned = counts.shape[0]
+    for i in prange(owned):
+        x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
+        me = ids[i]
         g0 = g1 = g2 = 0.0
         for s in range(counts[i]):
             j = neighbours[i, s]
-            d0, d1, d2 = x0 - q[j, 0, 0], x1 - q[j, 1, 0], x2 - q[j, 2, 0]
-            f = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, ids[i], ids[j])  # noqa: F821
-            g0 += f * d0
-            g1 += f * d1
-            g2 += f * d2
+            f = factors[j, mirror[i, s]] if j < owned and ids[j] < me else factors[i, s]
+            g0 += f * (x0 - q[j, 0, 0])
+            g1 += f * (x1 - q[j, 1, 0])
+            g2 += f * (x2 - q[j, 2, 0])
         if BONDED:  # noqa: F821 (bound at specialisation)
-            b0, b1, b2 = bonded_gradient(q, coef, slot, ids[i], i, 0)  # noqa: F821
+            b0, b1, b2 = bonded_gradient(q, coef, slot, me, i, 0)  # noqa: F821
             g0 += b0
             g1 += b1
             g2 += b2
@@ -373,6 +413,9 @@ class Patch:
             if longest <= capacity:
                 break
             capacity = longest + nb.NEIGHBOUR_SLACK
+        self.mirror = np.empty_like(self.neighbours)
+        mirror_rows(self.ids, self.neighbours, self.counts, self.mirror)
+        self.factors_of_pairs = np.empty(self.neighbours.shape)
         self.slot = np.full(self.total if self.bonded else 1, n + ghosts, np.int64)
         if self.bonded:
             self.slot[self.ids[:-1]] = np.arange(n + ghosts)
@@ -394,7 +437,9 @@ class Patch:
 
     def gradient(self, coef) -> None:
         """∂V/∂q at q_{k+1} of the owned particles (the ghosts' rows current)."""
-        self.kernels.gather_gradient(self.q_next, coef, self.ids, self.slot, self.neighbours, self.counts, self.grad)
+        self.kernels.pair_factors(self.q_next, coef, self.ids, self.neighbours, self.counts, self.factors_of_pairs)
+        self.kernels.gather_gradient(self.q_next, coef, self.ids, self.slot, self.neighbours, self.counts, self.mirror,
+                                     self.factors_of_pairs, self.grad)
         if self.check_bonds:  # once after each build: a bonded partner beyond the ghosts reads the NaN row
             self.check_bonds = False
             n = self.owned
@@ -414,7 +459,7 @@ def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, 
     (:func:`~kernels.neighbours.automatic_skin`).  Returns the samples (energy, temperature, constraint errors,
     the heat the bath gave since the run began from ``heat_start``: (samples,) on every rank), this rank's ids' q and
     ω at the samples (samples or 0, n, 3) and at the end, the status, failed step, builds, row capacity and last
-    skin."""
+    skin, and the particles this rank owned and its ghosts at the last build."""
     exchange = exchange or SingleRank()
     kernels = compiled_domain_kernels(method, system.name)
     n_here = q_start.shape[0]
@@ -514,20 +559,21 @@ def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, 
     final[:, 7:10] = patch.omega[:, :, 0]
     end = by_id(final)
     out.update(q_end=end[:, 4:7], omega_end=end[:, 7:10], status=status, failed_step=failed, rebuilds=rebuilds,
-               capacity=patch.neighbours.shape[1], skin=skin, heat_end=heat_total[0])
+               capacity=patch.neighbours.shape[1], skin=skin, heat_end=heat_total[0], owned=patch.owned,
+               ghosts=patch.q.shape[0] - patch.owned - 1)
     return out
 
 
 @functools.cache
 def compiled_gather_kernels(system: str) -> types.SimpleNamespace:
-    """The full-row gradient and energies of ``system`` (:func:`gather_gradient_template`,
-    :func:`gather_energies_template`), jitted and cached on disk."""
+    """The full-row pair factors, gradient and energies of ``system`` (:func:`pair_factors_template`,
+    :func:`gather_gradient_template`, :func:`gather_energies_template`), jitted and cached on disk."""
     kernel_cache_directory()  # refused before Numba loads anything from a cache another user could write
     bindings = pair_bindings(system)
     tag = f"{system}__{SOURCE_HASH}"
     return types.SimpleNamespace(**{
         name: njit(parallel=True, cache=True, **KERNEL_FLAGS)(bind_template(template, f"{name}__{tag}", bindings))
-        for name, template in (("gather_gradient", gather_gradient_template),
+        for name, template in (("pair_factors", pair_factors_template), ("gather_gradient", gather_gradient_template),
                                ("gather_energies", gather_energies_template))})
 
 
