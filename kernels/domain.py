@@ -51,6 +51,10 @@ from .status import OK
 from .system_parallel import (INLINED, PARTICLE_FACTORS, advance_range_template, chunk_pass_template, finished,
                               list_ranges, per_call_factors_template)
 
+#: a rebuild (migration, ghosts, full rows sorted by id, where each pair's factor goes) costs this many gradients:
+#: 10 at 10⁵ LJ particles, ρ* = 0.8, on one rank of one or two threads (2026-11-29); the automatic skin's cost model
+#: (:func:`kernels.neighbours.automatic_skin`) weighs it
+BUILD_COST_IN_GRADIENTS = 10.0
 #: re-cut the patches at a rebuild when the most loaded rank owns more than this many times the mean
 REBALANCE_BOUND = 1.05
 #: the columns of a particle's record when it migrates: q_k, q_{k+1}, ω (3 each), mass, h/2M, margin, the method's
@@ -102,11 +106,13 @@ def cell_keys(points, per_axis, out):
 
 
 @_parallel
-def full_rows(q, ids, owned, per_axis, list_range_squared, keys, cell_start, cell_members, neighbours, counts):
+def full_rows(q, ids, owned, per_axis, list_range_squared, keys, cell_start, cell_members, neighbours, partner_ids,
+              counts):
     """Each owned particle's full row: every other local particle (owned or ghost) within r_list of it, from the
-    27 cells around its own, sorted by original id.  ``cell_members``: the local particles by cell (cell c's are
-    cell_members[cell_start[c]:cell_start[c + 1]]).  A row longer than the capacity is counted, not written: the
-    caller rebuilds with more (the largest count is returned)."""
+    27 cells around its own, sorted by original id (``partner_ids``: the row's ids, which the insertion compares).
+    ``cell_members``: the local particles by cell (cell c's are cell_members[cell_start[c]:cell_start[c + 1]]).  A
+    row longer than the capacity is counted, not written: the caller rebuilds with more (the largest count is
+    returned)."""
     capacity = neighbours.shape[1]
     longest = 0
     for i in prange(owned):
@@ -118,83 +124,104 @@ def full_rows(q, ids, owned, per_axis, list_range_squared, keys, cell_start, cel
         count = 0
         for ax in range(max(cx - 1, 0), min(cx + 2, per_axis)):
             for ay in range(max(cy - 1, 0), min(cy + 2, per_axis)):
-                for az in range(max(cz - 1, 0), min(cz + 2, per_axis)):
-                    cell = (ax * per_axis + ay) * per_axis + az
-                    for t in range(cell_start[cell], cell_start[cell + 1]):
-                        j = cell_members[t]
-                        if j == i:
-                            continue
-                        d0, d1, d2 = x0 - q[j, 0, 0], x1 - q[j, 1, 0], x2 - q[j, 2, 0]
-                        if d0 * d0 + d1 * d1 + d2 * d2 < list_range_squared:
-                            if count < capacity:
-                                # insertion by id: rows are tens of partners long
-                                s = count
-                                while s > 0 and ids[neighbours[i, s - 1]] > ids[j]:
-                                    neighbours[i, s] = neighbours[i, s - 1]
-                                    s -= 1
-                                neighbours[i, s] = j
-                            count += 1
+                first = (ax * per_axis + ay) * per_axis
+                for t in range(cell_start[first + max(cz - 1, 0)], cell_start[first + min(cz + 2, per_axis)]):
+                    j = cell_members[t]
+                    d0, d1, d2 = x0 - q[j, 0, 0], x1 - q[j, 1, 0], x2 - q[j, 2, 0]
+                    if j != i and d0 * d0 + d1 * d1 + d2 * d2 < list_range_squared:
+                        if count < capacity:
+                            neighbours[i, count] = j
+                            partner_ids[i, count] = ids[j]
+                        count += 1
         counts[i] = count
+        if count <= capacity:
+            sort_row(neighbours, partner_ids, i, count)
     for i in range(owned):
         longest = max(longest, counts[i])
     return longest
 
 
+@_serial
+def sort_row(neighbours, partner_ids, i, count):
+    """Row i's first ``count`` entries in increasing partner id, in place: insertion, the fastest measured for rows
+    of ~20 (a Shell sort took 1.2× as long at 10⁵ particles)."""
+    for s in range(1, count):
+        partner, j = partner_ids[i, s], neighbours[i, s]
+        t = s
+        while t > 0 and partner_ids[i, t - 1] > partner:
+            partner_ids[i, t] = partner_ids[i, t - 1]
+            neighbours[i, t] = neighbours[i, t - 1]
+            t -= 1
+        partner_ids[i, t] = partner
+        neighbours[i, t] = j
+
+
+#: :func:`back_rows`' marks: the partner is a ghost (this row evaluates the pair alone), or owned with a smaller id
+#: (the partner's row evaluates it and writes it here)
+GHOST_PARTNER, PARTNER_WRITES = -1, -2
+
+
 @_parallel
-def mirror_rows(ids, neighbours, counts, mirror):
-    """For each entry of an owned particle's row whose partner j is owned with a smaller id: where i stands in j's
-    row (found by id: rows are sorted by id, and j's row holds i, the list's range being symmetric), so that i reads
-    the pair's factor j computed (Newton's third law: each pair's g(r²) evaluated once)."""
+def back_rows(ids, neighbours, partner_ids, counts, back):
+    """For each entry of an owned particle i's row: where i stands in its partner j's row if j is owned with a larger
+    id (i evaluates the pair and writes its factor into both rows: Newton's third law, each pair's g(r²) evaluated
+    once), PARTNER_WRITES if j is owned with a smaller id, GHOST_PARTNER if j is a ghost.  Found by id in j's row
+    (sorted by id; it holds i, the list's range being symmetric)."""
     owned = counts.shape[0]
     for i in prange(owned):
         me = ids[i]
         for s in range(counts[i]):
             j = neighbours[i, s]
-            if j < owned and ids[j] < me:
+            if j >= owned:
+                back[i, s] = GHOST_PARTNER
+            elif partner_ids[i, s] < me:
+                back[i, s] = PARTNER_WRITES
+            else:
                 low, high = 0, counts[j]
                 while low < high:
                     middle = (low + high) // 2
-                    if ids[neighbours[j, middle]] < me:
+                    if partner_ids[j, middle] < me:
                         low = middle + 1
                     else:
                         high = middle
-                mirror[i, s] = low
+                back[i, s] = low
 
 
-def pair_factors_template(q, coef, ids, neighbours, counts, factors):
-    """g(r_ij²) (J/m²) of every pair an owned particle's row evaluates itself, in parallel: those whose partner is a
-    ghost or has a larger id (the others are read from the partner's row by :func:`mirror_rows`).  r_ij² and g are
-    symmetric bit for bit (the differences' squares do not see their sign), so either member's evaluation is the
-    pair's."""
-    owned = counts.shape[0]
-    for i in prange(owned):
+def pair_factors_template(q, coef, ids, neighbours, counts, back, factors):
+    """g(r_ij²) (J/m²) of every pair in the owned particles' rows, in parallel: each row evaluates the pairs whose
+    partner is a ghost or has a larger id and writes the factor into its own entry and, for an owned partner, into the
+    partner's entry for it (:func:`back_rows`: each entry has one writer).  r_ij² and g are symmetric bit for bit (the
+    differences' squares do not see their sign), so either member's evaluation is the pair's."""
+    for i in prange(counts.shape[0]):
         x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
         me = ids[i]
         for s in range(counts[i]):
-            j = neighbours[i, s]
-            if j < owned and ids[j] < me:
+            where = back[i, s]
+            if where == PARTNER_WRITES:
                 continue
+            j = neighbours[i, s]
             d0, d1, d2 = x0 - q[j, 0, 0], x1 - q[j, 1, 0], x2 - q[j, 2, 0]
-            factors[i, s] = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, me, ids[j])  # noqa: F821
+            f = pair_gradient_factor(d0 * d0 + d1 * d1 + d2 * d2, coef, 0, me, ids[j])  # noqa: F821
+            factors[i, s] = f
+            if where >= 0:
+                factors[j, where] = f
 
 
-def gather_gradient_template(q, coef, ids, slot, neighbours, counts, mirror, factors, grad):
+def gather_gradient_template(q, coef, ids, slot, neighbours, counts, factors, grad):
     """∂V/∂q_i (J) of every owned particle i (the rows of ``counts``), in parallel: its pair terms g(r_ij²)(q_i − q_j)
-    in increasing partner id (g from :func:`pair_factors_template`, its own or its partner's), then its bonded
-    terms.  Each particle writes its own row once."""
-    owned = counts.shape[0]
-    for i in prange(owned):
+    in increasing partner id (g from :func:`pair_factors_template`), then its bonded terms.  Each particle writes
+    its own row once."""
+    for i in prange(counts.shape[0]):
         x0, x1, x2 = q[i, 0, 0], q[i, 1, 0], q[i, 2, 0]
-        me = ids[i]
         g0 = g1 = g2 = 0.0
         for s in range(counts[i]):
             j = neighbours[i, s]
-            f = factors[j, mirror[i, s]] if j < owned and ids[j] < me else factors[i, s]
+            f = factors[i, s]
             g0 += f * (x0 - q[j, 0, 0])
             g1 += f * (x1 - q[j, 1, 0])
             g2 += f * (x2 - q[j, 2, 0])
         if BONDED:  # noqa: F821 (bound at specialisation)
-            b0, b1, b2 = bonded_gradient(q, coef, slot, me, i, 0)  # noqa: F821
+            b0, b1, b2 = bonded_gradient(q, coef, slot, ids[i], i, 0)  # noqa: F821
             g0 += b0
             g1 += b1
             g2 += b2
@@ -358,36 +385,53 @@ class Patch:
         self.factors = np.ascontiguousarray(records[:, 12:12 + PARTICLE_FACTORS])
         self.since_sample = np.ascontiguousarray(records[:, 12 + PARTICLE_FACTORS])
         self.ids = records[:, 13 + PARTICLE_FACTORS].astype(np.int64)
-        self.grad = np.zeros((n, 3, 1))
-        self.heat = np.zeros(n)
-        self.reference = np.ascontiguousarray(self.q_next[:, :, 0])
+        self.fresh_work()
+
+    def take(self, order: np.ndarray) -> None:
+        """The owned particles in ``order`` (ghosts dropped: a rebuild fetches them again)."""
+        n = self.owned
+        for name in ("q", "q_next", "omega", "mass", "half", "margin", "factors", "since_sample", "ids"):
+            setattr(self, name, getattr(self, name)[:n][order])
+        self.fresh_work()
+
+    def fresh_work(self) -> None:
+        """The owned particles' work arrays (∂V/∂q, the step's heat) and the build's positions, for their order."""
+        self.grad = np.zeros((self.owned, 3, 1))
+        self.heat = np.zeros(self.owned)
+        self.reference = np.ascontiguousarray(self.q_next[:self.owned, :, 0])
 
     def records(self, rows=slice(None)) -> np.ndarray:
-        """The owned particles' records (RECORD_COLUMNS) of ``rows``."""
+        """The owned particles' records (RECORD_COLUMNS) of ``rows`` (a slice, mask or index)."""
         n = self.owned
-        return np.concatenate([self.q[:n, :, 0], self.q_next[:n, :, 0], self.omega[:, :, 0], self.mass, self.half,
-                               self.margin[:, np.newaxis], self.factors, self.since_sample[:, np.newaxis],
-                               self.ids[:n, np.newaxis].astype(np.float64)], axis=1)[rows]
+        columns = (self.q[:n, :, 0], self.q_next[:n, :, 0], self.omega[:, :, 0], self.mass, self.half,
+                   self.margin[:, np.newaxis], self.factors, self.since_sample[:, np.newaxis],
+                   self.ids[:n, np.newaxis].astype(np.float64))
+        return np.concatenate([column[rows] for column in columns], axis=1)
 
     def rebuild(self, per_axis: int, list_range: float) -> None:
         """Migrate the particles to their cells' owners (the patches re-cut first where the load is off by more than
         REBALANCE_BOUND or the grid changed), put them in cell order, fetch the ghosts and build the full rows."""
         exchange = self.exchange
         cells = per_axis ** 3
-        records = self.records()
-        keys = np.empty(records.shape[0], np.int64)
-        cell_keys(records[:, 3:6], per_axis, keys)
+        n = self.owned
+        keys = np.empty(n, np.int64)
+        cell_keys(self.q_next[:n, :, 0], per_axis, keys)
         if exchange.size > 1:
             if self.cuts is None or self.cuts[-1] != cells or self._imbalance() > REBALANCE_BOUND:
                 self.cuts = balanced_cuts(np.sort(keys), self.total, cells, exchange)
             destination = owners(keys, self.cuts)
-            records = np.concatenate(exchange.alltoallv([records[destination == r] for r in range(exchange.size)]))
-            keys = np.empty(records.shape[0], np.int64)
-            cell_keys(records[:, 3:6], per_axis, keys)
+            leaving = destination != exchange.rank
+            records = self.records(leaving)  # only the particles that cross a border travel
+            arrived = np.concatenate(exchange.alltoallv([records[destination[leaving] == r]
+                                                         for r in range(exchange.size)]))
+            staying = np.flatnonzero(~leaving)
+            self.unpack(np.concatenate([self.records(staying), arrived]))
+            keys = np.concatenate([keys[staying], np.empty(arrived.shape[0], np.int64)])
+            cell_keys(arrived[:, 3:6], per_axis, keys[staying.shape[0]:])
         else:
             self.cuts = np.array([0, cells], np.int64)
-        order = np.argsort(keys * self.total + records[:, -1].astype(np.int64))  # cells in order, ids within
-        self.unpack(records[order])
+        order = np.argsort(keys * self.total + self.ids[:self.owned], kind="stable")  # cells in order, ids within
+        self.take(order)
         keys = keys[order]
         self.sends = ghost_destinations(keys, per_axis, self.cuts, exchange.rank) if exchange.size > 1 else {}
         ghost_ids = exchange.alltoallv([self.ids[self.sends[r]].astype(np.float64)[:, np.newaxis]
@@ -407,14 +451,15 @@ class Patch:
         capacity = max(self.neighbours.shape[1], 2 * nb.initial_capacity(self.total, list_range))
         while True:
             self.neighbours = np.empty((n, capacity), np.int32)
+            partner_ids = np.empty((n, capacity), np.int64)
             self.counts = np.empty(n, np.int32)
             longest = full_rows(self.q_next, self.ids, n, per_axis, list_range * list_range, local_keys, cell_start,
-                                members, self.neighbours, self.counts)
+                                members, self.neighbours, partner_ids, self.counts)
             if longest <= capacity:
                 break
             capacity = longest + nb.NEIGHBOUR_SLACK
-        self.mirror = np.empty_like(self.neighbours)
-        mirror_rows(self.ids, self.neighbours, self.counts, self.mirror)
+        self.back = np.empty_like(self.neighbours)
+        back_rows(self.ids, self.neighbours, partner_ids, self.counts, self.back)
         self.factors_of_pairs = np.empty(self.neighbours.shape)
         self.slot = np.full(self.total if self.bonded else 1, n + ghosts, np.int64)
         if self.bonded:
@@ -437,8 +482,9 @@ class Patch:
 
     def gradient(self, coef) -> None:
         """∂V/∂q at q_{k+1} of the owned particles (the ghosts' rows current)."""
-        self.kernels.pair_factors(self.q_next, coef, self.ids, self.neighbours, self.counts, self.factors_of_pairs)
-        self.kernels.gather_gradient(self.q_next, coef, self.ids, self.slot, self.neighbours, self.counts, self.mirror,
+        self.kernels.pair_factors(self.q_next, coef, self.ids, self.neighbours, self.counts, self.back,
+                                  self.factors_of_pairs)
+        self.kernels.gather_gradient(self.q_next, coef, self.ids, self.slot, self.neighbours, self.counts,
                                      self.factors_of_pairs, self.grad)
         if self.check_bonds:  # once after each build: a bonded partner beyond the ghosts reads the NaN row
             self.check_bonds = False
@@ -536,7 +582,7 @@ def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, 
         system.definition.coefficients_at(coef, (start_step + k) * h)
         if nb.beyond_half_skin(moved, skin):
             if adaptive:
-                skin = nb.automatic_skin(skin, k - built_at, cutoff)
+                skin = nb.automatic_skin(skin, k - built_at, cutoff, BUILD_COST_IN_GRADIENTS)
                 per_axis = nb.grid_cells_per_axis(total, cutoff + skin)
             patch.rebuild(per_axis, cutoff + skin)
             rebuilds += 1

@@ -81,12 +81,13 @@ def grid_cells_per_axis(n, list_range):
 
 
 @_serial
-def automatic_skin(skin, steps_since_build, cutoff):
+def automatic_skin(skin, steps_since_build, cutoff, build_cost=BUILD_COST_IN_GRADIENTS):
     """The skin (m) for the next list, from the last one's life: it lasted ``steps_since_build`` steps with skin
     ``skin``, so the fastest particle moves δ ≈ skin / (2 · steps) a step.  A step costs about (r_c + s)² per
-    pair pass plus (r_c + s)² β per build (β = BUILD_COST_IN_GRADIENTS), a build every s/(2δ) steps:
-    (r_c + s)² (1 + 2βδ/s), least at s = (−c + √(c² + 8 r_c c))/4 with c = 2βδ.  Within SKIN_LIMITS."""
-    c = BUILD_COST_IN_GRADIENTS * skin / steps_since_build
+    pair pass plus (r_c + s)² β per build (β = ``build_cost``, gradients a build costs: by default these half
+    lists' BUILD_COST_IN_GRADIENTS), a build every s/(2δ) steps: (r_c + s)² (1 + 2βδ/s), least at
+    s = (−c + √(c² + 8 r_c c))/4 with c = 2βδ.  Within SKIN_LIMITS."""
+    c = build_cost * skin / steps_since_build
     best = (-c + np.sqrt(c * c + 8.0 * cutoff * c)) / 4.0
     return min(max(best, SKIN_LIMITS[0] * cutoff), SKIN_LIMITS[1] * cutoff)
 
