@@ -169,7 +169,8 @@ def status(args) -> int:
 
 
 def submit(args) -> int:
-    """Write the store template and submit one SLURM job array plus a dependent report job."""
+    """Write the store template and submit one SLURM job array (or, for [execution] ranks > 1, one MPI job) plus a
+    dependent report job."""
     spec = ensemble.load_spec(args.spec)
     site = load_site(args.site, args.dry_run, partition=args.partition, time=args.time)
     submit_jobs(spec, site, args.array_size, args.dry_run)
@@ -327,13 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``armillary`` argument parser: its subcommands and their arguments (the docs' CLI page is made from it)."""
     parser = argparse.ArgumentParser(prog="armillary", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    run_parser = commands.add_parser("run", help="run or resume the ensemble of a TOML spec into its Zarr store")
+    run_parser = commands.add_parser("run", help="run or resume the ensemble of a TOML spec into its Zarr store "
+                                     "(under mpiexec -n R or srun: its one system-mode member on R MPI ranks)")
     _spec_arguments(run_parser)
     run_parser.add_argument("--overwrite", action="store_true", help="replace a store that holds a different spec")
     run_parser.add_argument("--array-index", type=int, help="SLURM array task: run the chunks c with c mod size = index")
     run_parser.add_argument("--array-size", type=int, help="SLURM array task: number of tasks in the array")
     run_parser.set_defaults(handler=run)
-    submit_parser = commands.add_parser("submit", help="submit the spec to SLURM as one job array plus a report job")
+    submit_parser = commands.add_parser("submit", help="submit the spec to SLURM as one job array (with [execution] "
+                                        "ranks > 1: one MPI job of that many tasks) plus a report job")
     submit_parser.add_argument("spec", help="path of the TOML spec")
     submit_parser.add_argument("--array-size", type=int, help="array tasks (default: one per chunk)")
     submit_parser.add_argument("--partition", help="SLURM partition (replaces the site's)")

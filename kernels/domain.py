@@ -7,7 +7,9 @@ of the sphere.  What a rank computes never depends on R, on the patches or on th
 - **Forces.**  Each owned particle gathers its own pair terms from a *full* Verlet row (every partner within
   r_list = r_c + skin at the last build, owned or ghost) sorted by the partners' original ids, then adds its bonded
   terms (bonds and angles, in the system's order): g_i = Σ_j g(r_ij²)(q_i − q_j) in increasing id j, as the GPU's
-  system mode sums (:mod:`kernels.gpu_system`).  A partner beyond r_c adds an exact 0, so g_i depends on the
+  system mode sums (:mod:`kernels.gpu_system`).  Each pair's factor g(r²) is evaluated once, by the member of
+  smaller id, and written into both members' entries (:func:`back_rows`; by both members where they sit on two
+  ranks: r² and g are symmetric bit for bit).  A partner beyond r_c adds an exact 0, so g_i depends on the
   positions alone, not on which list holds them, when it was built or with which skin: a run is the same bit for
   bit whatever its rebuilds, restarts and decomposition.
 - **Stages.**  Each particle's integrator stages (the method's ``system_stages``) read its own rows; its noise is
@@ -23,8 +25,9 @@ contiguous ranges cut at equal particle counts (:func:`balanced_cuts`) and cut a
 loaded rank holds more than REBALANCE_BOUND times the mean.  A rank's ghosts are the particles of the cells next to
 its own (every pair within r_list lies in neighbouring cells), sent by their owners after each rebuild (ids) and each
 step (positions).  Particles migrate to their cell's owner at each rebuild.  At a sample each particle's record goes
-to the rank that owns its id range (ids [r·N/R, (r + 1)·N/R)), which sums the tree's leaves it holds and keeps the
-state of its ids: no rank ever gathers all N particles.
+to the rank that owns its id range (about N/R ids, cut at multiples of the store's particles per chunk:
+:func:`id_cuts`), which sums the tree's leaves it holds and keeps the state of its ids: no rank gathers all N
+particles while the run steps.
 
 Communication goes through an ``exchange`` object (:class:`SingleRank` here; the MPI one is
 :class:`armillary.ensemble.mpi.MpiExchange`): this module holds the numerics only and knows nothing of MPI.
@@ -63,8 +66,10 @@ RECORD_COLUMNS = 14 + PARTICLE_FACTORS
 #: the columns of a particle's record at a sample, sent to its id's owner: id, kinetic and potential energy, heat
 #: since the last sample, q, ω
 SAMPLE_COLUMNS = 10
-_serial = njit(error_model="numpy", nogil=True)
-_parallel = njit(parallel=True, error_model="numpy", nogil=True)
+# cached on disk (every rank's process would compile them again): :func:`compiled_domain_kernels`, which every run
+# calls first, refuses a cache directory another user could write before any of them loads
+_serial = njit(error_model="numpy", nogil=True, cache=True)
+_parallel = njit(parallel=True, error_model="numpy", nogil=True, cache=True)
 
 
 class SingleRank:
@@ -338,22 +343,51 @@ def owners(keys: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     return np.searchsorted(cuts, keys, side="right") - 1
 
 
-NEIGHBOUR_OFFSETS = np.array([(a, b, c) for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)
-                              if (a, b, c) != (0, 0, 0)], np.int64)
+@_serial
+def ghost_pairs(keys, per_axis, cuts, rank, particles, destinations):
+    """(particle, rank) pairs, into ``particles`` and ``destinations`` (grown by the caller when full: the count
+    needed is returned either way): each owned particle (in order) with each other rank that owns one of the 26 cells
+    around its own, each such rank once."""
+    found = 0
+    seen = np.empty(26, np.int64)
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        cz = key % per_axis
+        cy = (key // per_axis) % per_axis
+        cx = key // (per_axis * per_axis)
+        distinct = 0
+        for ax in range(max(cx - 1, 0), min(cx + 2, per_axis)):
+            for ay in range(max(cy - 1, 0), min(cy + 2, per_axis)):
+                for az in range(max(cz - 1, 0), min(cz + 2, per_axis)):
+                    owner = np.searchsorted(cuts, (ax * per_axis + ay) * per_axis + az, side="right") - 1
+                    if owner == rank:
+                        continue
+                    new = True
+                    for t in range(distinct):
+                        new = new and seen[t] != owner
+                    if new:
+                        seen[distinct] = owner
+                        distinct += 1
+                        if found < particles.shape[0]:
+                            particles[found] = i
+                            destinations[found] = owner
+                        found += 1
+    return found
 
 
 def ghost_destinations(keys: np.ndarray, per_axis: int, cuts: np.ndarray, rank: int) -> dict:
     """Per other rank, the owned particles (sorted local indices) in a cell next to one of that rank's cells."""
-    coordinates = np.stack([keys // (per_axis * per_axis), (keys // per_axis) % per_axis, keys % per_axis], axis=1)
-    around = coordinates[:, np.newaxis, :] + NEIGHBOUR_OFFSETS[np.newaxis, :, :]
-    inside = ((around >= 0) & (around < per_axis)).all(axis=2)
-    neighbour_keys = (around[:, :, 0] * per_axis + around[:, :, 1]) * per_axis + around[:, :, 2]
-    ranks = np.where(inside, owners(np.where(inside, neighbour_keys, 0), cuts), rank)
-    destinations = {}
-    for other in np.unique(ranks):
-        if other != rank:
-            destinations[int(other)] = np.flatnonzero((ranks == other).any(axis=1))
-    return destinations
+    capacity = keys.shape[0] // 4 + 16
+    while True:
+        particles, destinations = np.empty(capacity, np.int64), np.empty(capacity, np.int64)
+        found = ghost_pairs(keys, per_axis, cuts, rank, particles, destinations)
+        if found <= capacity:
+            break
+        capacity = found
+    particles, destinations = particles[:found], destinations[:found]
+    order = np.argsort(destinations, kind="stable")  # each rank's particles stay in increasing index
+    ranks, starts = np.unique(destinations[order], return_index=True)
+    return {int(other): rows for other, rows in zip(ranks, np.split(particles[order], starts[1:]))}
 
 
 # -------------------------------------------------------------------------------------------------------- the run

@@ -170,3 +170,23 @@ def test_ranks_without_mpi4py_or_for_an_ensemble_are_refused_in_one_line(tmp_pat
     assert refused.returncode == 2 and "launch it without mpiexec or srun" in refused.stderr, refused.stderr
     assert len(refused.stderr.splitlines()) == 1
     assert not (tmp_path / "members.zarr").exists()
+
+
+def test_forces_without_a_cutoff_and_ensembles_are_refused_on_more_than_one_rank():
+    """Every pair of a Riesz energy lies on one rank (no patch has a border they respect), and a ranks' exchange
+    carries one member: both refused in one line naming ``ranks``, before any communication (only the exchange's
+    size is read)."""
+    from types import SimpleNamespace
+
+    from armillary.kernels import InvalidInput, get_system, integrate
+    from armillary.kernels.geometry import fibonacci_sphere
+
+    two_ranks = SimpleNamespace(size=2)
+    charges = get_system("sphere_riesz")
+    q = fibonacci_sphere(1000)[None]
+    with pytest.raises(InvalidInput, match="ranks.*one member of a pair potential with a cutoff"):
+        integrate(charges, "vi", {"q": q, "omega": np.zeros_like(q)}, 1e-3, 2, mode="system", exchange=two_ranks)
+    lj = get_system("sphere_lj", epsilon=1.0, sigma=SIGMA, cutoff=2.5 * SIGMA)
+    q = np.repeat(fibonacci_sphere(PARTICLES)[None], 2, axis=0)
+    with pytest.raises(InvalidInput, match="ranks"):
+        integrate(lj, "vi", {"q": q, "omega": np.zeros_like(q)}, 1e-3, 2, exchange=two_ranks)
