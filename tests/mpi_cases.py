@@ -32,9 +32,10 @@ polymers = {{ count = 20, length = 10, bond = "b", angle = "bend", ring = false 
 METHODS = {"vi": 'method = "vi"', "langevin": 'method = "langevin"\ntemperature = 1.0\nfriction = 20.0'}
 
 
-def spec_text(name: str, store: str, ranks: int = 1) -> str:
-    """The spec "<system>-<method>" (e.g. "lj-vi") of 2000 particles, one member, STEPS steps of 0.002σ (√(m/ε) = σ)
-    in segments of SEGMENT, its store ``store``, on ``ranks`` ranks of one thread each."""
+def spec_text(name: str, store: str, ranks: int = 1, threads_per_rank: int = 1, members: int = 1) -> str:
+    """The spec "<system>-<method>" (e.g. "lj-vi") of 2000 particles, ``members`` members in chunks of one (each in
+    the system mode), STEPS steps of 0.002σ (√(m/ε) = σ) in segments of SEGMENT, its store ``store``, on ``ranks``
+    ranks of ``threads_per_rank`` threads each."""
     system, method = name.split("-")
     dt = 0.002 * SIGMA
     placement = "polymers" if system == "mixture" else "fibonacci"
@@ -48,7 +49,8 @@ save_every = 5
 checkpoint_every = {SEGMENT}
 skin = {0.1 * SIGMA!r}
 [ensemble]
-members = 1
+members = {members}
+chunk = 1
 initial = "particles"
 particles = {PARTICLES}
 placement = "{placement}"
@@ -59,8 +61,27 @@ store = "{store}"
 variables = ["energy", "temperature", "q", "omega"]
 [execution]
 ranks = {ranks}
-threads_per_rank = 1
+threads_per_rank = {threads_per_rank}
 '''
+
+
+def stored_arrays(store: str) -> dict:
+    """Every data array and checkpoint slot (``_progress/slot_*``: what a resume starts from) of a store, by name."""
+    import zarr
+
+    group = zarr.open_group(store, mode="r")
+    arrays = {name: array[...] for name, array in group.arrays()}
+    arrays.update({f"_progress/{name}": array[...] for name, array in group["_progress"].arrays()
+                   if name.startswith("slot_")})
+    return arrays
+
+
+def assert_same_bits(store: str, reference: str) -> None:
+    """The two stores hold the same arrays, equal bit for bit (NaN where NaN)."""
+    got, expected = stored_arrays(store), stored_arrays(reference)
+    assert set(got) == set(expected) and "_progress/slot_q" in got
+    differ = [name for name in expected if not np.array_equal(got[name], expected[name], equal_nan=True)]
+    assert not differ, f"{store} differs from {reference} in {differ}"
 
 
 def run_specs(directory: str, names: list[str]) -> None:

@@ -20,8 +20,11 @@ import pytest
 import zarr
 
 pytest.importorskip("mpi4py")
+#: one pytest worker runs them all: the module's stores are made once, and its mpiexec runs, which fill both cores,
+#: do not meet another worker's
+pytestmark = pytest.mark.xdist_group("mpi")
 
-from mpi_cases import PARTICLES, SIGMA, spec_text  # noqa: E402
+from mpi_cases import PARTICLES, SIGMA, assert_same_bits, spec_text  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -36,22 +39,6 @@ def mpiexec(ranks: int, *command: str, timeout: float = 300, **options) -> subpr
     env = {**os.environ, "PYTHONPATH": str(HERE), **options.pop("env", {})}
     return subprocess.run([MPIEXEC, "-n", str(ranks), *command], capture_output=True, text=True, timeout=timeout,
                           env=env, **options)
-
-
-def every_array(store: str) -> dict:
-    """Every data array and checkpoint slot of a store, by name."""
-    group = zarr.open_group(store, mode="r")
-    arrays = {name: array[...] for name, array in group.arrays()}
-    arrays.update({f"_progress/{name}": array[...] for name, array in group["_progress"].arrays()
-                   if name.startswith("slot_")})
-    return arrays
-
-
-def assert_same_bits(store: str, reference: str) -> None:
-    got, expected = every_array(store), every_array(reference)
-    assert set(got) == set(expected)
-    differ = [name for name in expected if not np.array_equal(got[name], expected[name], equal_nan=True)]
-    assert not differ, f"{store} differs from {reference} in {differ}"
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +114,8 @@ def test_a_killed_rank_ends_the_run_and_another_rank_count_resumes_it_bitwise(st
     victim = rank_pid(1, str(spec))
     os.kill(victim, signal.SIGKILL)
     output = run.communicate(timeout=60)[0]
-    assert run.returncode != 0
-    assert f"PID {victim} RUNNING AT" in output and f"1 = {victim} on " in output, output
+    assert run.returncode != 0, output
+    assert f"PID {victim} RUNNING AT" in output and f"1 = {victim} on " in output, f"rank 1 was {victim}:\n{output}"
     from armillary.jobs.cli import main
 
     assert main(["verify", str(store)]) == 0
@@ -164,8 +151,8 @@ def test_ranks_without_mpi4py_or_for_an_ensemble_are_refused_in_one_line(tmp_pat
     assert not (tmp_path / "ranks.zarr").exists()
     ensemble_spec = tmp_path / "members.toml"
     text = spec_text("lj-vi", str(tmp_path / "members.zarr"))
-    ensemble_spec.write_text(text.replace("members = 1", "members = 2").replace(f"skin = {0.1 * SIGMA!r}\n", "")
-                             .replace('"temperature", ', ""))
+    ensemble_spec.write_text(text.replace("members = 1", "members = 2").replace("chunk = 1\n", "")
+                             .replace(f"skin = {0.1 * SIGMA!r}\n", "").replace('"temperature", ', ""))
     refused = mpiexec(2, ARMILLARY, "run", str(ensemble_spec), cwd=tmp_path)
     assert refused.returncode == 2 and "launch it without mpiexec or srun" in refused.stderr, refused.stderr
     assert len(refused.stderr.splitlines()) == 1
