@@ -30,9 +30,9 @@ HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 MPIEXEC = str(BIN / "mpiexec")
 ARMILLARY = str(BIN / "armillary")
-#: LJ under vi and langevin, and the two-type mixture with bonded chains under langevin (its bonds, angles, types and
-#: the bath's per-type factors all cross the patches' borders)
-NAMES = ("lj-vi", "lj-langevin", "mixture-langevin")
+#: LJ and a two-type mixture with bonded chains (its bonds, angles and types cross the patches' borders), each under
+#: vi and langevin
+NAMES = ("lj-vi", "lj-langevin", "mixture-vi", "mixture-langevin")
 
 
 def mpiexec(ranks: int, *command: str, timeout: float = 300, **options) -> subprocess.CompletedProcess:
