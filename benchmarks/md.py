@@ -39,7 +39,9 @@ mixture at half the density joined into chains of 10 by harmonic bonds (0.9 bond
 walks) against the same particles without bonds (the "cost vs none" column, target ≤ 1.2×).
 
 Setup (reduced LJ units: ε = m = 1, σ, τ = σ√(m/ε)): ρ* = N σ²/4π = 0.8 on the unit sphere, so
-σ = √(0.8·4π/N); r_c = 2.5σ, shifted; half Verlet lists rebuilt when a particle has moved skin/2, the skin
+σ = √(0.8·4π/N); r_c = 2.5σ, shifted; Verlet lists (since issue 72 full rows sorted by partner id,
+:mod:`kernels.domain`; ``--model``'s blocks are the half rows' of before, which FIRE keeps) rebuilt when a particle has
+moved skin/2, the skin
 "auto" (set at each build by the cost model of kernels.neighbours.automatic_skin; ``--skin 0.3`` fixes 0.3σ);
 start on a Fibonacci lattice with Maxwell–Boltzmann velocities at T* = 1 (no net rotation);
 h = 0.005τ (LAMMPS' usual LJ step, stable here).  LAMMPS: hex lattice at ρ* = 0.8, `velocity create 1.0`,

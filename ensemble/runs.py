@@ -15,7 +15,7 @@ from armillary.kernels import InvalidInput, get_system
 from armillary.kernels.caches import kernel_cache_directory
 from armillary.kernels.systems import system_definition
 
-from .errors import StoreError
+from .errors import RunFailed, StoreError
 from .lock import run_lock
 from .mpi import MpiExchange, check_on_ranks, execute_on_ranks, launched_ranks, require_mpi, world
 from .plan import Plan
@@ -136,11 +136,12 @@ def run_to_store(spec_or_path, overwrite: bool = False, stream=None, **overrides
 def _run_on_ranks(spec: Spec, overwrite: bool, stream) -> str:
     """:func:`run_to_store` under ``mpiexec -n R`` or ``srun``: rank 0 checks the spec, holds the store's lock and
     writes its template (or notes a revision change); then every rank runs the pending segments of the one member
-    together (:func:`.mpi.execute_on_ranks`).  Bad input raises InvalidInput on every rank."""
+    together (:func:`.mpi.execute_on_ranks`).  Bad input raises InvalidInput on every rank, any other failure of rank
+    0's preparation (a full disk) RunFailed on the others (rank 0 raises its own): none is left waiting for it."""
     exchange = MpiExchange(world())
     lead = exchange.rank == 0
     with contextlib.ExitStack() as held:
-        refused = None
+        refused = failed = None
         if lead:
             try:
                 plan, create = prepare(spec, overwrite)
@@ -151,11 +152,19 @@ def _run_on_ranks(spec: Spec, overwrite: bool, stream) -> str:
                     write_template(plan)
                 else:
                     note_revision_change(plan, stream)
-            except (InvalidInput, StoreError) as error:
-                refused = (error.field, error.message) if isinstance(error, InvalidInput) else ("output.store", str(error))
-        refused = exchange.comm.bcast(refused, root=0)
+            except InvalidInput as error:
+                refused = (error.field, error.message)
+            except StoreError as error:
+                refused = ("output.store", str(error))
+            except Exception as error:
+                failed = error
+        refused, why = exchange.comm.bcast((refused, None if failed is None else str(failed)), root=0)
         if refused is not None:
             raise InvalidInput(*refused)
+        if failed is not None:
+            raise failed
+        if why is not None:
+            raise RunFailed(f"rank 0 could not prepare the store: {why}")
         execute_on_ranks(plan if lead else Plan(spec), exchange, stream if lead else open(os.devnull, "w"))
     return spec.store
 

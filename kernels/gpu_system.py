@@ -27,7 +27,8 @@ particle.  A step is a few launches of a thread per particle:
 So every number a particle computes depends on its own state and noise and on its partners' states in id order,
 and every sum runs by id: a run gives the same bits whatever its storage order, rebuild times, skin and restart
 points (tested: a run split at a step and restarted equals the uninterrupted one bit for bit), and the CPU's
-system mode to round-off (whose sums run in the half lists' order).
+system mode to round-off (:mod:`kernels.domain`: its terms in the same partner-id order since revision 3 of its
+sums, its fused multiply-adds and its sums over particles, a binary tree over ids, its own).
 
 A sample sums the particles' kinetic and pair energies by id (the CPU's order of terms; the tree's grouping) and
 takes the constraint errors' maxima by the same folds; the state crosses, by id, when it is kept.
@@ -316,7 +317,7 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
         skin: float | str | None, keep_state: bool, threads: int, start_step: int, carried: np.ndarray,
         fma: bool = True) -> dict:
     """:func:`kernels.system_parallel.run` on the GPU (the same arguments and results; ``threads`` unused, ``fma``:
-    :func:`kernels.gpu.nvvm_options`): the driver of :func:`kernels.system_parallel.drive_system_parallel`, step
+    :func:`kernels.gpu.nvvm_options`): the CPU's list driver (:func:`kernels.domain.run_decomposed` on one rank), step
     for step, with the launches of the module's text.  ``info``'s capacity is the full rows'.  A pair potential
     without a cutoff takes :func:`kernels.system_parallel.drive_all_pairs`'s course: every gradient over all pairs
     (:func:`kernels.all_pairs.device_terms_template`), no list (0 builds, capacity 0)."""

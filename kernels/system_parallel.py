@@ -279,7 +279,8 @@ def cached_sort_and_rebuild():
 def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_every, save_state, q_out, omega_out,
                     energy, temperature, unit_error, tangency_error, q_end, omega_end, info, step_offset, heat_start,
                     heat_out, heat_end):
-    """:func:`drive_system_parallel` for a pair potential without a cutoff: each gradient is the all-pairs term's
+    """The system mode for a pair potential without a cutoff (the twin of the list driver,
+    :func:`kernels.domain.run_decomposed`): each gradient is the all-pairs term's
     (:mod:`kernels.all_pairs`: every row in parallel, each particle's terms in increasing partner id), then every
     body's stages run in parallel over fixed chunks (:func:`chunk_pass_template`).  No list, no skin, no rebuild: the
     particles stay in the caller's order (ids = 0 … n − 1), and ``info`` gets [status, failed step (−1 if none), 0
@@ -300,7 +301,8 @@ def drive_all_pairs(q_start, omega_start, mass_start, coef, h, n_steps, save_eve
     scratch = np.empty((2, 1))
     chunks = min(n, ROW_CHUNKS)
     chunk_margin, chunk_moved, chunk_heat = np.empty(chunks), np.empty(chunks), np.zeros(chunks)
-    no = n_steps < 0  # run-time flags: one compile of each pass (see drive_system_parallel)
+    # the passes' flags are run-time values: Numba compiles a function once for every literal argument it is given
+    no = n_steps < 0
     yes = not no
     system_coefficients_at(coef, step_offset * h)  # noqa: F821 (a protocol's values at the forces' time)
     all_pairs_gradient(q, coef, ids, columns, grad)  # noqa: F821
