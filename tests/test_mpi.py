@@ -103,11 +103,12 @@ def test_a_killed_rank_ends_the_run_and_another_rank_count_resumes_it_bitwise(st
     store = tmp_path / "killed.zarr"
     spec.write_text(spec_text("lj-langevin", str(store), ranks=3))
     pause = tmp_path / "pause.json"
-    env = {**os.environ, "PYTHONPATH": str(HERE), "ARMILLARY_PAUSE_BEFORE_KERNEL": f"{pause}:60", "ARMILLARY_PAUSE_SEGMENT": "1"}
+    env = {**os.environ, "PYTHONPATH": str(HERE), "ARMILLARY_PAUSE_BEFORE_KERNEL": f"{pause}:60",
+           "ARMILLARY_PAUSE_SEGMENT": "1"}
     run = subprocess.Popen([MPIEXEC, "-n", "3", ARMILLARY, "run", str(spec)], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     deadline = time.monotonic() + 240
-    while not pause.exists():
+    while not (pause.exists() and pause.read_text().endswith("}")):  # created, then written: wait for its JSON
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()[0]
         time.sleep(0.2)
     assert json.loads(pause.read_text())["segment"] == 1
@@ -121,7 +122,7 @@ def test_a_killed_rank_ends_the_run_and_another_rank_count_resumes_it_bitwise(st
     assert main(["verify", str(store)]) == 0
     resumed = mpiexec(2, ARMILLARY, "run", str(spec), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "1 segments already done, 1 to run" in resumed.stdout
+    assert "1 segments already done, 1 to run" in resumed.stdout, resumed.stdout
     assert_same_bits(str(store), str(stores / "1" / "lj-langevin.zarr"))
 
 
