@@ -100,14 +100,13 @@ def worker(n: int, steps: int, threads: int, out: str) -> None:
         exchange = TimedExchange(domain.SingleRank())
     system, sigma, q, omega = lj_start(n)
     coef = np.ascontiguousarray(system.definition.coefficients(system.broadcast(1, n), n).T)
-    cuts = domain.id_cuts(n, exchange.size)
-    mine = slice(cuts[exchange.rank], cuts[exchange.rank + 1])
+    mine = slice(*domain.id_range(n, exchange))
 
     def run(count):
         return domain.run_decomposed(system, "vi", np.ascontiguousarray(q[mine, :, None]),
                                      np.ascontiguousarray(omega[mine, :, None]), np.ones((mine.stop - mine.start, 1)),
                                      coef.copy(), 0.005 * sigma, count, count, 2.5 * sigma, 0.3 * sigma, False, False,
-                                     0, 0.0, exchange)
+                                     0, 0.0, n, exchange)
 
     run(2)  # the kernels from Numba's cache
     exchange.seconds, exchange.halo_bytes = 0.0, 0

@@ -134,10 +134,13 @@ def run_to_store(spec_or_path, overwrite: bool = False, stream=None, **overrides
 
 
 def _run_on_ranks(spec: Spec, overwrite: bool, stream) -> str:
-    """:func:`run_to_store` under ``mpiexec -n R`` or ``srun``: rank 0 checks the spec, holds the store's lock and
-    writes its template (or notes a revision change); then every rank runs the pending segments of the one member
+    """:func:`run_to_store` under ``mpiexec -n R`` or ``srun``: rank 0 checks the spec, holds the store's lock,
+    writes its template (or notes a revision change) and the member's initial state
+    (:func:`.segment.write_initial_state`); then every rank runs the pending segments of the one member
     together (:func:`.mpi.execute_on_ranks`).  Bad input raises InvalidInput on every rank, any other failure of rank
     0's preparation (a full disk) RunFailed on the others (rank 0 raises its own): none is left waiting for it."""
+    from .segment import write_initial_state
+
     exchange = MpiExchange(world())
     lead = exchange.rank == 0
     with contextlib.ExitStack() as held:
@@ -152,6 +155,7 @@ def _run_on_ranks(spec: Spec, overwrite: bool, stream) -> str:
                     write_template(plan)
                 else:
                     note_revision_change(plan, stream)
+                write_initial_state(plan)
             except InvalidInput as error:
                 refused = (error.field, error.message)
             except StoreError as error:

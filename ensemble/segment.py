@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from armillary.kernels import carried_names, integrate
+from armillary.kernels.domain import id_range
 from armillary.kernels.lyapunov import Shadow, initial_indicators
 from armillary.kernels.status import OK, STOPPED
 
@@ -174,26 +175,30 @@ def section_writes(plan: Plan, store: RunStore, result, failed: np.ndarray, memb
     return writes + [(name, region, value) for name, value in stored.items()], after
 
 
-def rank_share(plan: Plan, writes: list, particle_range: tuple[int, int], rank: int) -> list:
+def write_initial_state(plan: Plan) -> None:
+    """The initial state of the one member that runs on MPI ranks, into its store's initial values: made once, by
+    rank 0 before the ranks start, because the generators place a member's particles together (a lattice, a
+    minimum separation, no net angular momentum; a file in its own order).  Each rank then reads the ids it holds,
+    at the first segment as at every later one from the checkpoint, so that no rank holds every particle's state
+    while the ranks run.  Nothing is written once the first segment is recorded."""
+    store = RunStore(plan.spec.store)
+    if not store.is_done(0, 0):
+        state = plan.initial_state(0, 1)
+        store.write_all([(name + "0", slice(0, 1), state[name]) for name in plan.space.names])
+
+
+def rank_share(plan: Plan, writes: list, particles: slice, rank: int) -> list:
     """The writes of one rank of a system-mode member on MPI ranks: the per-particle variables
-    (:func:`.store.particle_variables`, and their checkpoint slots) over the ids [first, stop) it holds (values
-    with every particle are cut to them), the rest on rank 0 alone."""
+    (:func:`.store.particle_variables`, and their checkpoint slots), whose values hold the ids ``particles`` of this
+    rank, there; the rest on rank 0 alone."""
     per_particle = particle_variables(plan)
-    first, stop = particle_range
     share = []
     for name, region, value in writes:
         if name.removeprefix(f"{PROGRESS}/slot_") not in per_particle:
             if rank == 0:
                 share.append((name, region, value))
-            continue
-        if first == stop:
-            continue
-        region = region if isinstance(region, tuple) else (region,)
-        axis = sum(isinstance(entry, slice) for entry in region)  # the value's particle axis (integers drop theirs)
-        value = np.asarray(value)
-        if value.shape[axis] != stop - first:
-            value = value[(slice(None),) * axis + (slice(first, stop),)]
-        share.append((name, region + (slice(first, stop),), value))
+        elif particles.stop > particles.start:
+            share.append((name, (region if isinstance(region, tuple) else (region,)) + (particles,), value))
     return share
 
 
@@ -218,12 +223,18 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     # a chunk whose members are all unforced runs the unforced kernel, which carries no work (it is 0)
     carried = carried_names(plan.method, plan.chunk_system(first, stop))
     members = slice(first, stop)
+    # on MPI ranks each rank reads and writes the state of the ids it holds, and nothing of the other ids
+    particles = None if exchange is None else slice(*id_range(plan.n_bodies, exchange))
+    region = members if particles is None else (members, particles)
     seg = plan.segments[segment]
     shadow, carry = None, None
     writes = []  # (array, region, value): all written together after the kernel, then the record
     if segment == 0:
-        state = plan.initial_state(first, stop)
-        writes += [(name + "0", members, state[name]) for name in names]
+        if exchange is None:
+            state = plan.initial_state(first, stop)
+            writes += [(name + "0", members, state[name]) for name in names]
+        else:  # rank 0 wrote the initial state before the ranks started (write_initial_state)
+            state = {name: store.read(name + "0", region) for name in names}
         status = np.zeros(stop - first, np.int64)
         failed_step = np.full(stop - first, -1, np.int64)
         if spec.shadows:
@@ -232,7 +243,8 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         crossed = {section: np.zeros(stop - first, np.int64) for section in spec.surfaces}
         escaped_at = np.full(stop - first, np.nan)
     else:
-        saved = store.read_checkpoint((segment - 1) % 2, first, stop, checkpoint_names(plan))
+        saved = store.read_checkpoint((segment - 1) % 2, first, stop, checkpoint_names(plan), particles,
+                                      particle_variables(plan))
         state = {name: saved[name] for name in names}
         status, failed_step = saved["status"], saved["failed_step"]
         carry = {name: saved[name] for name in carried}  # e.g. rk45 continues with its proposed step
@@ -248,7 +260,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
         # Failed members ride along from their (valid) initial state so that the kernel sees only
         # finite input; their results are discarded.  Members are independent, so the others' bits
         # do not depend on this.
-        state = {name: np.where(_member_rows(failed, value), store.read(name + "0", members), value)
+        state = {name: np.where(_member_rows(failed, value), store.read(name + "0", region), value)
                  for name, value in state.items()}
         if shadow is not None:
             fresh = plan.initial_shadow(first, stop, state)
@@ -309,7 +321,7 @@ def run_segment(plan: Plan, chunk: int, segment: int, after=None, threads: int |
     writes += store.checkpoint_writes(segment % 2, first, stop, checkpoint)
     writes += [("status", members, status), ("failed_step", members, failed_step)]
     if exchange is not None:
-        writes = rank_share(plan, writes, result.particle_range, exchange.rank)
+        writes = rank_share(plan, writes, particles, exchange.rank)
     store.write_all(writes)
     if exchange is not None:
         exchange.barrier()  # every rank's share is stored before the record vouches for it

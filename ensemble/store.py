@@ -526,13 +526,17 @@ class RunStore:
             return
         array[chunk, segment] = self.read(name, (chunk, segment)) + 1
 
-    def read_checkpoint(self, slot: int, first: int, stop: int, names: tuple[str, ...]) -> dict:
-        region = (slot, slice(first, stop))
+    def read_checkpoint(self, slot: int, first: int, stop: int, names: tuple[str, ...], particles: slice | None = None,
+                        per_particle: set[str] = frozenset()) -> dict:
+        """Members [first, stop) of checkpoint slot ``slot``'s ``names``; of those ``per_particle``, the particles
+        ``particles`` alone (the ids a rank holds, :func:`.segment.rank_share`) where that is given."""
+        regions = [(slot, slice(first, stop)) + ((particles,) if particles is not None and name in per_particle else ())
+                   for name in names]
         arrays = [self.progress(f"slot_{name}").async_array for name in names]
         try:
-            values = zarr_sync(concurrently([array.getitem(region) for array in arrays]))
+            values = zarr_sync(concurrently([array.getitem(region) for array, region in zip(arrays, regions)]))
         except ValueError:  # which one: read them one by one
-            values = [self.read(f"{PROGRESS}/slot_{name}", region) for name in names]
+            values = [self.read(f"{PROGRESS}/slot_{name}", region) for name, region in zip(names, regions)]
         return dict(zip(names, values))
 
     @staticmethod

@@ -321,6 +321,18 @@ def id_cuts(total: int, ranks: int, grain: int = 1) -> np.ndarray:
     return np.array([0] + inner + [total], np.int64)
 
 
+def id_range(total: int, exchange) -> tuple[int, int]:
+    """The ids [first, stop) of ``total`` particles whose state this rank of ``exchange`` holds (:func:`id_cuts`):
+    what each rank passes to :func:`run`, and gets back."""
+    cuts = id_cuts(total, exchange.size, exchange.id_grain)
+    return int(cuts[exchange.rank]), int(cuts[exchange.rank + 1])
+
+
+def member_particles(held: int, exchange) -> int:
+    """The particles of the member whose ids' state the ranks of ``exchange`` hold, ``held`` of them here."""
+    return held if exchange is None or exchange.size == 1 else int(sum(exchange.allgather(held)))
+
+
 def balanced_cuts(sorted_keys: np.ndarray, total: int, cells: int, exchange) -> np.ndarray:
     """Cuts of the cell order [0, cells) into exchange.size ranges of about total/size particles each: cuts[r] is
     the smallest cell c with at least r·total/size particles in cells < c (bisection over cells, one sum of the
@@ -530,11 +542,11 @@ class Patch:
 
 def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, h: float, n_steps: int, save_every: int,
                    cutoff: float, skin: float, adaptive: bool, save_state: bool, start_step: int, heat_start: float,
-                   exchange=None) -> dict:
+                   total: int, exchange=None) -> dict:
     """March one system of N bodies ``n_steps`` steps of size ``h`` (s), continuing after the run's step
     ``start_step``, saving every ``save_every`` steps, on this rank's share of the sphere (:class:`Patch`).
-    q_start, omega_start (n, 3, 1), mass_start (n, 1): the initial state of the ids this rank holds
-    (:func:`id_cuts`), coef (rows, 1) the member's coefficients.  Full rows of range r_c + skin (m), rebuilt when
+    q_start, omega_start (n, 3, 1), mass_start (n, 1): the initial state of the ids of ``total`` that this rank holds
+    (:func:`id_range`), coef (rows, 1) the member's coefficients.  Full rows of range r_c + skin (m), rebuilt when
     the largest displacement since the last build exceeds skin/2; with ``adaptive`` the skin is set at each rebuild
     (:func:`~kernels.neighbours.automatic_skin`).  Returns the samples (energy, temperature, constraint errors,
     the heat the bath gave since the run began from ``heat_start``: (samples,) on every rank), this rank's ids' q and
@@ -543,11 +555,8 @@ def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, 
     exchange = exchange or SingleRank()
     kernels = compiled_domain_kernels(method, system.name)
     n_here = q_start.shape[0]
-    total = int(sum(exchange.allgather(n_here)))
     ranges = id_cuts(total, exchange.size, exchange.id_grain)
     first = int(ranges[exchange.rank])
-    if n_here != ranges[exchange.rank + 1] - first:
-        raise ValueError(f"rank {exchange.rank} holds {n_here} particles, not ids [{first}, {ranges[exchange.rank + 1]})")
     half_h_over_mass, factors = kernels.per_call_factors(coef, h, mass_start, first)
     records = np.concatenate([q_start[:, :, 0], q_start[:, :, 0], omega_start[:, :, 0], mass_start, half_h_over_mass,
                               np.ones((n_here, 1)), factors, np.zeros((n_here, 1)),
@@ -679,27 +688,28 @@ def compiled_domain_kernels(method: str, system: str) -> types.SimpleNamespace:
 def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int, save_every: int,
         skin: float | str | None, keep_state: bool, threads: int, start_step: int, carried: np.ndarray,
         exchange=None) -> dict:
-    """Integrate one member (q, ω: (1, N, 3), every rank given the whole initial state) of a pair potential with a
-    cutoff in the system mode on ``threads`` threads of each rank of ``exchange`` (None: this process alone),
-    continuing after the run's step ``start_step``; returns the arrays of a
+    """Integrate one member of N particles of a pair potential with a cutoff in the system mode on ``threads``
+    threads of each rank of ``exchange`` (None: this process alone), continuing after the run's step
+    ``start_step``: q, ω (1, n, 3) the state of the ids [first, stop) this rank holds (:func:`id_range`: all N on one
+    rank), mass_diag (1, N) and coef every particle's parameters.  Returns the arrays of a
     :class:`~kernels.integration.Trajectory` (member axis of 1) as :func:`kernels.system_parallel.run` does, its
-    per-particle ones (q, ω at the samples and at the end) for this rank's ids, :func:`id_cuts` (all of them on
-    one rank), and ``particle_range`` (first, stop).  ``skin``: the Verlet skin (m, chord), or "auto" (what None
-    means), set at each rebuild by :func:`~kernels.neighbours.automatic_skin`; the last one comes back as
-    ``neighbour_skin`` (1,)."""
+    per-particle ones (q, ω at the samples and at the end) for this rank's ids.  ``skin``: the Verlet skin (m,
+    chord), or "auto" (what None means), set at each rebuild by :func:`~kernels.neighbours.automatic_skin`; the last
+    one comes back as ``neighbour_skin`` (1,)."""
     exchange = exchange or SingleRank()
-    n = q.shape[1]
+    n = mass_diag.shape[1]
     cutoff, skin, adaptive = list_ranges(system, n, skin)
-    cuts = id_cuts(n, exchange.size, exchange.id_grain)
-    first, stop = int(cuts[exchange.rank]), int(cuts[exchange.rank + 1])
+    first, stop = id_range(n, exchange)
+    if q.shape[1] != stop - first:
+        raise InvalidInput("state0", f"rank {exchange.rank} of {exchange.size} holds the state of ids [{first}, {stop}) "
+                           f"of the member's {n} particles (kernels.domain.id_range), got {q.shape[1]} particles")
     previous = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
         result = run_decomposed(
-            system, method, np.ascontiguousarray(q[0, first:stop, :, np.newaxis]),
-            np.ascontiguousarray(omega[0, first:stop, :, np.newaxis]),
+            system, method, np.ascontiguousarray(q[0, :, :, np.newaxis]), np.ascontiguousarray(omega[0, :, :, np.newaxis]),
             np.ascontiguousarray(mass_diag[0, first:stop, np.newaxis]), np.ascontiguousarray(coef.T), float(dt),
-            n_steps, save_every, cutoff, skin, adaptive, keep_state, int(start_step), float(carried[0, -1]), exchange)
+            n_steps, save_every, cutoff, skin, adaptive, keep_state, int(start_step), float(carried[0, -1]), n, exchange)
     finally:
         numba.set_num_threads(previous)
     out = {name: result[name][np.newaxis] for name in ("energy", "temperature", "unit_error", "tangency_error",
@@ -708,5 +718,4 @@ def run(system, method: str, q, omega, mass_diag, coef, dt: float, n_steps: int,
     info = np.array([result["status"], result["failed_step"], result["rebuilds"], result["capacity"]], np.int64)
     out = finished(out, method, info, result["q_end"][np.newaxis], result["omega_end"][np.newaxis],
                    np.array([result["heat_end"]]), carried)
-    out["particle_range"] = (first, stop)
     return out

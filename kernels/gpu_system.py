@@ -65,7 +65,7 @@ def setup_template(h, mass_diag, coef, half_h_over_mass, factors):
     i = cuda.grid(1)  # noqa: F821
     if i < mass_diag.shape[0]:
         half_h_over_mass[i, 0] = 0.5 * h / mass_diag[i, 0]
-        particle_factors(coef, h, mass_diag, i, factors)  # noqa: F821 (bound: the method's stage)
+        particle_factors(coef, h, mass_diag, i, i, factors)  # noqa: F821 (bound: the method's stage; rows in id order)
 
 
 def advance_template(kick, drift, step, h, q, q_next, omega, grad, half_h_over_mass, margin, coef, mass_diag,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import flat_runner, sphere_runner, system_parallel
+from . import domain, flat_runner, sphere_runner, system_parallel
 from .blocks import default_threads
 from .caches import kernel_cache_directory
 from .errors import InvalidInput
@@ -73,9 +73,6 @@ class Trajectory:
     neighbour_rebuilds: np.ndarray | None = None
     neighbour_skin: np.ndarray | None = None
     min_separation: np.ndarray | None = None
-    #: system mode on MPI ranks (``exchange``): the ids [first, stop) whose state and final state this rank's arrays
-    #: hold (every id on one process)
-    particle_range: tuple | None = None
     sample_lag: np.ndarray | None = None
     spectrum_growth: np.ndarray | None = None
     megno: np.ndarray | None = None
@@ -364,8 +361,9 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     refused naming what is missing; ``fma`` (cuda): False compiles the GPU's kernel without fused multiply–adds,
     so that its bits are the CPU's (but for libdevice's transcendental functions).
     ``exchange``: the ranks one system-mode member of a pair potential with a cutoff runs on
-    (:mod:`kernels.domain`; :class:`armillary.ensemble.mpi.MpiExchange` over MPI): every rank passes the whole
-    initial state and gets the state of its ids, ``particle_range``.
+    (:mod:`kernels.domain`; :class:`armillary.ensemble.mpi.MpiExchange` over MPI): each rank passes the state of the
+    ids it holds (:func:`kernels.domain.id_range` of the member's particles) and gets theirs back: no rank holds
+    every particle's state.
     Bad input raises :class:`~kernels.errors.InvalidInput` before
     any compute.
     """
@@ -390,8 +388,13 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
     unknown = set(outputs) - set(allowed)
     if unknown:
         raise InvalidInput("outputs", f"unknown {sorted(unknown)}; allowed: {', '.join(allowed)}")
-    state = space.admit(state0, system.n_bodies, restart)
+    state = space.admit(state0, system.n_bodies if exchange is None else None, restart)
     members = next(iter(state.values())).shape[0]
+    bodies = space.body_count(state)
+    if exchange is not None:  # each rank holds its ids' state (kernels.domain.id_range); the member has them all
+        bodies = domain.member_particles(bodies, exchange)
+        if system.n_bodies not in (None, bodies):
+            raise InvalidInput("state0", f"the ranks hold {bodies} bodies together; {system.name} has {system.n_bodies}")
     implied = system.member_count()
     if implied not in (None, 1, members):
         raise InvalidInput("params", f"per-member parameters are given for {implied} members, the state has {members}")
@@ -408,16 +411,15 @@ def integrate(system: System, method: str, state0, dt: float, n_steps: int, save
         if start_step not in (0, shadow.step_offset):
             raise InvalidInput("start_step", f"must equal the shadow's step_offset {shadow.step_offset}, got {start_step}")
         start_step = shadow.step_offset
-    bath = _bath(runs, system, options, seed, member_ids, members, shadow, sections, space.body_count(state))
+    bath = _bath(runs, system, options, seed, member_ids, members, shadow, sections, bodies)
     if options.get("active") is not None:
         _check_headings(state, restart)
-    section_plan = plan_sections(sections, space, space.body_count(state),
-                                 parameter_shapes(system, space.body_count(state)) if sections else None)
+    section_plan = plan_sections(sections, space, bodies, parameter_shapes(system, bodies) if sections else None)
     chosen = mode  # the GPU's checks depend on the mode a run takes: one member of an (S²)ⁿ system may take "system"
     if device == "cuda" and space.layout == "sphere" and members == 1:
-        chosen = execution_mode(system, runs.name, 1, state["q"].shape[1], shadow is not None, mode, **options)
+        chosen = execution_mode(system, runs.name, 1, bodies, shadow is not None, mode, **options)
     on_gpu = check_device(device, system, runs, sections, "min_separation" in outputs, chosen, fma=fma,
-                          bodies=space.body_count(state))
+                          bodies=bodies)
     names = carried_names(runs, system)
     carried = _initial_carry(runs, names, options, carry, float(dt), members)
     threads = default_threads() if threads is None else _positive_int("threads", threads)

@@ -51,7 +51,9 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     system mode: :mod:`kernels.gpu_system`),
     with fused multiply-adds or not (``fma``)."""
     q, omega = state["q"], state["omega"]
-    members, n = q.shape[:2]
+    members, rows = q.shape[:2]
+    # on MPI ranks the state is this rank's ids' (kernels.domain.id_range), the parameters every particle's
+    n = domain.member_particles(rows, exchange)
     params = system.broadcast(members, n)
     mass = _checked_inertia(system, params, n, members)
     # a section's p.<name> values ride after the system's own coefficient rows (kernels.sections)
@@ -77,16 +79,16 @@ def run(system, method: str, state: dict, dt: float, n_steps: int, save_every: i
     samples = n_steps // save_every + 1
     state_samples = samples if keep_state else 0
     result = {
-        "q": np.full((members, state_samples, n, 3), np.nan),
-        "omega": np.full((members, state_samples, n, 3), np.nan),
+        "q": np.full((members, state_samples, rows, 3), np.nan),
+        "omega": np.full((members, state_samples, rows, 3), np.nan),
         "energy": np.full((members, samples), np.nan),
         "unit_error": np.full((members, samples), np.nan),
         "tangency_error": np.full((members, samples), np.nan),
         # the forces' work, a bath's heat (J), or a minimisation's largest tangential force (J)
         "exchanged": np.full((members, samples), np.nan),
         **member_outcomes(members),
-        "q_final": np.empty((members, n, 3)),
-        "omega_final": np.empty((members, n, 3)),
+        "q_final": np.empty((members, rows, 3)),
+        "omega_final": np.empty((members, rows, 3)),
         "carried": carried,
         "min_separation": np.full(members, np.inf),
         "sample_lag": np.full((members, samples if timed else 0), np.nan),

@@ -200,18 +200,17 @@ def in_callers_order(ids, stored, into):
 
 def per_call_factors_template(coef, h, mass_diag, first):
     """h/(2M_ii) (s/kg, (n, 1)) and the method's per-particle factors (``particle_factors``, (n, PARTICLE_FACTORS))
-    of the ids first … first + n − 1 (mass_diag: theirs), once per call: what the stages would otherwise compute
-    every step.  ``particle_factors`` takes the particle's id as its index (a rank of :mod:`kernels.domain` holds
-    ids from ``first`` on)."""
+    of the ids first … first + n − 1 (mass_diag: theirs, row by row), once per call: what the stages would otherwise
+    compute every step.  ``particle_factors`` takes the row and the id apart: a per-particle parameter (a type's
+    friction) is the id's, the masses and factors are the rows' (a rank of :mod:`kernels.domain` holds ids from
+    ``first`` on)."""
     n = mass_diag.shape[0]
     half_h_over_mass = np.empty((n, 1))
-    factors = np.zeros((first + n, PARTICLE_FACTORS))
-    masses = np.ones((first + n, 1))
+    factors = np.zeros((n, PARTICLE_FACTORS))
     for i in range(n):
         half_h_over_mass[i, 0] = 0.5 * h / mass_diag[i, 0]
-        masses[first + i, 0] = mass_diag[i, 0]
-        particle_factors(coef, h, masses, first + i, factors)  # noqa: F821 (bound at specialisation)
-    return half_h_over_mass, factors[first:]
+        particle_factors(coef, h, mass_diag, i, first + i, factors)  # noqa: F821 (bound at specialisation)
+    return half_h_over_mass, factors
 
 
 @njit(parallel=True, error_model="numpy", nogil=True)

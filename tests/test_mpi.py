@@ -166,14 +166,14 @@ def test_ranks_without_mpi4py_or_for_an_ensemble_are_refused_in_one_line(tmp_pat
 
 def test_forces_without_a_cutoff_and_ensembles_are_refused_on_more_than_one_rank():
     """Every pair of a Riesz energy lies on one rank (no patch has a border they respect), and a ranks' exchange
-    carries one member: both refused in one line naming ``ranks``, before any communication (only the exchange's
-    size is read)."""
+    carries one member: both refused in one line naming ``ranks``, before any step (the exchange's size is read, and
+    the ranks' particle counts gathered: here two ranks that hold as many each)."""
     from types import SimpleNamespace
 
     from armillary.kernels import InvalidInput, get_system, integrate
     from armillary.kernels.geometry import fibonacci_sphere
 
-    two_ranks = SimpleNamespace(size=2)
+    two_ranks = SimpleNamespace(size=2, allgather=lambda held: [held, held])
     charges = get_system("sphere_riesz")
     q = fibonacci_sphere(1000)[None]
     with pytest.raises(InvalidInput, match="ranks.*one member of a pair potential with a cutoff"):

@@ -391,10 +391,10 @@ def copy_body(source, target, i):
 
 
 @lane_function
-def langevin_particle_factors(coef, h, mass_diag, i, factors):
-    """Particle i's Ornstein–Uhlenbeck factors, once per call (i its original id: the particles are in the caller's
-    order then): e^{−γ_i h} and √((1 − e^{−2γ_i h})/M_ii) (:func:`bath_factors`)."""
-    factors[i, 0], factors[i, 1] = bath_factors(coef, h, mass_diag[i, 0], i, 0)
+def langevin_particle_factors(coef, h, mass_diag, i, body, factors):
+    """The Ornstein–Uhlenbeck factors of row i (original id ``body``, whose friction γ it is), once per call:
+    e^{−γ h} and √((1 − e^{−2γ h})/M_ii) (:func:`bath_factors`)."""
+    factors[i, 0], factors[i, 1] = bath_factors(coef, h, mass_diag[i, 0], body, 0)
 
 
 @lane_function
@@ -419,10 +419,10 @@ def langevin_particle_kick(q_next, omega, grad, half_h_over_mass, q, i, coef, ma
 
 
 @lane_function
-def brownian_particle_factors(coef, h, mass_diag, i, factors):
-    """Particle i's Brownian factors, once per call (i its original id): h/ζ_i and √(2h/ζ_i)
+def brownian_particle_factors(coef, h, mass_diag, i, body, factors):
+    """The Brownian factors of row i (original id ``body``), once per call: h/ζ and √(2h/ζ)
     (:func:`brownian_factors`)."""
-    factors[i, 0], factors[i, 1] = brownian_factors(coef, h, mass_diag[i, 0], i, 0)
+    factors[i, 0], factors[i, 1] = brownian_factors(coef, h, mass_diag[i, 0], body, 0)
 
 
 @lane_function

@@ -96,7 +96,7 @@ def explicit_vi_kick(q_next, omega, grad, half_h_over_mass, q, i, b):
 
 
 @lane_function
-def explicit_vi_particle_factors(coef, h, mass_diag, i, factors):
+def explicit_vi_particle_factors(coef, h, mass_diag, i, body, factors):
     """The system-parallel driver's per-call factors of particle i: vi's stages need none beyond h/(2M_ii)."""
 
 
