@@ -153,11 +153,15 @@ def ghosts_and_neighbours(n: int, ranks: int) -> tuple[float, int]:
     return 3.0 * n / ranks, 8
 
 
+#: the step's collectives (one Allreduce of its outcome and largest displacement), each ⌈log₂R⌉ latencies deep
+REDUCTIONS_PER_STEP = 1
+
+
 def step_seconds(n: int, ranks: int, cost: float, fixed: float, latency: float, bandwidth: float) -> float:
     ghosts, neighbours = ghosts_and_neighbours(n, ranks)
     hops = math.ceil(math.log2(ranks)) if ranks > 1 else 0
     halo = (neighbours * latency + 24.0 * ghosts * 8.0 / bandwidth) if ranks > 1 else 0.0
-    return cost * n / ranks + fixed + halo + 2 * hops * latency + rebuild_seconds(ghosts, hops, latency, bandwidth)
+    return cost * n / ranks + fixed + halo + REDUCTIONS_PER_STEP * hops * latency + rebuild_seconds(ghosts, hops, latency, bandwidth)
 
 
 def rebuild_seconds(ghosts: float, hops: int, latency: float, bandwidth: float) -> float:
@@ -178,7 +182,7 @@ def model_table(cost: float, fixed: float, latency: float, bandwidth: float) -> 
                 ghosts, neighbours = ghosts_and_neighbours(n, ranks)
                 hops = math.ceil(math.log2(ranks))
                 terms = {"t0 (driver calls)": fixed, "halo": neighbours * latency + 24.0 * ghosts * 8 / bandwidth,
-                         "reductions": 2 * hops * latency,
+                         "reductions": REDUCTIONS_PER_STEP * hops * latency,
                          "rebuild traffic": rebuild_seconds(ghosts, hops, latency, bandwidth)}
                 largest = max(terms, key=terms.get)
                 print(f"| {kind} | {n:.0e} | {ranks} | {n // ranks} | {ghosts:.0f} | {cost * n / (ranks * t):.1%} | "

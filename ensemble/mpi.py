@@ -17,7 +17,6 @@ import time
 import numpy as np
 
 from armillary.kernels import InvalidInput
-from armillary.kernels.status import NON_FINITE, OK, VI_STEP_INFEASIBLE
 
 #: what a spec that asks for ranks without mpi4py is told to install
 INSTALL_HINT = "pip install 'armillary[mpi]' (mpi4py with the MPICH wheel), or mpi4py built against the cluster's MPI"
@@ -81,15 +80,11 @@ class MpiExchange:
         #: the ranks' id ranges start at multiples of this (:func:`armillary.kernels.domain.id_cuts`)
         self.id_grain = id_grain
 
-    def maximum(self, value: float) -> float:
-        return self.comm.allreduce(value, op=self.mpi.MAX)
-
-    def worst_status(self, code: int) -> int:
-        """The step's status over ranks, with the ensemble driver's precedence: infeasible, then non-finite."""
-        codes = self.comm.allgather(code)
-        if VI_STEP_INFEASIBLE in codes:
-            return VI_STEP_INFEASIBLE
-        return NON_FINITE if NON_FINITE in codes else OK
+    def maximum(self, values: np.ndarray) -> np.ndarray:
+        """The elementwise maxima of ``values`` (float64) over the ranks: one Allreduce."""
+        out = np.empty_like(values)
+        self.comm.Allreduce(np.ascontiguousarray(values), out, op=self.mpi.MAX)
+        return out
 
     def sum_counts(self, counts: np.ndarray) -> np.ndarray:
         total = np.empty_like(counts)

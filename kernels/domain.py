@@ -50,7 +50,7 @@ from .errors import InvalidInput
 from .integrators import KERNEL_METHODS
 from .lanes import bind_template, body_constraint_errors, body_kinetic_energy
 from .source_hash import SOURCE_HASH
-from .status import OK
+from .status import NON_FINITE, OK, VI_STEP_INFEASIBLE
 from .system_parallel import (INLINED, PARTICLE_FACTORS, advance_range_template, chunk_pass_template, finished,
                               list_ranges, per_call_factors_template)
 
@@ -63,6 +63,8 @@ REBALANCE_BOUND = 1.05
 #: the columns of a particle's record when it migrates: q_k, q_{k+1}, ω (3 each), mass, h/2M, margin, the method's
 #: factors, the heat since the last sample, the original id
 RECORD_COLUMNS = 14 + PARTICLE_FACTORS
+#: a step's outcomes in the order of the ensemble driver's precedence: the largest over the ranks is the step's
+OUTCOMES = (OK, NON_FINITE, VI_STEP_INFEASIBLE)
 #: the columns of a particle's record at a sample, sent to its id's owner: id, kinetic and potential energy, heat
 #: since the last sample, q, ω
 SAMPLE_COLUMNS = 10
@@ -79,11 +81,9 @@ class SingleRank:
     size = 1
     id_grain = 1
 
-    def maximum(self, value: float) -> float:
-        return value
-
-    def worst_status(self, code: int) -> int:
-        return code
+    def maximum(self, values: np.ndarray) -> np.ndarray:
+        """The elementwise maxima of ``values`` over the ranks."""
+        return values
 
     def sum_counts(self, counts: np.ndarray) -> np.ndarray:
         return counts
@@ -582,7 +582,9 @@ def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, 
             patch.factors, patch.ids[:n], patch.heat)
         if heat and drift:
             accumulate_heat(patch.heat, patch.since_sample)
-        return exchange.worst_status(int(code)), exchange.maximum(float(moved))
+        # one collective a step: the worst outcome and the largest displacement since the last build
+        worst, largest = exchange.maximum(np.array([OUTCOMES.index(int(code)), moved], np.float64))
+        return OUTCOMES[int(worst)], float(largest)
 
     def record(sample):
         n = patch.owned
@@ -598,8 +600,7 @@ def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, 
         heat_total[0] += exchanged
         out["energy"][sample] = kinetic + potential_total
         out["temperature"][sample] = kinetic / total
-        out["unit_error"][sample] = exchange.maximum(unit)
-        out["tangency_error"][sample] = exchange.maximum(tangency)
+        out["unit_error"][sample], out["tangency_error"][sample] = exchange.maximum(np.array([unit, tangency]))
         out["exchanged"][sample] = heat_total[0]
         if save_state:
             out["q"][sample] = mine[:, 4:7]
@@ -613,7 +614,9 @@ def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, 
         mine[got[:, 0].astype(np.int64) - first] = got
         return mine
 
-    system.definition.coefficients_at(coef, start_step * h)
+    scheduled = system.scheduled  # (a protocol's coefficients at the forces' time; the others never change)
+    if scheduled:
+        system.definition.coefficients_at(coef, start_step * h)
     patch.rebuild(per_axis, cutoff + skin)
     patch.q[:] = patch.q_next
     rebuilds, built_at = 1, 0
@@ -622,7 +625,8 @@ def run_decomposed(system, method: str, q_start, omega_start, mass_start, coef, 
     status, moved = stages(False, n_steps > 0, start_step)
     failed = -1
     for k in range(1, n_steps + 1):
-        system.definition.coefficients_at(coef, (start_step + k) * h)
+        if scheduled:
+            system.definition.coefficients_at(coef, (start_step + k) * h)
         if nb.beyond_half_skin(moved, skin):
             if adaptive:
                 skin = nb.automatic_skin(skin, k - built_at, cutoff, BUILD_COST_IN_GRADIENTS)
