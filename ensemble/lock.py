@@ -1,5 +1,6 @@
-"""The lock of a store: one run at a time per store, taken over when its holder died on this host; and the lock
-under which processes sharing a kernel cache take turns compiling one kernel."""
+"""The lock of a store: one run at a time per store, taken over when its holder died on this host or was an earlier
+run of this SLURM job before SLURM requeued it; and the lock under which processes sharing a kernel cache take turns
+compiling one kernel."""
 
 from __future__ import annotations
 
@@ -30,8 +31,19 @@ def _process_start(pid: int) -> str | None:
         return None
 
 
+def _slurm_run() -> dict:
+    """This process's SLURM job and how often SLURM has requeued it ({} outside SLURM): a requeued job keeps its id
+    and counts its restarts, and SLURM ends every process of a run before it starts the next."""
+    job = os.environ.get("SLURM_JOB_ID")
+    return {"slurm_job": job, "slurm_restart": os.environ.get("SLURM_RESTART_COUNT", "0")} if job else {}
+
+
 def _lock_is_stale(holder: dict) -> bool:
-    """A lock is stale when its process is gone; only decidable for locks taken on this host."""
+    """A lock is stale when its process is gone: decidable for locks taken on this host, and for locks of an earlier
+    run of this SLURM job (a multi-node job requeued: its rank 0 may now be on another host)."""
+    mine = _slurm_run()
+    if mine and holder.get("slurm_job") == mine["slurm_job"] and holder.get("slurm_restart") != mine["slurm_restart"]:
+        return True
     if holder.get("host") != socket.gethostname():
         return False
     return _process_start(holder.get("pid", -1)) != holder.get("process_start")
@@ -39,15 +51,16 @@ def _lock_is_stale(holder: dict) -> bool:
 
 @contextmanager
 def run_lock(url: str):
-    """Hold the store's lock (pid, host, time) for the duration of a run.  A lock held by a live
-    process is refused; a lock left by a dead process on this host is taken over."""
+    """Hold the store's lock (pid, host, time, SLURM job and restart) for the duration of a run.  A lock held by a
+    live process is refused; a lock left by a dead process on this host, or by this SLURM job before it was requeued,
+    is taken over."""
     if not is_local(url):  # object stores have no atomic create; remote runs trust the user
         yield
         return
     path = lock_path(url)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     holder = {"pid": os.getpid(), "host": socket.gethostname(), "process_start": _process_start(os.getpid()),
-              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+              "since": datetime.now(timezone.utc).isoformat(timespec="seconds"), **_slurm_run()}
     for _ in range(2):
         try:
             descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)

@@ -184,3 +184,24 @@ def test_concurrent_run_is_refused_and_stale_lock_taken_over(tmp_path, capsys):
     assert f"running: pid {os.getpid()}" in capsys.readouterr().out
     os.unlink(lock_path(store))
     assert not os.path.exists(lock_path(store))
+
+
+def test_a_requeued_slurm_job_takes_over_its_earlier_runs_lock_from_another_host(tmp_path, capsys, monkeypatch):
+    """A multi-node job's rank 0 held the lock on another host when SLURM requeued the job: the same job (id) at its
+    next restart takes the lock over; at the same restart (a live run of it) and as another job it is refused."""
+    spec = write_spec(tmp_path)
+    store = str(tmp_path / "spec.zarr")
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    for job, restart in (("4242", "1"), ("4243", "0")):
+        with open(lock_path(store), "w") as handle:
+            json.dump({"pid": 1, "host": "node-elsewhere", "process_start": "1", "since": "then",
+                       "slurm_job": job, "slurm_restart": restart}, handle)
+        assert main(["run", spec]) == 2
+        assert "output.store: is in use by pid 1 on node-elsewhere" in capsys.readouterr().err
+    with open(lock_path(store), "w") as handle:
+        json.dump({"pid": 1, "host": "node-elsewhere", "process_start": "1", "since": "then",
+                   "slurm_job": "4242", "slurm_restart": "0"}, handle)
+    assert main(["run", spec]) == 0
+    assert "taking over the stale lock of pid 1" in capsys.readouterr().out
+    assert not os.path.exists(lock_path(store))
