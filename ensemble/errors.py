@@ -12,3 +12,12 @@ class DamagedStore(Exception):
 
 class RunFailed(Exception):
     """A task failed for a reason other than bad input (exit code 1)."""
+
+
+class StoppedWithWorkLeft(Exception):
+    """A run on MPI ranks stopped between two segments at signal ``signal_number`` (Ctrl-C: exit code 130; SLURM's
+    walltime warning, a preemption: 3) with segments left, which the same command (a requeued job) resumes."""
+
+    def __init__(self, message: str, signal_number: int):
+        super().__init__(message)
+        self.signal_number = signal_number

@@ -23,12 +23,14 @@ def is_local(url: str) -> bool:
 
 
 def _process_start(pid: int) -> str | None:
-    """Start time of ``pid`` in clock ticks since boot (tells a live process from a reused pid)."""
+    """Start time of ``pid`` in clock ticks since boot (tells a live process from a reused pid); None for a process
+    that has ended, a zombie too (an MPI rank's working process whose supervisor mpiexec killed waits for init)."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
+            fields = handle.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
+    return None if fields[0] == "Z" else fields[19]
 
 
 def _slurm_run() -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
 import sys
 import time
@@ -18,6 +19,13 @@ import numpy as np
 
 from armillary.kernels import InvalidInput
 
+from .errors import StoppedWithWorkLeft
+
+from .launchers import LAUNCHED_PID, launched_size
+
+#: what stops the ranks together after the current segment: Ctrl-C (Hydra passes it on), SLURM's walltime warning
+#: (slurm/ranks.sbatch signals every rank) and a preemption's or scancel's SIGTERM
+STOP_SIGNALS = (signal.SIGINT, signal.SIGUSR1, signal.SIGTERM)
 #: what a spec that asks for ranks without mpi4py is told to install
 INSTALL_HINT = "pip install 'armillary[mpi]' (mpi4py with the MPICH wheel), or mpi4py built against the cluster's MPI"
 
@@ -34,33 +42,19 @@ def world():
     return MPI.COMM_WORLD
 
 
-#: what launchers tell their processes about the job's size: MPICH's Hydra and PMI (PMI_SIZE), Open MPI, SLURM's srun
-LAUNCHER_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
-
-
 def launched_ranks() -> int:
     """The number of ranks this process was started among, from its launcher's environment (mpiexec, srun): 1 for a
     process started alone.  MPI is started (mpi4py imported) only for more than one, so that every other run of
     Armillary (and the Dask workers it forks) never initialises MPI; more than one without mpi4py is refused."""
-    for variable in LAUNCHER_SIZES:
-        value = os.environ.get(variable, "")
-        if value.isdigit() and int(value) > 1:
-            require_mpi("ranks")
-            size = world().Get_size()
-            if size == 1:  # e.g. srun --mpi=none: each task its own world of one, all on one store
-                raise InvalidInput("ranks", f"the launcher started {value} tasks but MPI sees 1 rank: start them "
-                                   "as one MPI job (srun --mpi=pmi2, or mpiexec -n R)")
-            return size
-    return 1
-
-
-def launched_rank() -> int:
-    """This process's rank from its launcher's environment (0 when started alone), without starting MPI."""
-    for variable in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"):
-        value = os.environ.get(variable, "")
-        if value.isdigit():
-            return int(value)
-    return 0
+    launched = launched_size()
+    if launched == 1:
+        return 1
+    require_mpi("ranks")
+    size = world().Get_size()
+    if size == 1:  # e.g. srun --mpi=none: each task its own world of one, all on one store
+        raise InvalidInput("ranks", f"the launcher started {launched} tasks but MPI sees 1 rank: start them as one MPI "
+                           "job (srun --mpi=pmi2, or mpiexec -n R)")
+    return size
 
 
 def require_mpi(field: str) -> None:
@@ -130,30 +124,49 @@ def check_on_ranks(plan, ranks: int) -> None:
 def execute_on_ranks(plan, exchange: MpiExchange, stream) -> None:
     """Every pending segment of the plan's one member, in order, on all ranks together, each on
     ``threads_per_rank`` threads (default: its CPUs).  An error on one rank aborts them all (MPI_Abort: the
-    launcher ends the job non-zero), after a line naming the rank; the finished segments are kept."""
+    launcher ends the job non-zero), after a line naming the rank; the finished segments are kept.  A STOP_SIGNALS
+    signal to any rank stops them all after the current segment, recorded (a rank inside a collective call cannot
+    act on it at once: the others would wait for it): raises StoppedWithWorkLeft on every rank."""
     from armillary.kernels.blocks import default_threads
 
     from .execute import Progress
     from .segment import run_segment
     from .store import RunStore
 
+    signalled = []
+    handlers = {number: signal.signal(number, lambda signum, frame: signalled.append(signum))
+                for number in STOP_SIGNALS}
     try:
         store = RunStore(plan.spec.store)
         exchange.id_grain = store.array(plan.space.names[0] + "0").chunks[1]  # each Zarr chunk has one writer
         done = store.done_grid()
         threads = plan.spec.threads_per_rank or default_threads()
         pending = [j for j in range(len(plan.segments)) if not done[0, j]]
-        # a rank killed outright (kill -9, the OOM killer) takes the others with it, and the launcher names its pid
-        # (Hydra: "PID … RUNNING AT host") or its task (srun: "task r"): this line maps pids to ranks
-        ranks = exchange.allgather(f"{os.getpid()} on {socket.gethostname()}")
+        # a rank killed outright (kill -9, the OOM killer) is named by its supervisor (armillary.jobs.rank_supervisor,
+        # which sets ARMILLARY_LAUNCHED_PID), and the launcher names a process it started (Hydra: "PID … RUNNING AT
+        # host") or a task (srun: "task r"): this line maps both pids to ranks
+        launched = os.environ.get(LAUNCHED_PID)
+        ranks = exchange.allgather(f"{os.getpid()} on {socket.gethostname()}"
+                                   + (f" (launched as {launched})" if launched else ""))
         print(f"armillary: one member of {plan.n_bodies} particles on {exchange.size} MPI ranks × {threads} "
               f"threads; {len(plan.segments) - len(pending)} segments already done, {len(pending)} to run\n"
               f"armillary: ranks (pid on host): " + ", ".join(f"{rank} = {where}" for rank, where in enumerate(ranks)),
               file=stream, flush=True)
         progress = Progress(int(plan.work.sum()), int(plan.work[done].sum()), stream)
-        for segment in pending:
+        for position, segment in enumerate(pending):
+            first_signal = exchange.maximum(np.array([signalled[0] if signalled else 0], np.float64))[0]
+            if first_signal:  # every rank learns it here, between two segments, and all stop together
+                raise StoppedWithWorkLeft(f"{signal.Signals(int(first_signal)).name}: stopped after "
+                                          f"{len(plan.segments) - len(pending) + position} of {len(plan.segments)} "
+                                          "segments; run the same command to resume (a requeued job does)",
+                                          int(first_signal))
             progress.advance(run_segment(plan, 0, segment, threads=threads, exchange=exchange)[0])
+    except StoppedWithWorkLeft:
+        raise
     except Exception as error:  # the other ranks wait in a collective call: end them all, naming this one
         print(f"armillary: rank {exchange.rank} of {exchange.size} failed: {error}", file=sys.stderr, flush=True)
         time.sleep(0.5)  # the line out before the launcher ends the job
         exchange.comm.Abort(2 if isinstance(error, InvalidInput) else 1)
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)

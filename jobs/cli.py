@@ -13,7 +13,7 @@ import time
 from typing import NamedTuple
 
 from armillary import ensemble
-from armillary.ensemble.errors import DamagedStore, RunFailed
+from armillary.ensemble.errors import DamagedStore, RunFailed, StoppedWithWorkLeft
 from armillary.jobs.slurm import load_site, queue_states
 from armillary.jobs.slurm import submit as submit_jobs
 from armillary.kernels import InvalidInput
@@ -28,15 +28,17 @@ EXIT_CODES = {
     FAILED: "a run failed (finished segments are kept: run the same command to resume), or a store is damaged "
             "(`verify` lists the chunks; `verify --repair` then `run` recomputes them)",
     BAD_INPUT: "bad input: one line naming the field and the allowed values; nothing was written",
-    INTERRUPTED: "a SLURM array task stopped by a signal with work left (its batch script requeues it)",
-    STOPPED: "`run` interrupted by Ctrl-C (finished segments kept: run again to resume)",
+    INTERRUPTED: "a SLURM array task, or a run on MPI ranks, stopped by a signal with work left (its batch script "
+                 "requeues it)",
+    STOPPED: "`run` interrupted by Ctrl-C (finished segments kept: run again to resume; on MPI ranks, after the "
+             "current segment)",
     128 + signal.SIGPIPE: "`run` whose output reader left (a pipe closed): stopped as SIGPIPE would, work kept",
 }
 
 
 def run(args) -> int:
     """Run or resume the spec's ensemble into its store."""
-    from armillary.ensemble.mpi import launched_rank
+    from armillary.ensemble.launchers import launched_rank
     from armillary.ensemble.runs import run_to_store
     from armillary.ensemble.store import summary
 
@@ -51,6 +53,10 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print("armillary: interrupted; run the same command again to resume", file=sys.stderr)
         return STOPPED
+    except StoppedWithWorkLeft as stopped:  # every rank of a run on MPI ranks, together
+        if launched_rank() == 0:
+            print(f"armillary: {stopped}", file=sys.stderr)
+        return STOPPED if stopped.signal_number == signal.SIGINT else INTERRUPTED
     except BrokenPipeError:
         raise  # the reader of stdout left: see main
     except (RunFailed, OSError) as error:  # OSError: e.g. the disk is full
@@ -392,10 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "run" and argv is None:  # this process's own command line: it may be one of a launcher's ranks
+        from armillary.jobs.rank_supervisor import supervise
+
+        supervise()  # under mpiexec or srun of more than one rank: returns in the rank's working process only
     try:
         return args.handler(args)
     except InvalidInput as error:
-        from armillary.ensemble.mpi import launched_rank
+        from armillary.ensemble.launchers import launched_rank
 
         if launched_rank() == 0:  # every rank of a run on MPI ranks refuses the same input: one line, from rank 0
             print(f"armillary: {error}", file=sys.stderr)

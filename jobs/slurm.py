@@ -28,6 +28,8 @@ TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 #: SLURM's --time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
 TIME_FORMAT = re.compile(r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d{1,2}|\d+-\d{1,2}:\d{1,2}|\d+-\d{1,2}:\d{1,2}:\d{1,2})$")
 MEMORY_FORMAT = re.compile(r"^\d+[KMGT]?B?$", re.IGNORECASE)
+#: the name of one of srun's MPI plugins (``srun --mpi=list``)
+MPI_PLUGIN = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Site:
     cpus_per_task: int = 1
     mem: str = "2G"
     signal_seconds: int = 120
+    mpi: str = "pmi2"
     setup: tuple[str, ...] = ()
     directives: tuple[str, ...] = ()
     cores: int = 1
@@ -59,6 +62,9 @@ def _check_site(site: Site, dry_run: bool = False) -> Site:
         value = getattr(site, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "minimum_jobs" else 1):
             raise InvalidInput(name, f"must be a positive integer, got {value!r}")
+    if not MPI_PLUGIN.match(site.mpi) or site.mpi == "none":
+        raise InvalidInput("mpi", f"{site.mpi!r} is not an srun MPI plugin that starts the ranks as one job; allowed: "
+                           "pmi2, pmix, pmix_v4, … (`srun --mpi=list` shows your SLURM's; not none)")
     if site.minimum_jobs > site.maximum_jobs:
         raise InvalidInput("minimum_jobs", f"must be <= maximum_jobs = {site.maximum_jobs}")
     if site.partition is not None:
@@ -198,7 +204,7 @@ def render(spec_file: str, spec: Spec, site: Site, array_size: int) -> tuple[str
         "report_dir": os.path.join(jobs, "report"), "numba_cache": "\n".join(NUMBA_CACHE_LINES),
     }
     if on_ranks(spec):
-        values.update(ranks=spec.ranks, cpus_per_task=spec.threads_per_rank or site.cpus_per_task)
+        values.update(ranks=spec.ranks, cpus_per_task=spec.threads_per_rank or site.cpus_per_task, mpi=site.mpi)
     scripts = []
     for name in ("ranks.sbatch" if on_ranks(spec) else "array.sbatch", "report.sbatch"):
         with open(os.path.join(TEMPLATES, name)) as handle:

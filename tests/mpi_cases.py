@@ -85,11 +85,35 @@ def assert_same_bits(store: str, reference: str) -> None:
 
 
 def run_specs(directory: str, names: list[str]) -> None:
-    from armillary.ensemble import parse_spec
-    from armillary.ensemble.runs import run_to_store
+    """Run the named specs into ``directory``, and write there (reads-<rank>.json) the most particles whose state
+    this rank read from a store (initial values and checkpoint slots) and made (initial states)."""
+    import json
 
+    from armillary.ensemble import parse_spec
+    from armillary.ensemble.launchers import launched_rank
+    from armillary.ensemble.plan import Plan
+    from armillary.ensemble.runs import run_to_store
+    from armillary.ensemble.store import RunStore
+
+    most = {"read": 0, "made": 0}
+
+    def counted(method, key, particles):
+        def wrapper(*args, **options):
+            value = method(*args, **options)
+            most[key] = max(most[key], particles(args, value))
+            return value
+        return wrapper
+
+    state_names = ("q", "omega", "q0", "omega0")
+    RunStore.read = counted(RunStore.read, "read",
+                            lambda args, value: value.shape[1] if args[1] in ("q0", "omega0") else 0)
+    RunStore.read_checkpoint = counted(RunStore.read_checkpoint, "read", lambda args, values: max(
+        [values[name].shape[1] for name in state_names if name in values], default=0))
+    Plan.initial_state = counted(Plan.initial_state, "made", lambda args, state: state["q"].shape[1])
     for name in names:
         run_to_store(parse_spec(spec_text(name, f"{directory}/{name}.zarr")), stream=open("/dev/null", "w"))
+    with open(f"{directory}/reads-{launched_rank()}.json", "w") as handle:
+        json.dump(most, handle)
 
 
 def check_halos(out: str) -> None:

@@ -97,30 +97,40 @@ def test_full_rows_sum_as_the_all_pairs_lane_function():
 
 
 def test_a_killed_rank_ends_the_run_and_another_rank_count_resumes_it_bitwise(stores, tmp_path):
-    """A 3-rank langevin run, its first segment recorded; rank 1 killed by SIGKILL during the second: mpiexec exits
-    non-zero naming a rank's pid, which the run's first lines map to its rank (Hydra names the first process it sees
-    end, the killed one or one it killed on its heels: in CI once rank 0), verify finds the store sound, and the
-    same spec on 2 ranks resumes it and the store is the 1-rank run's, bit for bit."""
+    """A 3-rank langevin run, its first segment recorded; the working process of rank 1 (the run's pid line names it
+    and its supervisor, the process mpiexec started) killed by SIGKILL during the second: mpiexec exits non-zero and
+    rank 1's supervisor names it and the signal, verify finds the store sound, and the same spec on 2 ranks resumes it
+    and the store is the 1-rank run's, bit for bit."""
     spec = tmp_path / "spec.toml"
     store = tmp_path / "killed.zarr"
     spec.write_text(spec_text("lj-langevin", str(store), ranks=3))
     pause = tmp_path / "pause.json"
     env = {**os.environ, "PYTHONPATH": str(HERE), "ARMILLARY_PAUSE_BEFORE_KERNEL": f"{pause}:60",
            "ARMILLARY_PAUSE_SEGMENT": "1"}
-    run = subprocess.Popen([MPIEXEC, "-n", "3", ARMILLARY, "run", str(spec)], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+    log = tmp_path / "run.log"  # a file, not a pipe: the pid line is read while the run goes on
+    with log.open("w") as output:
+        run = subprocess.Popen([MPIEXEC, "-n", "3", ARMILLARY, "run", str(spec)], stdout=output,
+                               stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     deadline = time.monotonic() + 240
     while not (pause.exists() and pause.read_text().endswith("}")):  # created, then written: wait for its JSON
-        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[0]
+        assert run.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.2)
     assert json.loads(pause.read_text())["segment"] == 1
-    victim = rank_pid(1, str(spec))
+    ranks = re.search(r"ranks \(pid on host\): 0 = (\d+) on \S+ \(launched as \d+\), "
+                      r"1 = (\d+) on \S+ \(launched as (\d+)\), 2 = (\d+) on ", log.read_text())
+    assert ranks, log.read_text()
+    working = [int(ranks[k]) for k in (1, 2, 4)]
+    victim = working[1]
+    assert process_stat(victim)[1] == ranks[3]  # its parent: the process mpiexec started
     os.kill(victim, signal.SIGKILL)
-    output = run.communicate(timeout=60)[0]
-    assert run.returncode != 0, output
-    pids = re.search(r"ranks \(pid on host\): 0 = (\d+) on \S+, 1 = (\d+) on \S+, 2 = (\d+) on ", output)
-    named = re.search(r"PID (\d+) RUNNING AT", output)
-    assert pids and int(pids[2]) == victim and named and named[1] in pids.groups(), f"rank 1 was {victim}:\n{output}"
+    run.wait(timeout=60)
+    text = log.read_text()
+    assert run.returncode != 0, text
+    assert (f"armillary: rank 1 of 3 (pid {victim} on " in text and "was killed by signal 9 (SIGKILL); finished "
+            "segments are kept: run the same command to resume, on any number of ranks" in text), text
+    # mpiexec killed the other ranks' supervisors: their working processes died with them (ended, or zombies that
+    # init has yet to reap), none goes on writing into the store
+    assert all(process_stat(pid)[:1] in ([], ["Z"]) for pid in working), text
     from armillary.jobs.cli import main
 
     assert main(["verify", str(store)]) == 0
@@ -130,17 +140,56 @@ def test_a_killed_rank_ends_the_run_and_another_rank_count_resumes_it_bitwise(st
     assert_same_bits(str(store), str(stores / "1" / "lj-langevin.zarr"))
 
 
-def rank_pid(rank: int, spec: str) -> int:
-    """The pid of the ``armillary run`` process of MPI rank ``rank`` running ``spec`` (Hydra sets PMI_RANK)."""
-    for entry in Path("/proc").iterdir():
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, ValueError):
-            continue
-        if spec.encode() in command and f"PMI_RANK={rank}".encode() in environ and b"run" in command:
-            return int(entry.name)
-    raise AssertionError(f"no process of rank {rank} runs {spec}")
+def test_a_signal_to_one_rank_stops_them_all_after_the_segment_with_exit_3(tmp_path):
+    """SIGUSR1 (SLURM's walltime warning) to the process mpiexec started for rank 1 of a 2-rank run, while rank 0
+    pauses before the first segment's kernel: the supervisor passes it on, both ranks finish and record that segment,
+    then stop together with exit 3 (the batch script requeues the job), and the store is sound."""
+    spec = tmp_path / "spec.toml"
+    store = tmp_path / "stopped.zarr"
+    spec.write_text(spec_text("lj-vi", str(store), ranks=2))
+    pause = tmp_path / "pause.json"
+    env = {**os.environ, "PYTHONPATH": str(HERE), "ARMILLARY_PAUSE_BEFORE_KERNEL": f"{pause}:3",
+           "ARMILLARY_PAUSE_SEGMENT": "0"}
+    log = tmp_path / "run.log"
+    with log.open("w") as output:
+        run = subprocess.Popen([MPIEXEC, "-n", "2", ARMILLARY, "run", str(spec)], stdout=output,
+                               stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+    deadline = time.monotonic() + 240
+    while not (pause.exists() and pause.read_text().endswith("}")):
+        assert run.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    launched = re.search(r"1 = \d+ on \S+ \(launched as (\d+)\)", log.read_text())
+    assert launched, log.read_text()
+    os.kill(int(launched[1]), signal.SIGUSR1)
+    assert run.wait(timeout=120) == 3, log.read_text()
+    assert "armillary: SIGUSR1: stopped after 1 of 2 segments; run the same command to resume" in log.read_text()
+    assert np.isfinite(zarr.open_group(str(store), mode="r")["_progress"]["done"][...]).tolist() == [[True, False]]
+    from armillary.jobs.cli import main
+
+    assert main(["verify", str(store)]) == 0
+
+
+def test_a_rank_reads_the_state_of_its_ids_alone(stores):
+    """On 2 and 3 ranks, every read of a particle state from the store (the initial values at the first segment, the
+    checkpoint slot at the second) covers exactly the ids the rank holds, and no rank but 0 makes an initial state
+    (rank 0 makes the member's once, before the ranks start)."""
+    from armillary.ensemble.store import particles_per_chunk
+    from armillary.kernels.domain import id_cuts
+
+    for ranks in (2, 3):
+        cuts = id_cuts(PARTICLES, ranks, particles_per_chunk(PARTICLES))
+        for rank in range(ranks):
+            most = json.loads((stores / str(ranks) / f"reads-{rank}.json").read_text())
+            expected = {"read": int(cuts[rank + 1] - cuts[rank]), "made": PARTICLES if rank == 0 else 0}
+            assert most == expected, f"rank {rank} of {ranks}"
+
+
+def process_stat(pid: int) -> list[str]:
+    """The fields of /proc/``pid``/stat after the command's name (state, parent's pid, ...); none when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return []
 
 
 def test_ranks_without_mpi4py_or_for_an_ensemble_are_refused_in_one_line(tmp_path):

@@ -5,6 +5,7 @@ where no SLURM answers (under CI=true a skip is a failure); the dry run needs no
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +27,16 @@ def write_ranks_spec(path: Path, store: Path, ranks: int = 2, threads_per_rank: 
     return str(path)
 
 
-def test_ranks_spec_runs_through_srun_and_equals_mpiexec(tmp_path, capsys):
+def test_ranks_spec_runs_through_srun_is_requeued_at_its_walltime_and_equals_mpiexec(tmp_path, capsys, monkeypatch):
     """Submitted with ranks = 2: one job of 2 tasks (no array) whose srun starts both ranks of one MPI world, its
-    report job after it (afterok); its store holds the bits of `mpiexec -n 2 armillary run` of the same spec."""
+    report job after it (afterok).  Its walltime warning (USR1 to the batch script) while rank 0 pauses before the
+    first segment's kernel: both ranks finish and record that segment and stop, the job requeues itself and resumes
+    the second; its store holds the bits of `mpiexec -n 2 armillary run` of the same spec."""
     require_slurm()
     store = tmp_path / "slurm.zarr"
+    pause = tmp_path / "pause.json"  # (sbatch passes the environment on; a pause is taken once, by the first run)
+    monkeypatch.setenv("ARMILLARY_PAUSE_BEFORE_KERNEL", f"{pause}:3")
+    monkeypatch.setenv("ARMILLARY_PAUSE_SEGMENT", "0")
     assert main(["submit", write_ranks_spec(tmp_path / "slurm.toml", store)]) == 0
     out = capsys.readouterr().out
     job_id = out.split("MPI job ")[1].split()[0]
@@ -45,9 +51,16 @@ def test_ranks_spec_runs_through_srun_and_equals_mpiexec(tmp_path, capsys):
     assert f"afterok:{job_id}" in dependency, dependency
     # the report job's script is the array's, which tests/test_slurm.py runs: cancelled here to keep the test short
     subprocess.run(["scancel", report_id], check=True)
+    deadline = time.monotonic() + 240
+    while not (pause.exists() and pause.read_text().endswith("}")):
+        assert time.monotonic() < deadline, "the job never paused"
+        time.sleep(0.2)
+    subprocess.run(["scancel", "--signal=USR1", "--batch", job_id], check=True)
     wait_for_jobs([job_id, report_id])
     log = (jobs / f"ranks-{job_id}.out").read_text()
-    assert "one member of 2000 particles on 2 MPI ranks × 1 threads" in log, log
+    assert "one member of 2000 particles on 2 MPI ranks × 1 threads; 0 segments already done, 2 to run" in log, log
+    assert "armillary: SIGUSR1: stopped after 1 of 2 segments" in log, log
+    assert "on 2 MPI ranks × 1 threads; 1 segments already done, 1 to run" in log, log  # after the requeue
     assert main(["status", str(store)]) == 0
     assert f"{job_id} finished" in capsys.readouterr().out
 
@@ -73,6 +86,18 @@ def test_dry_run_asks_for_ranks_with_threads_per_rank_cpus(tmp_path, capsys):
                  "export NUMBA_NUM_THREADS=2\n", f"srun --mpi=pmi2 --ntasks=3 --cpus-per-task=2 "):
         assert line in script, line
     assert not (tmp_path / "spec.zarr").exists() and not (tmp_path / "spec.zarr.slurm").exists()
+
+
+def test_the_sites_mpi_plugin_starts_the_ranks_and_none_is_refused(tmp_path, capsys):
+    """A site's ``mpi`` is srun's --mpi; "none" (each task a world of its own) is refused in one line naming it."""
+    spec = write_ranks_spec(tmp_path / "spec.toml", tmp_path / "spec.zarr")
+    site = tmp_path / "site.toml"
+    site.write_text('mpi = "pmix"\n')
+    assert main(["submit", spec, "--dry-run", "--site", str(site)]) == 0
+    assert "srun --mpi=pmix --ntasks=2 " in capsys.readouterr().out
+    site.write_text('mpi = "none"\n')
+    assert main(["submit", spec, "--dry-run", "--site", str(site)]) == 2
+    assert "mpi: 'none' is not an srun MPI plugin that starts the ranks as one job" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("members, args, message", [
