@@ -22,7 +22,7 @@ ranks a rank owns part of one slab and its ghosts are about three times its own,
 A step costs
 
     t(R, N) = c N/R + t₀ + (m α + 24 G·8/β)  [halo: m neighbours, 24 bytes a ghost]
-              + 2⌈log₂ R⌉ α                   [the step's two reductions: largest displacement, status]
+              + ⌈log₂ R⌉ α                    [the step's one reduction: its status and largest displacement]
               + (a rebuild every 10 steps: the cut search, 40 ⌈log₂ R⌉ α, and the ghosts' ids and the particles that
                  cross a border, about a tenth of the ghosts, 128 bytes each: G (8 + 12.8)·8/β)
 

@@ -20,8 +20,8 @@ import numpy as np
 from armillary.kernels import InvalidInput
 
 from .errors import StoppedWithWorkLeft
-
 from .launchers import LAUNCHED_PID, launched_size
+
 
 #: what stops the ranks together after the current segment: Ctrl-C (Hydra passes it on), SLURM's walltime warning
 #: (slurm/ranks.sbatch signals every rank) and a preemption's or scancel's SIGTERM

@@ -96,26 +96,31 @@ def test_full_rows_sum_as_the_all_pairs_lane_function():
     assert np.array_equal(gradient, system.gradient(q[None])[0])
 
 
-def test_a_killed_rank_ends_the_run_and_another_rank_count_resumes_it_bitwise(stores, tmp_path):
-    """A 3-rank langevin run, its first segment recorded; the working process of rank 1 (the run's pid line names it
-    and its supervisor, the process mpiexec started) killed by SIGKILL during the second: mpiexec exits non-zero and
-    rank 1's supervisor names it and the signal, verify finds the store sound, and the same spec on 2 ranks resumes it
-    and the store is the 1-rank run's, bit for bit."""
-    spec = tmp_path / "spec.toml"
-    store = tmp_path / "killed.zarr"
-    spec.write_text(spec_text("lj-langevin", str(store), ranks=3))
-    pause = tmp_path / "pause.json"
-    env = {**os.environ, "PYTHONPATH": str(HERE), "ARMILLARY_PAUSE_BEFORE_KERNEL": f"{pause}:60",
-           "ARMILLARY_PAUSE_SEGMENT": "1"}
-    log = tmp_path / "run.log"  # a file, not a pipe: the pid line is read while the run goes on
+def paused_run(tmp_path: Path, name: str, ranks: int, segment: int, seconds: float):
+    """``mpiexec -n ranks armillary run`` of spec ``name`` (tmp_path/spec.toml into tmp_path/run.zarr), once rank 0
+    pauses ``seconds`` before the kernel of ``segment`` (the others wait for it in the kernel's collective calls):
+    (spec, store, the mpiexec process, its log: a file, not a pipe, so that the pid line is read while it runs)."""
+    spec, store, pause, log = tmp_path / "spec.toml", tmp_path / "run.zarr", tmp_path / "pause.json", tmp_path / "run.log"
+    spec.write_text(spec_text(name, str(store), ranks=ranks))
+    env = {**os.environ, "PYTHONPATH": str(HERE), "ARMILLARY_PAUSE_BEFORE_KERNEL": f"{pause}:{seconds}",
+           "ARMILLARY_PAUSE_SEGMENT": str(segment)}
     with log.open("w") as output:
-        run = subprocess.Popen([MPIEXEC, "-n", "3", ARMILLARY, "run", str(spec)], stdout=output,
+        run = subprocess.Popen([MPIEXEC, "-n", str(ranks), ARMILLARY, "run", str(spec)], stdout=output,
                                stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     deadline = time.monotonic() + 240
     while not (pause.exists() and pause.read_text().endswith("}")):  # created, then written: wait for its JSON
         assert run.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.2)
-    assert json.loads(pause.read_text())["segment"] == 1
+    assert json.loads(pause.read_text())["segment"] == segment
+    return spec, store, run, log
+
+
+def test_a_killed_rank_ends_the_run_and_another_rank_count_resumes_it_bitwise(stores, tmp_path):
+    """A 3-rank langevin run, its first segment recorded; the working process of rank 1 (the run's pid line names it
+    and its supervisor, the process mpiexec started) killed by SIGKILL during the second: mpiexec exits non-zero and
+    rank 1's supervisor names it and the signal, verify finds the store sound, and the same spec on 2 ranks resumes it
+    and the store is the 1-rank run's, bit for bit."""
+    spec, store, run, log = paused_run(tmp_path, "lj-langevin", 3, segment=1, seconds=60)
     ranks = re.search(r"ranks \(pid on host\): 0 = (\d+) on \S+ \(launched as \d+\), "
                       r"1 = (\d+) on \S+ \(launched as (\d+)\), 2 = (\d+) on ", log.read_text())
     assert ranks, log.read_text()
@@ -144,20 +149,7 @@ def test_a_signal_to_one_rank_stops_them_all_after_the_segment_with_exit_3(tmp_p
     """SIGUSR1 (SLURM's walltime warning) to the process mpiexec started for rank 1 of a 2-rank run, while rank 0
     pauses before the first segment's kernel: the supervisor passes it on, both ranks finish and record that segment,
     then stop together with exit 3 (the batch script requeues the job), and the store is sound."""
-    spec = tmp_path / "spec.toml"
-    store = tmp_path / "stopped.zarr"
-    spec.write_text(spec_text("lj-vi", str(store), ranks=2))
-    pause = tmp_path / "pause.json"
-    env = {**os.environ, "PYTHONPATH": str(HERE), "ARMILLARY_PAUSE_BEFORE_KERNEL": f"{pause}:3",
-           "ARMILLARY_PAUSE_SEGMENT": "0"}
-    log = tmp_path / "run.log"
-    with log.open("w") as output:
-        run = subprocess.Popen([MPIEXEC, "-n", "2", ARMILLARY, "run", str(spec)], stdout=output,
-                               stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
-    deadline = time.monotonic() + 240
-    while not (pause.exists() and pause.read_text().endswith("}")):
-        assert run.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.2)
+    spec, store, run, log = paused_run(tmp_path, "lj-vi", 2, segment=0, seconds=3)
     launched = re.search(r"1 = \d+ on \S+ \(launched as (\d+)\)", log.read_text())
     assert launched, log.read_text()
     os.kill(int(launched[1]), signal.SIGUSR1)
