@@ -3,6 +3,7 @@ store (never through the client), progress on the terminal."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -66,6 +67,25 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
+@contextlib.contextmanager
+def noted_signals(numbers, then=None):
+    """The signals ``numbers`` noted in the list this yields, in the order they come (and ``then(signum)`` called),
+    instead of their usual handling, until the block ends: a run that stops between segments looks at the list."""
+    noted = []
+
+    def note(signum, frame):
+        noted.append(signum)
+        if then is not None:
+            then(signum)
+
+    handlers = {number: signal.signal(number, note) for number in numbers}
+    try:
+        yield noted
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+
+
 def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
     """Run, in this process, every pending segment of the chunks c with c mod ``size`` = ``index``
     (one SLURM array task).  SIGUSR1 or SIGTERM (walltime warning, preemption) lets the current
@@ -73,26 +93,19 @@ def execute_array_task(plan: Plan, index: int, size: int, stream) -> bool:
     store = RunStore(plan.spec.store)
     done = store.done_grid()
     mine = [(c, j) for c in range(index, len(plan.chunks), size) for j in range(len(plan.segments)) if not done[c, j]]
-    stop = []
-
-    def request_stop(signum, frame):
-        stop.append(signum)
+    def announce(signum):
         print(f"armillary: {signal.Signals(signum).name}: stopping after the current segment", file=stream, flush=True)
 
-    handlers = {number: signal.signal(number, request_stop) for number in (signal.SIGUSR1, signal.SIGTERM)}
-    print(f"armillary: array task {index} of {size}: {len(mine)} segments to run", file=stream, flush=True)
-    work = plan.work
-    progress = Progress(int(sum(work[c, j] for c, j in mine)), 0, stream)
-    try:
+    with noted_signals((signal.SIGUSR1, signal.SIGTERM), announce) as stop:
+        print(f"armillary: array task {index} of {size}: {len(mine)} segments to run", file=stream, flush=True)
+        work = plan.work
+        progress = Progress(int(sum(work[c, j] for c, j in mine)), 0, stream)
         if mine and plan.mode == "ensemble":
             load_kernel(plan, stream)
         for c, j in mine:
             if stop:
                 return False
             progress.advance(run_segment(plan, c, j, threads=None)[0])  # on the task's CPUs (NUMBA_NUM_THREADS)
-    finally:
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
     return True
 
 

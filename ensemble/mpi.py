@@ -129,44 +129,40 @@ def execute_on_ranks(plan, exchange: MpiExchange, stream) -> None:
     act on it at once: the others would wait for it): raises StoppedWithWorkLeft on every rank."""
     from armillary.kernels.blocks import default_threads
 
-    from .execute import Progress
+    from .execute import Progress, noted_signals
     from .segment import run_segment
     from .store import RunStore
 
-    signalled = []
-    handlers = {number: signal.signal(number, lambda signum, frame: signalled.append(signum))
-                for number in STOP_SIGNALS}
-    try:
-        store = RunStore(plan.spec.store)
-        exchange.id_grain = store.array(plan.space.names[0] + "0").chunks[1]  # each Zarr chunk has one writer
-        done = store.done_grid()
-        threads = plan.spec.threads_per_rank or default_threads()
-        pending = [j for j in range(len(plan.segments)) if not done[0, j]]
-        # a rank killed outright (kill -9, the OOM killer) is named by its supervisor (armillary.jobs.rank_supervisor,
-        # which sets ARMILLARY_LAUNCHED_PID), and the launcher names a process it started (Hydra: "PID … RUNNING AT
-        # host") or a task (srun: "task r"): this line maps both pids to ranks
-        launched = os.environ.get(LAUNCHED_PID)
-        ranks = exchange.allgather(f"{os.getpid()} on {socket.gethostname()}"
-                                   + (f" (launched as {launched})" if launched else ""))
-        print(f"armillary: one member of {plan.n_bodies} particles on {exchange.size} MPI ranks × {threads} "
-              f"threads; {len(plan.segments) - len(pending)} segments already done, {len(pending)} to run\n"
-              f"armillary: ranks (pid on host): " + ", ".join(f"{rank} = {where}" for rank, where in enumerate(ranks)),
-              file=stream, flush=True)
-        progress = Progress(int(plan.work.sum()), int(plan.work[done].sum()), stream)
-        for position, segment in enumerate(pending):
-            first_signal = exchange.maximum(np.array([signalled[0] if signalled else 0], np.float64))[0]
-            if first_signal:  # every rank learns it here, between two segments, and all stop together
-                raise StoppedWithWorkLeft(f"{signal.Signals(int(first_signal)).name}: stopped after "
-                                          f"{len(plan.segments) - len(pending) + position} of {len(plan.segments)} "
-                                          "segments; run the same command to resume (a requeued job does)",
-                                          int(first_signal))
-            progress.advance(run_segment(plan, 0, segment, threads=threads, exchange=exchange)[0])
-    except StoppedWithWorkLeft:
-        raise
-    except Exception as error:  # the other ranks wait in a collective call: end them all, naming this one
-        print(f"armillary: rank {exchange.rank} of {exchange.size} failed: {error}", file=sys.stderr, flush=True)
-        time.sleep(0.5)  # the line out before the launcher ends the job
-        exchange.comm.Abort(2 if isinstance(error, InvalidInput) else 1)
-    finally:
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
+    with noted_signals(STOP_SIGNALS) as signalled:
+        try:
+            store = RunStore(plan.spec.store)
+            exchange.id_grain = store.array(plan.space.names[0] + "0").chunks[1]  # each Zarr chunk has one writer
+            done = store.done_grid()
+            threads = plan.spec.threads_per_rank or default_threads()
+            pending = [j for j in range(len(plan.segments)) if not done[0, j]]
+            # a rank killed outright (kill -9, the OOM killer) is named by its supervisor
+            # (armillary.jobs.rank_supervisor, which sets ARMILLARY_LAUNCHED_PID), and the launcher names a process it
+            # started (Hydra: "PID … RUNNING AT host") or a task (srun: "task r"): this line maps both pids to ranks
+            launched = os.environ.get(LAUNCHED_PID)
+            ranks = exchange.allgather(f"{os.getpid()} on {socket.gethostname()}"
+                                       + (f" (launched as {launched})" if launched else ""))
+            where = ", ".join(f"{rank} = {host}" for rank, host in enumerate(ranks))
+            print(f"armillary: one member of {plan.n_bodies} particles on {exchange.size} MPI ranks × {threads} "
+                  f"threads; {len(plan.segments) - len(pending)} segments already done, {len(pending)} to run\n"
+                  f"armillary: ranks (pid on host): {where}", file=stream, flush=True)
+            progress = Progress(int(plan.work.sum()), int(plan.work[done].sum()), stream)
+            for position, segment in enumerate(pending):
+                # every rank learns of a signal here, between two segments, and all stop together
+                stop_signal = int(exchange.maximum(np.array([signalled[0] if signalled else 0], np.float64))[0])
+                if stop_signal:
+                    done_now = len(plan.segments) - len(pending) + position
+                    raise StoppedWithWorkLeft(f"{signal.Signals(stop_signal).name}: stopped after {done_now} of "
+                                              f"{len(plan.segments)} segments; run the same command to resume (a "
+                                              "requeued job does)", stop_signal)
+                progress.advance(run_segment(plan, 0, segment, threads=threads, exchange=exchange)[0])
+        except StoppedWithWorkLeft:
+            raise
+        except Exception as error:  # the other ranks wait in a collective call: end them all, naming this one
+            print(f"armillary: rank {exchange.rank} of {exchange.size} failed: {error}", file=sys.stderr, flush=True)
+            time.sleep(0.5)  # the line out before the launcher ends the job
+            exchange.comm.Abort(2 if isinstance(error, InvalidInput) else 1)
