@@ -19,12 +19,13 @@ STEPS, SEGMENT = 50, 25
 SYSTEMS = {
     "lj": f'''name = "sphere_lj"
 params = {{ epsilon = 1.0, sigma = {SIGMA!r}, cutoff = {2.5 * SIGMA!r} }}''',
-    # two types of LJ, 20 chains of 10 with bonds and bending angles among free particles
+    # two types of LJ, 20 chains of 10 with bonds and bending angles among free particles; B's own friction (by id,
+    # not by a rank's row: langevin's per-particle factors)
     "mixture": f'''name = "sphere_mixture"
 [system.params]
 pair = "lj"
 composition = {{ A = 0.5, B = 0.5 }}
-types = {{ A = {{ sigma = {SIGMA!r} }}, B = {{ sigma = {0.9 * SIGMA!r}, mass = 2.0 }} }}
+types = {{ A = {{ sigma = {SIGMA!r} }}, B = {{ sigma = {0.9 * SIGMA!r}, mass = 2.0, friction = 40.0 }} }}
 bond_types = {{ b = {{ style = "harmonic", k = {400.0 / SIGMA ** 2!r}, r0 = {SIGMA!r} }} }}
 angle_types = {{ bend = {{ style = "cosine", k = 2.0 }} }}
 polymers = {{ count = 20, length = 10, bond = "b", angle = "bend", ring = false }}''',
